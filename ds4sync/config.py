@@ -1,0 +1,183 @@
+"""ds4sync.yaml and profile folders, validated once into frozen typed models.
+
+A bad file is reported as one line naming the file, the key path and what was expected.
+After loading, nothing reads raw dicts.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ds4sync.errors import ConfigError
+
+CONFIG_NAME = "ds4sync.yaml"
+M = TypeVar("M", bound=BaseModel)
+
+
+class FrozenModel(BaseModel):
+    """Base of every config and result model: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UpstreamConfig(FrozenModel):
+    """Where upstream lives: remote name, optional URL, the ref to sync to, and its display name."""
+
+    remote: str = "upstream"
+    url: str | None = None
+    ref: str = "main"
+    name: str | None = Field(default=None, description="display name, e.g. vllm-project/vllm")
+
+
+class ForkConfig(FrozenModel):
+    """The fork branch that syncs take in, and its display name."""
+
+    branch: str | None = None
+    name: str | None = Field(default=None, description="display name, e.g. jasl/vllm")
+
+
+class ResolutionRule(FrozenModel):
+    """Resolve every conflicted path matching ``glob`` with ``strategy``.
+
+    Globs use fnmatch semantics on repository-relative POSIX paths (``*`` also crosses
+    ``/``). ``ours`` keeps the fork's side, ``theirs`` upstream's, ``union`` keeps the
+    lines of both (git's union merge driver).
+    """
+
+    glob: str
+    strategy: Literal["ours", "theirs", "union"]
+    reason: str = ""
+
+    def matches(self, path: str) -> bool:
+        """Whether ``path`` (repository-relative, POSIX) falls under this rule."""
+        return fnmatch.fnmatchcase(path, self.glob)
+
+
+class MergeConfig(FrozenModel):
+    """How the merge phase names things and resolves conflicts."""
+
+    sync_branch: str = "sync/{branch}-{upstream}"
+    backup_branch: str | None = Field(
+        default=None, description='e.g. "backup/{branch}-{date}-pre-sync"; none by default')
+    rules: tuple[ResolutionRule, ...] = ()
+    resolutions_dir: str = "patches/resolutions"
+
+    @field_validator("sync_branch")
+    @classmethod
+    def _sync_prefix(cls, value: str) -> str:
+        if not value.startswith("sync/"):
+            raise ValueError("must start with 'sync/'")
+        return value
+
+    def rule_for(self, path: str) -> ResolutionRule | None:
+        """The first rule whose glob matches ``path``, or None."""
+        return next((rule for rule in self.rules if rule.matches(path)), None)
+
+
+class Config(FrozenModel):
+    """The whole of ds4sync.yaml.
+
+    ``profile`` and ``state_dir`` are resolved against the config file's folder; when
+    absent, the shipped DS4 profile and ``<git-common-dir>/ds4sync`` are used.
+    """
+
+    upstream: UpstreamConfig = UpstreamConfig()
+    fork: ForkConfig = ForkConfig()
+    profile: Path | None = None
+    state_dir: Path | None = None
+    merge: MergeConfig = MergeConfig()
+    source: Path | None = Field(default=None, exclude=True, description="the file it came from")
+
+
+def shipped_profile() -> Path:
+    """The DS4 profile shipped with ds4sync (repository root in a checkout, the wheel's copy otherwise)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent, here / "_profile"):
+        if (candidate / "gates").is_dir() and (candidate / "patches").is_dir():
+            return candidate
+    return here.parent
+
+
+def find_config(repo: Path, explicit: Path | None) -> Path | None:
+    """The config file to load: ``explicit`` if given (must exist), else ``<repo>/ds4sync.yaml`` if present."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError("config file not found", where=str(explicit), fix="check --config")
+        return explicit
+    candidate = repo / CONFIG_NAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config(path: Path | None) -> Config:
+    """Load and validate ``path`` into a :class:`Config`; None gives the defaults.
+
+    Raises:
+        ConfigError: unreadable YAML, a wrong type, an unknown key; the message names
+            the file, the key path and what was expected.
+    """
+    if path is None:
+        return Config()
+    data = read_yaml(path)
+    config = validate(Config, data, source=path)
+    base = path.parent
+    return config.model_copy(update={
+        "source": path,
+        "profile": _absolute(config.profile, base),
+        "state_dir": _absolute(config.state_dir, base),
+    })
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a ConfigError with line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"malformed YAML ({problem})", where=where,
+                          fix="fix the syntax at that line") from exc
+    return {} if data is None else data
+
+
+def validate(model: type[M], data: Any, *, source: Path | str) -> M:
+    """Validate ``data`` into ``model``; the first error becomes one ConfigError line.
+
+    The line reads ``<file>: <key.path>: <what was expected>``.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}",
+                          where=str(source))
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc), where=str(source),
+                          fix=f"see `ds4sync config check` and the {model.__name__} fields") from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """``key.path: expected ...`` for the first error of a pydantic ValidationError."""
+    err = exc.errors()[0]
+    loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if err["type"] == "missing":
+        return f"{loc}: required key is missing"
+    got = err.get("input")
+    shown = repr(got) if isinstance(got, str | int | float | bool) or got is None else type(got).__name__
+    return f"{loc}: {err['msg'].rstrip('.')} (got {shown})"
+
+
+def _absolute(path: Path | None, base: Path) -> Path | None:
+    if path is None:
+        return None
+    return path if path.is_absolute() else (base / path).resolve()

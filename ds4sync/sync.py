@@ -1,0 +1,121 @@
+"""Start, resume, abort and plan a sync: the core functions behind the CLI's run commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ds4sync.errors import GitError, StateError
+from ds4sync.mergeplan import MergeSummary, plan_merge
+from ds4sync.phases.merge import MERGE_PHASES, accept_person_resolutions, backup_branch_name
+from ds4sync.pipeline import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
+from ds4sync.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+
+Progress = Callable[[str], None]
+
+
+def pipeline_phases() -> tuple[Phase, ...]:
+    """Every phase of a sync run, in order."""
+    return MERGE_PHASES
+
+
+def merge_stop_phase() -> str:
+    """The last phase ``ds4sync merge`` runs before handing over to later commands."""
+    return MERGE_PHASES[-1].name
+
+
+def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
+    branch = require_branch(ws)
+    fork_sha = ws.repo.branch_head(branch)
+    upstream_sha = resolve_upstream(ws, ref)
+    base = ws.repo.merge_base(fork_sha, upstream_sha)
+    if base is None:
+        raise GitError(f"'{ref}' and '{branch}' share no history", where=str(ws.repo.path),
+                       fix="check that the upstream ref belongs to this fork's upstream")
+    return branch, fork_sha, upstream_sha, base
+
+
+def plan(ws: Workspace, ref: str) -> MergeSummary:
+    """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
+    _, fork_sha, upstream_sha, base = _preflight(ws, ref)
+    return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
+
+
+def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
+                phases: Sequence[Phase] | None = None, stop_after: str | None = None) -> RunOutcome:
+    """Merge upstream ``ref`` into the fork branch in a new sync worktree.
+
+    Checks everything first (repo, branch, upstream ref, no other run), then records
+    the run and goes through the phases. The fork branch and the user's checkout are
+    never modified.
+
+    Raises:
+        GitError, ConfigError, StateError: bad input; nothing was changed.
+        NeedsPersonError: another run waits for a person or was interrupted.
+    """
+    with ws.store.lock(f"merge {ref}"):
+        ws.store.require_no_active_run()
+        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref)
+        if ws.repo.is_ancestor(upstream_sha, fork_sha):
+            raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
+                             where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
+        run_id = make_run_id(upstream_sha)
+        config = ws.config
+        record = RunRecord(
+            run_id=run_id, repo=str(ws.repo.path), state_dir=str(ws.store.root), profile=str(ws.profile),
+            upstream=UpstreamRef(remote=config.upstream.remote, url=config.upstream.url, ref=ref,
+                                 sha=upstream_sha, name=config.upstream.name),
+            fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
+            sync_branch=config.merge.sync_branch.format(branch=branch.replace("/", "-"),
+                                                        upstream=upstream_sha[:12], run=run_id),
+            worktree=str(ws.store.worktree_path(run_id)),
+            backup_ref=f"refs/ds4sync/backup/{run_id}",
+            backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
+        )
+        ws.store.save(record)
+        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after or merge_stop_phase())
+
+
+def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[Phase] | None = None,
+           stop_after: str | None = None) -> RunOutcome:
+    """Go on with the active run from its first unfinished phase.
+
+    A run waiting in ``resolve`` first has the person's resolutions accepted (refused
+    while conflict markers remain).
+
+    Raises:
+        StateError: no active run.
+        NeedsPersonError: conflict markers or unmerged paths remain.
+    """
+    with ws.store.lock("resume"):
+        record = ws.store.current()
+        if record is None:
+            raise StateError("no run to resume", where=str(ws.store.root),
+                             fix="start one with `ds4sync merge <upstream-ref>`")
+        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        if record.phase("resolve").status == "needs-person":
+            accept_person_resolutions(ctx)
+            ws.store.save(record)
+        return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after)
+
+
+def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
+    """Throw the active run away: remove its worktree and sync branch; keep the backup ref.
+
+    The fork branch is not touched.
+
+    Raises:
+        StateError: there is no active run (or no run named ``run_id``).
+    """
+    with ws.store.lock("abort"):
+        record = ws.store.load(run_id) if run_id else ws.store.current()
+        if record is None or not record.active:
+            raise StateError("no active run to abort", where=str(ws.store.root),
+                             fix="see `ds4sync status`")
+        ws.repo.worktree_remove(Path(record.worktree))
+        ws.repo.delete_branch(record.sync_branch)
+        record.status = "aborted"
+        record.notes.append(f"aborted; backup kept at {record.backup_ref}")
+        ws.store.save(record)
+        return record

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up a virtual environment with ds4sync and its test/kernel extras, then run the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+exec .venv/bin/python -m pytest "$@"
