@@ -79,6 +79,9 @@ class MergeConfig(FrozenModel):
         return next((rule for rule in self.rules if rule.matches(path)), None)
 
 
+from ds4sync.build.profile import BuildConfig  # noqa: E402 - its models subclass FrozenModel above
+
+
 class Config(FrozenModel):
     """The whole of ds4sync.yaml.
 
@@ -91,6 +94,7 @@ class Config(FrozenModel):
     profile: Path | None = None
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
+    build: BuildConfig = BuildConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 
