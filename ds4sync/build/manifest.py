@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import yaml
 from pydantic import ConfigDict, Field, field_validator
 
 from ds4sync.config import FrozenModel, read_yaml, validate
@@ -84,6 +85,14 @@ def normalize_schema(text: str) -> str:
     text = " ".join(text.split())
     text = re.sub(r"\s*([(),\[\]])\s*", r"\1", text)
     return text.replace(",", ", ")
+
+
+def write_manifest(manifest: Manifest, path: Path) -> Path:
+    """Write ``manifest`` as YAML (the shape :func:`load_manifest` reads) to ``path``."""
+    data = manifest.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, width=200))
+    return path
 
 
 def load_manifest(path: Path) -> Manifest:

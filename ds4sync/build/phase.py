@@ -14,6 +14,7 @@ from pathlib import Path
 from ds4sync.build.driver import BuildResult, Progress, run_build
 from ds4sync.build.manifest import Manifest, load_manifest
 from ds4sync.build.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.errors import ToolMissingError
 from ds4sync.pipeline import Phase, PhaseOutcome, RunContext, Workspace
 from ds4sync.record import PhaseState, RunRecord, now_iso
 
@@ -69,12 +70,19 @@ def build_workspace(ws: Workspace, *, profile_name: str | None = None, manifest_
 
 
 def build_phase(ctx: RunContext) -> PhaseOutcome:
-    """Pipeline phase ``build``: the config's default profile on the sync worktree; a failed build fails the run."""
+    """Pipeline phase ``build``: the config's default profile on the sync worktree; a failed build fails the run.
+
+    A missing tool (or torch) fails the phase with that one line, before anything was built.
+    """
     name, profile = resolve_profile(ctx.ws, None)
     manifest = resolve_manifest(ctx.ws, profile)
     ctx.progress(f"build: profile '{name}' in {ctx.record.worktree}")
-    result = run_build(Path(ctx.record.worktree), profile, manifest=manifest, profile_name=name,
-                       repo=ctx.ws.repo.path, work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build")
+    try:
+        result = run_build(Path(ctx.record.worktree), profile, manifest=manifest, profile_name=name,
+                           repo=ctx.ws.repo.path, work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build")
+    except ToolMissingError as exc:
+        return PhaseOutcome("failed", message=exc.one_line(), next_steps=(exc.fix or "install the missing tools",
+                                                                           "then `ds4sync resume`"))
     return outcome_of(result)
 
 
