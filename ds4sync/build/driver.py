@@ -156,8 +156,10 @@ class _Build:
         build_s = venv_s + time.monotonic() - clock
         if failed:
             return self.failed(failed, build_s=build_s)
+        # uv checks only the venv's own packages; pip also sees the inherited ones.
+        uv_check = self.use_uv and not self.profile.venv.inherit_site_packages
         proof = run_proof(self.python, manifest, env=self.env, log_path=self.log, check_deps=self.profile.check_deps,
-                          use_uv=self.use_uv, on_step=lambda name: self.note(f"proof: {name}", ""))
+                          use_uv=uv_check, on_step=lambda name: self.note(f"proof: {name}", ""))
         if not proof.ok:
             return self.failed("proof", build_s=build_s, proof=proof)
         return BuildResult(status="passed", steps=tuple(self.steps), proof=proof, build_s=round(build_s, 3),

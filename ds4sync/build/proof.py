@@ -147,15 +147,25 @@ def summarize(items: list[ProofItem], *, duration_s: float = 0.0) -> ProofResult
 
 
 def _deps(python: str, env: Mapping[str, str], cwd: str, log: Path | None, *, use_uv: bool) -> ProofItem:
-    uv = shutil.which("uv", path=env.get("PATH", "")) if use_uv else None
-    argv = [uv, "pip", "check", "--python", python] if uv else [python, "-m", "pip", "check"]
-    _header(log, argv)
-    result = run(argv, cwd=cwd, env=env, timeout_s=600, log_path=log)
-    tail = " / ".join(result.output.strip().splitlines()[-3:])
-    if "No module named pip" in result.output:
-        return ProofItem(kind="deps", name=" ".join(argv[:3]), status="skipped", detail="pip is not installed")
-    return ProofItem(kind="deps", name=" ".join(argv[1:3] if uv else argv[1:4]),
-                     status="passed" if result else "failed", detail=tail)
+    """``uv pip check --python`` or ``python -m pip check``, falling back to the other when one is unavailable.
+
+    uv reads only the venv's own site-packages; pip sees everything on ``sys.path`` (inherited
+    packages too), so the driver asks for pip first when the venv inherits another's packages.
+    """
+    uv = shutil.which("uv", path=env.get("PATH", ""))
+    order = [True, False] if use_uv else [False, True]
+    for with_uv in order:
+        if with_uv and not uv:
+            continue
+        argv = [uv, "pip", "check", "--python", python] if with_uv else [python, "-m", "pip", "check"]
+        _header(log, argv)
+        result = run(argv, cwd=cwd, env=env, timeout_s=600, log_path=log)
+        if "No module named pip" in result.output:
+            continue
+        tail = " / ".join(result.output.strip().splitlines()[-3:])
+        return ProofItem(kind="deps", name="uv pip check" if with_uv else "pip check",
+                         status="passed" if result else "failed", detail=tail)
+    return ProofItem(kind="deps", name="pip check", status="skipped", detail="neither pip nor uv is available")
 
 
 def _import(python: str, name: str, optional: bool, env: Mapping[str, str], cwd: str,

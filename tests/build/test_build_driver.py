@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -135,3 +136,23 @@ def _manifest_file(folder: Path, manifest: Manifest) -> Path:
     path = folder / "manifest.yaml"
     path.write_text(yaml.safe_dump(json.loads(manifest.model_dump_json(by_alias=True))))
     return path
+
+
+def test_broken_requirement_fails_the_dependency_check(built_demo: tuple[DemoExtension, BuildResult],
+                                                       tmp_path: Path) -> None:
+    """Last in this module: it leaves a package with a missing requirement in the shared venv."""
+    _, result = built_demo
+    needy = tmp_path / "needy"
+    needy.mkdir()
+    (needy / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "ds4sync-needy"\nversion = "1.0"\n'
+        'dependencies = ["ds4sync-absent-requirement>=2"]\n[tool.setuptools]\npy-modules = []\n')
+    installed = subprocess.run([result.python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                                "--no-index", str(needy)], capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    proof = run_proof(result.python, Manifest(), env={"PATH": "/usr/bin:/bin"})
+    deps = proof.items[0]
+    assert (deps.kind, deps.name, deps.status) == ("deps", "pip check", "failed")
+    assert "ds4sync-absent-requirement" in deps.detail
+    assert not proof.ok and proof.summary == "0/0 imports, 0/0 op schemas, deps failed"
