@@ -14,6 +14,7 @@ Ops (namespace ``<namespace>``):
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,7 +187,7 @@ def demo_profile(*, python: str, cuda_arch: str | None = None, inherit: bool = T
         inherit: create an isolated venv inheriting ``python``'s packages (else build into ``python``).
         env: extra build variables.
     """
-    build_env = {"MAX_JOBS": "{cpus}", **(env or {})}
+    build_env = {"MAX_JOBS": "{cpus}", **_ccache_compiler(), **(env or {})}
     requires: tuple[str, ...] = ("g++",)
     if cuda_arch:
         build_env["TORCH_CUDA_ARCH_LIST"] = cuda_arch
@@ -194,3 +195,18 @@ def demo_profile(*, python: str, cuda_arch: str | None = None, inherit: bool = T
     return BuildProfile(description="ds4sync demo extension", env=build_env, requires=requires,
                         requires_torch_cuda=bool(cuda_arch),
                         venv=VenvSpec(python=python, create=inherit, inherit_site_packages=inherit))
+
+
+def _ccache_compiler() -> dict[str, str]:
+    """``CXX`` set to ccache's masquerade ``c++`` when ccache is installed (torch's cpp_extension reads CXX).
+
+    ``CCACHE_NOHASHDIR``: setuptools compiles in a new temporary folder each time and ``-g`` would
+    otherwise put that folder into every cache key (vLLM's install docs set it for the same reason).
+    """
+    if shutil.which("ccache") is None:
+        return {}
+    for folder in ("/usr/lib/ccache", "/usr/lib64/ccache", "/usr/local/opt/ccache/libexec"):
+        candidate = Path(folder) / "c++"
+        if candidate.exists():
+            return {"CXX": str(candidate), "CCACHE_NOHASHDIR": "true"}
+    return {}

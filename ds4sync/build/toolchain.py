@@ -165,9 +165,14 @@ def _tool_info(name: str, env: Mapping[str, str], cwd: str) -> ToolInfo:
 
 def _compiler_cache(env: Mapping[str, str], tools: Mapping[str, ToolInfo], *, auto: bool) -> tuple[str | None, str]:
     for var in ("CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER", "CXX", "CC", "RUSTC_WRAPPER"):
-        head = Path(env.get(var, "").split(" ")[0]).name
-        if head in ("ccache", "sccache"):
-            return head, f"{var}={env[var]}"
+        head = env.get(var, "").split(" ")[0]
+        if not head:
+            continue
+        # A masquerade link (/usr/lib/ccache/c++ -> ccache) counts as much as `ccache c++`.
+        found = shutil.which(head, path=env.get("PATH", ""))
+        for name in (Path(head).name, Path(found).resolve().name if found else ""):
+            if name in ("ccache", "sccache"):
+                return name, f"{var}={env[var]}"
     if auto:
         # vLLM setup.py: sccache when on PATH (unless VLLM_DISABLE_SCCACHE), else ccache.
         if tools["sccache"].path and not env.get("VLLM_DISABLE_SCCACHE"):

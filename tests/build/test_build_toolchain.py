@@ -65,6 +65,16 @@ def test_compiler_cache_from_launcher_variables(env: dict, cache: str | None, ho
     assert how in toolchain.compiler_cache_how
 
 
+def test_ccache_masquerade_link_counts_as_ccache(tmp_path: Path) -> None:
+    ccache = _script(tmp_path / "bin" / "ccache", 'exec "$@"\n')
+    masquerade = tmp_path / "masq" / "c++"
+    masquerade.parent.mkdir()
+    masquerade.symlink_to(ccache)
+    toolchain = capture_toolchain(sys.executable, {**os.environ, "CXX": str(masquerade)})
+    assert toolchain.compiler_cache == "ccache"
+    assert toolchain.compiler_cache_how == f"CXX={masquerade}"
+
+
 def test_auto_compiler_cache_follows_path_like_vllm_setup(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     _script(bin_dir / "sccache", 'echo "sccache 0.8.1"\n')
