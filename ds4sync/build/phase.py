@@ -30,12 +30,15 @@ def resolve_profile(ws: Workspace, name: str | None) -> tuple[str, BuildProfile]
 
 
 def resolve_manifest(ws: Workspace, profile: BuildProfile, explicit: Path | None = None) -> Manifest:
-    """The manifest to prove against: ``explicit``, else the profile's path under the profile folder.
+    """The manifest to prove against: ``explicit`` (relative to the current folder), else the profile's
+    ``manifest`` (relative to the profile folder).
 
     Raises:
         ConfigError: the file is missing or malformed.
     """
-    path = explicit or Path(profile.manifest)
+    if explicit is not None:
+        return load_manifest(explicit.resolve())
+    path = Path(profile.manifest)
     return load_manifest(path if path.is_absolute() else ws.profile / path)
 
 

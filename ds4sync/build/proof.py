@@ -72,6 +72,7 @@ class ProofItem(FrozenModel):
     name: str
     status: ItemStatus
     optional: bool = False
+    group: str = ""
     detail: str = ""
     expected: str | None = None
     actual: str | None = None
@@ -87,6 +88,7 @@ class ProofResult(FrozenModel):
     schemas_passed: int = 0
     schemas_total: int = 0
     deps: ItemStatus = "skipped"
+    schema_groups: dict[str, str] = Field(default_factory=dict, description='e.g. {"dsv4-fused": "4/4"}')
     summary: str = ""
     ok: bool = Field(default=False, description="every required check passed")
 
@@ -141,9 +143,14 @@ def summarize(items: list[ProofItem], *, duration_s: float = 0.0) -> ProofResult
     if optional:
         summary += f", optional {sum(i.status == 'passed' for i in optional)}/{len(optional)} present"
     ok = not any(i.status == "failed" for i in items)
+    groups: dict[str, list[ProofItem]] = {}
+    for item in schemas:
+        if item.group:
+            groups.setdefault(item.group, []).append(item)
+    counts = {g: f"{sum(i.status == 'passed' for i in members)}/{len(members)}" for g, members in groups.items()}
     return ProofResult(items=tuple(items), duration_s=round(duration_s, 3), imports_passed=n_imp,
                        imports_total=len(imports), schemas_passed=n_sch, schemas_total=len(schemas),
-                       deps=deps, summary=summary, ok=ok)
+                       deps=deps, schema_groups=counts, summary=summary, ok=ok)
 
 
 def _deps(python: str, env: Mapping[str, str], cwd: str, log: Path | None, *, use_uv: bool) -> ProofItem:
@@ -194,16 +201,17 @@ def _schemas(python: str, manifest: Manifest, env: Mapping[str, str], cwd: str,
     for op in manifest.ops:
         answer = answers.get(op.op)
         if answer is None:
-            items.append(ProofItem(kind="schema", name=op.op, status="failed", optional=op.optional,
+            items.append(ProofItem(kind="schema", name=op.op, status="failed", optional=op.optional, group=op.group,
                                    expected=op.signature, detail=f"schema probe failed ({result.describe()})"))
         elif not answer["found"]:
             items.append(ProofItem(kind="schema", name=op.op, status="absent" if op.optional else "failed",
-                                   optional=op.optional, expected=op.signature, detail=answer["error"]))
+                                   optional=op.optional, group=op.group, expected=op.signature,
+                                   detail=answer["error"]))
         else:
             actual = answer["actual"]
             same = normalize_schema(actual) == normalize_schema(op.qualified_schema) or bool(answer["parsed_equal"])
             items.append(ProofItem(kind="schema", name=op.op, status="passed" if same else "failed",
-                                   optional=op.optional, expected=op.signature, actual=actual,
+                                   optional=op.optional, group=op.group, expected=op.signature, actual=actual,
                                    detail="" if same else "schema differs from the manifest"))
     return items
 

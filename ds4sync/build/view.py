@@ -26,7 +26,8 @@ class _Status:
 
     def update(self, step: str, line: str) -> None:
         with self._lock:
-            self.step = step
+            if step != self.step:
+                self.step, self.line = step, ""
             if line.strip():
                 self.line = line.strip()
 
@@ -54,6 +55,9 @@ def build_result(console: Console, result: BuildResult) -> None:
     """Toolchain, steps with durations, proof items and, on failure, the log's tail and path."""
     style = "green" if result else "red"
     console.print(f"[{style}]build {result.summary}[/] (profile {result.profile}, {result.total_s:.1f} s)")
+    if result.proof and result.proof.schema_groups:
+        groups = ", ".join(f"{name} {count}" for name, count in result.proof.schema_groups.items())
+        console.print(f"op schemas by group: {groups}", markup=False)
     if result.toolchain:
         console.print(f"toolchain: {result.toolchain.line()}", markup=False)
     table = Table(show_header=True, box=None)

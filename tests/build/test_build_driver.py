@@ -47,9 +47,10 @@ def test_wrong_schema_and_missing_module_are_failures(built_demo: tuple[DemoExte
     manifest = Manifest(
         modules=(ModuleSpec(name="ds4demo_ext._C"), ModuleSpec(name="ds4demo_ext._C_gone"),
                  ModuleSpec(name="ds4demo_ext._flash_C", optional=True)),
-        ops=(OpSpec(op="ds4demo::scaled_add", signature="scaled_add(Tensor x, Tensor y, int alpha) -> Tensor"),
-             OpSpec(op="ds4demo::fill_", signature="fill_( Tensor!  out,\n float value ) -> ()"),
-             OpSpec(op="ds4demo::never_defined", signature="never_defined(Tensor x) -> Tensor")))
+        ops=(OpSpec(op="ds4demo::scaled_add", signature="scaled_add(Tensor x, Tensor y, int alpha) -> Tensor",
+                    group="fused"),
+             OpSpec(op="ds4demo::fill_", signature="fill_( Tensor!  out,\n float value ) -> ()", group="fused"),
+             OpSpec(op="ds4demo::never_defined", signature="never_defined(Tensor x) -> Tensor", group="cache")))
     proof = run_proof(result.python, manifest, env={"PATH": "/usr/bin:/bin"}, check_deps=False)
     status = {(i.kind, i.name): i.status for i in proof.items}
     assert status == {("import", "ds4demo_ext._C"): "passed", ("import", "ds4demo_ext._C_gone"): "failed",
@@ -57,6 +58,7 @@ def test_wrong_schema_and_missing_module_are_failures(built_demo: tuple[DemoExte
                       ("schema", "ds4demo::fill_"): "passed", ("schema", "ds4demo::never_defined"): "failed"}
     assert not proof.ok
     assert proof.summary == "1/2 imports, 1/3 op schemas, deps skipped, optional 0/1 present"
+    assert proof.schema_groups == {"fused": "1/2", "cache": "0/1"}
     wrong = next(i for i in proof.items if i.name == "ds4demo::scaled_add")
     assert wrong.actual == f"ds4demo::{SCALED_ADD}"
     gone = next(i for i in proof.items if i.name == "ds4demo_ext._C_gone")
@@ -70,14 +72,16 @@ def _broken(path: Path) -> DemoExtension:
     return ext
 
 
-def test_failing_build_exits_1_with_the_log_tail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failing_build_exits_1_with_the_log_tail(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     repo = RepoBuilder(tmp_path / "fork")
     ext = _broken(repo.path)
     repo.commit({**_files(ext), ".gitignore": "build/\n*.egg-info/\n"}, "broken extension")
     _write_config(repo.path)
-    manifest = _manifest_file(tmp_path, ext.manifest)
-    code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", str(manifest)])
+    _manifest_file(tmp_path, ext.manifest)
+    monkeypatch.chdir(tmp_path)  # a relative --manifest is read from the current folder
+    code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", "manifest.yaml"])
     printed = capsys.readouterr().out
     assert code == 1
     assert "build failed at step 'install'" in printed
