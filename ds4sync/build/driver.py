@@ -59,10 +59,17 @@ class BuildResult(FrozenModel):
     python: str
     venv: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="overrides set for the build; secrets redacted")
-    toolchain: Toolchain | None = None
+    command: tuple[str, ...] = Field(default=(), description="the install command (argv), run in ``src``")
+    cwd: str = ""
+    toolchain: dict[str, str | None] = Field(default_factory=dict, description="versions: python, torch, nvcc...")
+    toolchain_detail: Toolchain | None = None
     steps: tuple[StepResult, ...] = ()
     failed_step: str | None = None
     proof: ProofResult | None = None
+    summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
+    message: str = ""
+    checks: dict[str, dict] = Field(default_factory=dict,
+                                    description='{"imports": {"passed": 7, "total": 7, "failed": []}, ...}')
     log_path: str
     tail: tuple[str, ...] = ()
     first_errors: tuple[str, ...] = Field(default=(), description="the first compiler/CMake error lines of the log")
@@ -70,16 +77,33 @@ class BuildResult(FrozenModel):
     build_s: float = 0.0
     proof_s: float = 0.0
     total_s: float = 0.0
+    duration_s: float = Field(default=0.0, description="same as total_s, under the name reports read")
 
     def __bool__(self) -> bool:
         return self.status == "passed"
 
     @property
-    def summary(self) -> str:
+    def headline(self) -> str:
         """One line: ``passed: 7/7 imports, 4/4 op schemas, deps passed`` or where it failed."""
-        if self.proof is not None:
-            return f"{self.status}: {self.proof.summary}"
-        return f"{self.status} at step '{self.failed_step}'"
+        return f"{self.status}: {self.summary}"
+
+
+def _report_fields(status: str, failed_step: str | None, proof: ProofResult | None) -> dict:
+    """summary, message and checks of a result, from its proof (if it got that far)."""
+    if proof is None:
+        return {"summary": f"at step '{failed_step}'", "message": f"build failed at step '{failed_step}'"}
+    checks: dict[str, dict] = {}
+    kinds = (("imports", "import", ""), ("op schemas", "schema", ""), ("deps", "deps", ""))
+    groups = {i.group for i in proof.items if i.kind == "schema" and i.group and not i.optional}
+    for label, kind, group in (*kinds, *((f"{g} op schemas", "schema", g) for g in sorted(groups))):
+        items = [i for i in proof.items if i.kind == kind and not i.optional and (not group or i.group == group)
+                 and i.status != "skipped"]
+        if items:
+            checks[label] = {"passed": sum(i.status == "passed" for i in items), "total": len(items),
+                             "failed": [i.name for i in items if i.status == "failed"]}
+    failed = [i.name for i in proof.failures()]
+    message = "" if status == "passed" else f"{len(failed)} check(s) failed: {', '.join(failed[:5])}"
+    return {"summary": proof.summary, "message": message, "checks": checks}
 
 
 def run_build(src: Path, profile: BuildProfile, *, manifest: Manifest, work_dir: Path, profile_name: str = "",
@@ -127,9 +151,12 @@ class _Build:
         self.secrets = _secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
-        self.common: dict = {"profile": name, "src": str(src), "python": self.python, "env": recorded,
-                             "venv": str(self.venv) if self.venv else None, "log_path": str(self.log)}
         self.use_uv = _use_uv(profile, self.env)
+        install = _pip_install(self.python, [expand(a, self.values) for a in profile.install_args],
+                               use_uv=self.use_uv, env=self.env)
+        self.common: dict = {"profile": name, "src": str(src), "python": self.python, "env": recorded,
+                             "venv": str(self.venv) if self.venv else None, "log_path": str(self.log),
+                             "command": tuple(install), "cwd": str(src)}
         tools = list(profile.requires) + (["uv"] if "uv" in (profile.installer, profile.venv.tool) else [])
         make_venv = self.venv is not None and not (self.venv / "bin" / "python").exists()
         require_tools(tools, self.env, python=self.base_python if make_venv else self.python, where=self.where)
@@ -150,7 +177,7 @@ class _Build:
                                       require_torch=self.profile.requires_torch,
                                       require_torch_cuda=self.profile.requires_torch_cuda, where=self.where)
         _append(self.log, f"==> toolchain: {toolchain.line()}\n")
-        self.common.update(toolchain=toolchain, toolchain_s=toolchain.duration_s)
+        self.common.update(toolchain=toolchain.facts(), toolchain_detail=toolchain, toolchain_s=toolchain.duration_s)
         clock = time.monotonic()
         failed = self.pre_steps() or (None if self.install() else "install")
         build_s = venv_s + time.monotonic() - clock
@@ -162,8 +189,10 @@ class _Build:
                           use_uv=uv_check, on_step=lambda name: self.note(f"proof: {name}", ""))
         if not proof.ok:
             return self.failed("proof", build_s=build_s, proof=proof)
+        total = round(time.monotonic() - self.start, 3)
         return BuildResult(status="passed", steps=tuple(self.steps), proof=proof, build_s=round(build_s, 3),
-                           proof_s=proof.duration_s, total_s=round(time.monotonic() - self.start, 3), **self.common)
+                           proof_s=proof.duration_s, total_s=total, duration_s=total,
+                           **_report_fields("passed", None, proof), **self.common)
 
     def step(self, name: str, argv: list[str], *, cwd: Path, timeout_s: float) -> bool:
         """Run one command into the log; whether it exited 0."""
@@ -189,18 +218,18 @@ class _Build:
 
     def install(self) -> bool:
         """The install command (editable, no build isolation, no deps by default)."""
-        args = [expand(a, self.values) for a in self.profile.install_args]
-        argv = _pip_install(self.python, args, use_uv=self.use_uv, env=self.env)
+        argv = list(self.common["command"])
         return self.step("install", argv, cwd=self.src, timeout_s=self.profile.install_timeout_s)
 
     def failed(self, name: str, *, build_s: float, proof: ProofResult | None = None) -> BuildResult:
         """The result of a build that stopped at step ``name``: the log's first errors and last lines."""
         _append(self.log, f"\n==> step '{name}' failed\n")
         self.scrub()
+        total = round(time.monotonic() - self.start, 3)
         return BuildResult(status="failed", steps=tuple(self.steps), failed_step=name, proof=proof,
                            tail=_tail(self.log), first_errors=first_errors(self.log), build_s=round(build_s, 3),
-                           proof_s=proof.duration_s if proof else 0.0,
-                           total_s=round(time.monotonic() - self.start, 3), **self.common)
+                           proof_s=proof.duration_s if proof else 0.0, total_s=total, duration_s=total,
+                           **_report_fields("failed", name, proof), **self.common)
 
     def scrub(self) -> None:
         """Replace every secret value that reached the log by ``***``."""

@@ -92,9 +92,9 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
 def outcome_of(result: BuildResult) -> PhaseOutcome:
     """The phase outcome of a build: done when it passed, failed with the log's tail otherwise."""
     if result:
-        return PhaseOutcome("done", message=f"build {result.summary}", result=result)
+        return PhaseOutcome("done", message=f"build {result.headline}", result=result)
     failed = [f"{i.kind} {i.name}: {i.detail}" for i in (result.proof.failures() if result.proof else [])]
-    return PhaseOutcome("failed", message=f"build {result.summary} (log: {result.log_path})", result=result,
+    return PhaseOutcome("failed", message=f"build {result.headline} (log: {result.log_path})", result=result,
                         details=tuple(failed) + result.first_errors + result.tail[-10:],
                         next_steps=(f"read {result.log_path}", "fix the tree or the profile, then `ds4sync build`"))
 

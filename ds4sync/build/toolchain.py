@@ -23,6 +23,7 @@ from ds4sync.proc import run
 KNOWN_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv", "cargo")
 # Recorded when present, whatever the profile requires.
 RECORDED_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv")
+FACT_TOOLS = ("nvcc", "gcc", "cmake", "ninja")
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")
 _MARK = "DS4SYNC-JSON "
 _PROBE = f"""
@@ -72,6 +73,12 @@ class Toolchain(FrozenModel):
         parts += [f"{t.name} {t.version or '?'}" for t in self.tools.values() if t.path]
         parts.append(f"compiler cache: {self.compiler_cache or 'none'}")
         return ", ".join(parts)
+
+    def facts(self) -> dict[str, str | None]:
+        """The flat versions a report shows: python, torch, torch_cuda, nvcc, gcc, cmake, ninja, compiler_cache."""
+        versions = {name: self.tools[name].version if name in self.tools else None for name in FACT_TOOLS}
+        return {"python": self.python_version, "torch": self.torch, "torch_cuda": self.torch_cuda, **versions,
+                "compiler_cache": self.compiler_cache}
 
 
 def find_tool(name: str, env: Mapping[str, str]) -> str | None:

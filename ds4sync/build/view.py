@@ -54,12 +54,12 @@ def live_status(console: Console, *, enabled: bool = True) -> Iterator[Progress]
 def build_result(console: Console, result: BuildResult) -> None:
     """Toolchain, steps with durations, proof items and, on failure, the log's tail and path."""
     style = "green" if result else "red"
-    console.print(f"[{style}]build {result.summary}[/] (profile {result.profile}, {result.total_s:.1f} s)")
+    console.print(f"[{style}]build {result.headline}[/] (profile {result.profile}, {result.total_s:.1f} s)")
     if result.proof and result.proof.schema_groups:
         groups = ", ".join(f"{name} {count}" for name, count in result.proof.schema_groups.items())
         console.print(f"op schemas by group: {groups}", markup=False)
-    if result.toolchain:
-        console.print(f"toolchain: {result.toolchain.line()}", markup=False)
+    if result.toolchain_detail:
+        console.print(f"toolchain: {result.toolchain_detail.line()}", markup=False)
     table = Table(show_header=True, box=None)
     for column in ("step", "status", "seconds"):
         table.add_column(column, justify="right" if column == "seconds" else "left")

@@ -28,9 +28,16 @@ def test_cpu_build_passes_and_proves(built_demo: tuple[DemoExtension, BuildResul
     torch = pytest.importorskip("torch")
     ext, result = built_demo
     assert result.status == "passed", result.tail
-    assert result.summary == "passed: 1/1 imports, 2/2 op schemas, deps passed"
+    assert result.headline == "passed: 1/1 imports, 2/2 op schemas, deps passed"
+    assert result.checks == {"imports": {"passed": 1, "total": 1, "failed": []},
+                             "op schemas": {"passed": 2, "total": 2, "failed": []},
+                             "deps": {"passed": 1, "total": 1, "failed": []}}
+    assert result.command[-5:] == ("-e", ".", "--no-build-isolation", "--no-deps", "-v")
+    assert result.duration_s == result.total_s > 0
     assert [s.name for s in result.steps] == ["venv", "install"]
-    assert result.toolchain is not None and result.toolchain.torch == torch.__version__
+    assert result.toolchain["torch"] == torch.__version__ and result.toolchain["torch_cuda"] == torch.version.cuda
+    assert set(result.toolchain) == {"python", "torch", "torch_cuda", "nvcc", "gcc", "cmake", "ninja",
+                                     "compiler_cache"}
     log = Path(result.log_path).read_text()
     assert "csrc/ops.cpp" in log and "==> install:" in log and "Successfully installed ds4demo-ext" in log
     imported = next(i for i in result.proof.items if i.kind == "import")
@@ -84,7 +91,7 @@ def test_failing_build_exits_1_with_the_log_tail(tmp_path: Path, capsys: pytest.
     code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", "manifest.yaml"])
     printed = capsys.readouterr().out
     assert code == 1
-    assert "build failed at step 'install'" in printed
+    assert "build failed: at step 'install'" in printed
     assert "ds4sync-broken-on-purpose" in printed
     log = next((repo.path / ".git" / "ds4sync" / "builds").glob("*-cpu/build.log"))
     assert f"log: {log}" in printed.replace("\n", "")
