@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ds4sync.errors import ConfigError
+from ds4sync.gates.settings import GatesConfig
 
 CONFIG_NAME = "ds4sync.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -91,6 +92,7 @@ class Config(FrozenModel):
     profile: Path | None = None
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
+    gates: GatesConfig = GatesConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 
