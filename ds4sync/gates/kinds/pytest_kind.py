@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 
 from pydantic import Field
 
@@ -28,6 +29,7 @@ from ds4sync.gates.model import GateResult, TestCounts, TestFailure
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 _PROGRESS = re.compile(r"^(?:\S+\.py )?([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
 MAX_MESSAGE = 2000
+SLOWEST = 10
 
 
 class Spec(FrozenModel):
@@ -76,6 +78,7 @@ def progress_count(line: str) -> int:
 def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run one pytest gate and return its result (never raises for test failures or bad JUnit)."""
     spec: Spec = gate.spec  # type: ignore[assignment]
+    start = time.monotonic()
     python = spec.python or ctx.python
     xml = ctx.log_path(gate, "xml")
     log = ctx.log_path(gate)
@@ -111,6 +114,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         "errors": sum(1 for f in real if f.kind == "error"), "flaky": len(flaky)})
     status, reason = _status(res.returncode, counts, cases)
     common["details"]["tests"] = len(cases)
+    slowest = sorted(cases, key=lambda c: c.duration_s, reverse=True)[:SLOWEST]
+    common["details"]["slowest"] = [[c.node_id, round(c.duration_s, 3)] for c in slowest]
+    common["duration_s"] = time.monotonic() - start
     return GateResult(status=status, reason=reason, counts=counts, failures=tuple(failures), flaky=tuple(flaky),
                       **common)
 
