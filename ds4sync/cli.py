@@ -158,6 +158,8 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
          no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
          = False, json_out: JsonOpt = False) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
+    import contextlib
+
     from ds4sync.gates import render
     from ds4sync.gates.runner import TierOptions, record_tier, run_tier
 
@@ -166,12 +168,13 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
     options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
                           jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
                           use_cache=not no_cache, python=python)
-    if json_out:
-        result = run_tier(ws, options, record=record)
-    else:
-        with render.LiveGates(err, f"tier {tier}") as live:
-            result = run_tier(ws, options, record=record, progress=live)
-    path = str(record_tier(ws, record, result)) if record else None
+    with ws.store.lock("gate") if record else contextlib.nullcontext():
+        if json_out:
+            result = run_tier(ws, options, record=record)
+        else:
+            with render.LiveGates(err, f"tier {tier}") as live:
+                result = run_tier(ws, options, record=record, progress=live)
+        path = str(record_tier(ws, record, result)) if record else None
     if json_out:
         from ds4sync import ui
 
