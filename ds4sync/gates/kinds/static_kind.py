@@ -26,7 +26,8 @@ from ds4sync.gitrepo import GitRepo
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
 _RUFF_LINE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
-_REFORMAT = re.compile(r"^Would reformat: (?P<path>.+)$")
+# "Would reformat: PATH" (ruff <= 0.14) or "unformatted: ..." then " --> PATH:LINE:COL" (newer ruff).
+_REFORMAT = re.compile(r"^(?:Would reformat: (?P<path>.+)|--> (?P<arrow>[^:]+):\d+:\d+)$")
 _DIFF_CHECK = re.compile(r"^(?P<path>[^+\s][^:]*):(?P<line>\d+): (?P<msg>.+)$")
 
 
@@ -88,8 +89,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
     if res.timed_out or res.returncode not in (0, 1):
         why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
         return GateResult(status="error", reason=why, **common, **info)
-    pattern = _RUFF_LINE if spec.check == "ruff-check" else _REFORMAT
-    failures = _failures(pattern, res.output)
+    failures = _failures(_RUFF_LINE, res.output) if spec.check == "ruff-check" else _unformatted(res.output)
     bad_files = {f.node_id.split(":", 1)[0] for f in failures}
     counts = TestCounts(passed=len(files) - len(bad_files), failed=len(bad_files))
     if res.returncode == 1 and not failures:
@@ -140,6 +140,12 @@ def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
             where = ":".join(match.group(g) for g in ("path", "line", "col") if g in match.groupdict())
             found.append(TestFailure(node_id=where, message=match.groupdict().get("msg") or line))
     return tuple(found)
+
+
+def _unformatted(output: str) -> tuple[TestFailure, ...]:
+    paths = [m.group("path") or m.group("arrow") for m in map(_REFORMAT.match, map(str.strip, output.splitlines()))
+             if m]
+    return tuple(TestFailure(node_id=p, message="would be reformatted") for p in dict.fromkeys(paths))
 
 
 _CHECKS = {"ruff-check": _ruff, "ruff-format": _ruff, "diff-check": _diff_check, "pip-check": _pip_check}
