@@ -159,8 +159,8 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
          = False, json_out: JsonOpt = False) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
+    import json
 
-    from ds4sync.gates import render
     from ds4sync.gates.runner import TierOptions, record_tier, run_tier
 
     ws = _workspace(repo, config, None, state_dir, profile)
@@ -172,13 +172,14 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
         if json_out:
             result = run_tier(ws, options, record=record)
         else:
+            from ds4sync.gates import render
+
             with render.LiveGates(err, f"tier {tier}") as live:
                 result = run_tier(ws, options, record=record, progress=live)
         path = str(record_tier(ws, record, result)) if record else None
     if json_out:
-        from ds4sync import ui
-
-        ui.print_json(out, {**result.model_dump(mode="json"), "status": result.status, "record": path})
+        out.file.write(json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path},
+                                  indent=2) + "\n")
     else:
         render.tier_table(out, result, record_path=path)
     code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
