@@ -169,3 +169,20 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
     assert proc.returncode == 130, stderr.decode()
     pytest_pid, grandchild = (int(p) for p in pid_file.read_text().split())
     assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
+
+
+def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
+    from ds4sync.gates.phase import GATE_PHASES
+    from ds4sync.pipeline import RunContext, open_workspace
+    from ds4sync.record import RecordStore
+
+    write_gates(sample, "unit", OK_YAML)
+    sample.commit({"ds4sync.yaml": f"gates: {{tiers: [unit], python: {PYTHON}}}\nprofile: profile\n"}, "config")
+    record_path = _start_run(sample)
+    ws = open_workspace(sample.path)
+    record = RecordStore(record_path.parent.parent.parent).load(record_path.parent.name)
+    outcome = GATE_PHASES[0].run(RunContext(ws=ws, record=record))
+    assert outcome.status == "done" and "tier unit: passed" in outcome.message
+    assert [g["status"] for g in record.results["gates"]["unit"]["gates"]] == ["passed", "passed"]
+    write_gates(sample, "unit", "gates:\n  - {name: bad, kind: pytest, run: {paths: [tests/test_fail.py]}}\n")
+    assert GATE_PHASES[0].run(RunContext(ws=open_workspace(sample.path), record=record)).status == "failed"
