@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -54,7 +55,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [part.replace("{python}", ctx.python) for part in spec.argv]
     log = ctx.log_path(gate)
     env = ctx.env_overrides(gate)
-    common = dict(name=gate.name, tier=gate.tier, kind="command", required=gate.definition.required,
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="command", required=gate.definition.required,
                   command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices, log_path=str(log),
                   details={"display_command": shlex.join(argv)})
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from typing import Any
 
 from pydantic import Field
 
@@ -23,7 +24,7 @@ from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -86,7 +87,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     env = ctx.env_overrides(gate)
     res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
-    common = dict(name=gate.name, tier=gate.tier, kind="pytest", required=gate.definition.required,
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="pytest", required=gate.definition.required,
                   command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices,
                   log_path=str(log), duration_s=res.duration_s,
                   details={"display_command": shlex.join(base), "junit": str(xml)})
@@ -155,7 +156,7 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
         return set()
 
 
-def _status(returncode: int | None, counts: TestCounts, cases: list[CaseResult]) -> tuple[str, str]:
+def _status(returncode: int | None, counts: TestCounts, cases: list[CaseResult]) -> tuple[GateStatus, str]:
     if counts.failed or counts.errors:
         return "failed", counts.summary()
     if returncode in (3, 4) or (returncode == 2 and not cases):

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from ds4sync.config import FrozenModel
 from ds4sync.errors import GitError, ToolMissingError
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 from ds4sync.gitrepo import GitRepo
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
@@ -50,7 +50,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run one built-in static check."""
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
-    common = dict(name=gate.name, tier=gate.tier, kind="static", required=gate.definition.required,
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="static", required=gate.definition.required,
                   cwd=str(ctx.cwd), env_overrides=ctx.env_overrides(gate))
     try:
         result = _CHECKS[spec.check](gate, ctx, spec, common)
@@ -73,7 +73,7 @@ def _base(ctx: GateContext, spec: Spec) -> str:
     return base
 
 
-def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
+def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
     base = _base(ctx, spec)
     files = delta_files(GitRepo(ctx.cwd), base, spec.suffixes)
     if not files:
@@ -83,7 +83,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
     argv = [*prefix, *sub, *files]
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
-    info = dict(command=tuple(argv), log_path=str(log), details={
+    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={
         "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>", "base": base,
         "files": len(files)})
     if res.timed_out or res.returncode not in (0, 1):
@@ -94,12 +94,12 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
     counts = TestCounts(passed=len(files) - len(bad_files), failed=len(bad_files))
     if res.returncode == 1 and not failures:
         failures = (TestFailure(node_id=gate.name, message=res.output.strip()[-2000:]),)
-    status = "failed" if res.returncode == 1 else "passed"
+    status: GateStatus = "failed" if res.returncode == 1 else "passed"
     reason = f"{len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
     return GateResult(status=status, reason=reason, counts=counts, failures=failures, **common, **info)
 
 
-def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
+def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
     base = _base(ctx, spec)
     repo = GitRepo(ctx.cwd)
     start = time.monotonic()
@@ -107,20 +107,21 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateR
     log = ctx.log_path(gate)
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
-    info = dict(command=("git", "diff", "--check", base), log_path=str(log), duration_s=time.monotonic() - start,
-                details={"display_command": f"git diff --check {base}", "base": base})
+    info: dict[str, Any] = dict(command=("git", "diff", "--check", base), log_path=str(log),
+                                duration_s=time.monotonic() - start,
+                                details={"display_command": f"git diff --check {base}", "base": base})
     if status == 0:
         return GateResult(status="passed", reason="no whitespace errors or conflict markers", **common, **info)
     return GateResult(status="failed", reason=f"{len(failures)} problems", counts=TestCounts(failed=len(failures)),
                       failures=failures, **common, **info)
 
 
-def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict) -> GateResult:
+def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
     argv = ([ctx.python, "-m", "pip", "check"] if spec.installer == "pip"
             else ["uv", "pip", "check", "--python", ctx.python])
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
-    info = dict(command=tuple(argv), log_path=str(log), details={"display_command": shlex.join(argv)})
+    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={"display_command": shlex.join(argv)})
     if res.timed_out:
         return GateResult(status="error", reason="timed out", **common, **info)
     if res.returncode == 0:
