@@ -159,7 +159,7 @@ def run_tier(ws: Workspace, options: TierOptions, *, record: RunRecord | None = 
     base_ref = record.upstream.sha if record else (options.changed_since or _upstream_ref(ws, repo))
     plan = _Plan(repo=repo, cache=GateCache(ws.store.root / "gate-cache"), fingerprint=fingerprint,
                  use_cache=options.use_cache, emit=emit, children=_Children(),
-                 devices=_Devices(options.gpus if options.gpus is not None else settings.gpus),
+                 devices=_Devices(_gpus(options.gpus, settings.gpus)),
                  cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
                  context=GateContext(cwd=target, python=python, log_dir=log_dir, base_ref=base_ref))
     results = plan.execute(decisions)
@@ -284,6 +284,15 @@ def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None 
     return GateResult(name=gate.name, tier=gate.tier, kind=gate.definition.kind, status=status,  # type: ignore[arg-type]
                       required=gate.definition.required, reason=reason, counts=counts,
                       failures=(failure,) if failure else ())
+
+
+def _gpus(asked: tuple[str, ...] | None, configured: tuple[str, ...]) -> tuple[str, ...]:
+    """--gpus, else gates.gpus in ds4sync.yaml, else this process's CUDA_VISIBLE_DEVICES (none when unset)."""
+    if asked is not None:
+        return asked
+    if configured:
+        return configured
+    return tuple(d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip())
 
 
 def _named(gates: tuple[Gate, ...], names: tuple[str, ...], profile: Path) -> tuple[Gate, ...]:

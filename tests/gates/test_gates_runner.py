@@ -109,6 +109,17 @@ def test_gpu_gates_get_disjoint_devices(sample: RepoBuilder, tmp_path: Path, mon
     assert big.status == "incomplete" and big.env_categories == ("host-topology",) and result.status == "incomplete"
 
 
+def test_gpus_default_to_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ds4sync.gates.runner import _gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    assert _gpus(None, ()) == ("2", "3")
+    assert _gpus(None, ("5",)) == ("5",)
+    assert _gpus((), ("5",)) == ()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _gpus(None, ()) == ()
+
+
 def _pair(repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, tier: str, devices: int,
           big: int) -> None:
     (tmp_path / "meet").mkdir()
