@@ -93,6 +93,21 @@ class GitRepo:
                            fix="point --repo at a checkout")
         self.path = Path(self._repo.working_tree_dir or path).resolve()
         self.git = self._repo.git
+        self._ident_env: dict[str, str] | None = None
+
+    def _identity_env(self) -> dict[str, str]:
+        """The environment for commands that write commits or reflogs.
+
+        The user's configured identity wins; a checkout without one (a fresh CI or
+        cron clone) commits as ``ds4sync``.
+        """
+        if self._ident_env is None:
+            configured = self.run("config", "user.email", ok_codes=(0, 1))[0] == 0
+            fallback = {} if configured else {
+                "GIT_AUTHOR_NAME": "ds4sync", "GIT_AUTHOR_EMAIL": "ds4sync@localhost",
+                "GIT_COMMITTER_NAME": "ds4sync", "GIT_COMMITTER_EMAIL": "ds4sync@localhost"}
+            self._ident_env = {**os.environ, **fallback}
+        return self._ident_env
 
     # -- plumbing ---------------------------------------------------------------------------
     def run(self, *args: str, ok_codes: Iterable[int] = (0,), strip: bool = True,
@@ -273,7 +288,7 @@ class GitRepo:
         args = ["-c", f"rerere.enabled={'true' if rerere else 'false'}", "-c", "rerere.autoupdate=true",
                 "-c", "merge.conflictStyle=merge",
                 "merge", "--no-ff", "--no-commit", "--no-edit", "--quiet", sha]
-        status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128))
+        status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128), env=self._identity_env())
         if status in (2, 128):
             raise GitError(f"git merge could not start ({(err or out).strip().splitlines()[-1]})",
                            where=str(self.path), fix="look at the worktree's state")
@@ -313,13 +328,19 @@ class GitRepo:
             files = []
             for stage, name in ((2, "ours"), (1, "base"), (3, "theirs")):
                 target = Path(tmp) / name
-                target.write_bytes(self._repo.git.show(f":{stage}:{path}", stdout_as_string=False))
+                target.write_bytes(self.blob(f":{stage}:{path}"))
                 files.append(str(target))
             _status, merged, _ = self.run("merge-file", "-p", "--union", *files, ok_codes=range(0, 127),
                                          strip=False)
         (self.path / path).write_text(merged)
         self.run("add", "--", path)
         return True
+
+    def blob(self, spec: str) -> bytes:
+        """The exact bytes of a blob (``<rev>:<path>`` or ``:<stage>:<path>``)."""
+        data = self.git.execute(["git", "cat-file", "blob", spec], stdout_as_string=False,
+                                strip_newline_in_stdout=False)
+        return data if isinstance(data, bytes) else str(data).encode()
 
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""
@@ -360,7 +381,8 @@ class GitRepo:
         with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
             handle.write(message)
         try:
-            self.run("-c", "rerere.enabled=true", "commit", "--quiet", "--no-verify", "-F", handle.name)
+            self.run("-c", "rerere.enabled=true", "commit", "--quiet", "--no-verify", "-F", handle.name,
+                     env=self._identity_env())
         finally:
             os.unlink(handle.name)
         return self.head()

@@ -43,11 +43,18 @@ class Workspace:
     store: RecordStore
     profile: Path
     fork_branch: str | None
+    profile_explicit: bool = False
 
     @property
     def resolutions_dir(self) -> Path:
-        """The shared rerere store of the profile."""
-        return self.profile / self.config.merge.resolutions_dir
+        """The shared rerere store: in the configured profile, else in the state dir.
+
+        The shipped profile is read-only data; without a profile of their own, a repo's
+        recorded resolutions stay in its state dir (shared by its worktrees only).
+        """
+        if self.profile_explicit:
+            return self.profile / self.config.merge.resolutions_dir
+        return self.store.root / "resolutions"
 
 
 @dataclass
@@ -69,10 +76,11 @@ PhaseFn = Callable[[RunContext], PhaseOutcome]
 
 @dataclass(frozen=True)
 class Phase:
-    """A named step of the pipeline."""
+    """A named step of the pipeline; its result goes to ``record.results[result_key or name]``."""
 
     name: str
     run: PhaseFn
+    result_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +108,10 @@ def open_workspace(repo_path: Path, *, config_path: Path | None = None, branch: 
     repo = GitRepo(repo_path)
     config = load_config(find_config(repo.path, config_path))
     root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
+    chosen = profile or config.profile
     return Workspace(repo=repo, config=config, store=RecordStore(Path(root)),
-                     profile=Path(profile or config.profile or shipped_profile()),
-                     fork_branch=branch or config.fork.branch)
+                     profile=Path(chosen or shipped_profile()), fork_branch=branch or config.fork.branch,
+                     profile_explicit=chosen is not None)
 
 
 def require_branch(ws: Workspace) -> str:
@@ -161,7 +170,7 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
         store.save(record)
         outcome = phase.run(ctx)
         if outcome.result is not None:
-            record.results[phase.name] = _jsonable(outcome.result)
+            record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
         record.phases[phase.name] = PhaseState(
             status="failed" if outcome.status == "failed" else outcome.status,
             started_at=record.phases[phase.name].started_at, finished_at=now_iso(), message=outcome.message)

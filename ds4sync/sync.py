@@ -60,6 +60,10 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
             raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
                              where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
         run_id = make_run_id(upstream_sha)
+        suffix = 1
+        while ws.store.run_dir(run_id).exists():
+            suffix += 1
+            run_id = f"{make_run_id(upstream_sha)}-{suffix}"
         config = ws.config
         record = RunRecord(
             run_id=run_id, repo=str(ws.repo.path), state_dir=str(ws.store.root), profile=str(ws.profile),

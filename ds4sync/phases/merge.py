@@ -127,6 +127,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
                     for c in summary.conflicts)
     ctx.record.results["merge"] = summary.model_copy(update={"conflicts": entries}).model_dump(mode="json")
     ctx.record.phases["resolve"].status = "done"
+    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
 
 
@@ -172,5 +173,5 @@ def backup_branch_name(template: str | None, *, branch: str, when: datetime | No
     return template.format(branch=branch.replace("/", "-"), date=date)
 
 
-MERGE_PHASES = (Phase("prepare", prepare), Phase("merge", merge), Phase("resolve", resolve),
-                Phase("commit", commit))
+MERGE_PHASES = (Phase("prepare", prepare), Phase("merge", merge), Phase("resolve", resolve, "merge"),
+                Phase("commit", commit, "merge"))
