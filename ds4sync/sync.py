@@ -53,7 +53,9 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
         GitError, ConfigError, StateError: bad input; nothing was changed.
         NeedsPersonError: another run waits for a person or was interrupted.
     """
-    with ws.store.lock(f"merge {ref}"):
+    say = progress or (lambda _m: None)
+    with ws.store.lock(f"merge {ref}") as stale:
+        _report_stale(stale, say)
         ws.store.require_no_active_run()
         branch, fork_sha, upstream_sha, _ = _preflight(ws, ref)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
@@ -76,9 +78,17 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
             backup_ref=f"refs/ds4sync/backup/{run_id}",
             backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
         )
+        if stale:
+            record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        ctx = RunContext(ws, record, say)
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after or merge_stop_phase())
+
+
+def _report_stale(stale: dict | None, say: Progress) -> None:
+    if stale:
+        say(f"warning: a ds4sync command (pid {stale.get('pid')}, `{stale.get('command')}` since "
+            f"{stale.get('since')}) died holding this repository's lock; checking its run")
 
 
 def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[Phase] | None = None,
@@ -92,7 +102,8 @@ def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[
         StateError: no active run.
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
-    with ws.store.lock("resume"):
+    with ws.store.lock("resume") as stale:
+        _report_stale(stale, progress or (lambda _m: None))
         record = ws.store.current()
         if record is None:
             raise StateError("no run to resume", where=str(ws.store.root),
