@@ -10,7 +10,6 @@ import fnmatch
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ds4sync.errors import ConfigError
@@ -138,6 +137,8 @@ def read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    import yaml  # start-up stays light for commands without a config file
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -218,9 +218,20 @@ class GitRepo:
         """Whether ``ancestor`` is reachable from ``descendant``."""
         return self.run("merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1))[0] == 0
 
-    def changes(self, base: str, head: str) -> dict[str, FileChange]:
-        """Files changed from ``base`` to ``head`` with line counts (renames not followed)."""
-        out = self.run("diff", "--numstat", "-z", "--no-renames", base, head, strip=False)[1]
+    def changed_names(self, base: str, head: str) -> list[str]:
+        """Paths that differ between two commits (tree diff only: no blob is read)."""
+        out = self.run("diff", "--name-only", "-z", "--no-renames", base, head, strip=False)[1]
+        return [p for p in out.split("\0") if p]
+
+    def changes(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, FileChange]:
+        """Files changed from ``base`` to ``head`` with line counts (renames not followed).
+
+        ``paths`` limits the diff (line counting reads blobs, so ask only for what you need).
+        """
+        limit = list(paths) if paths is not None else []
+        if paths is not None and not limit:
+            return {}
+        out = self.run("diff", "--numstat", "-z", "--no-renames", base, head, "--", *limit, strip=False)[1]
         changes: dict[str, FileChange] = {}
         for entry in out.split("\0"):
             if not entry:

@@ -165,15 +165,15 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
                 break
             continue
         record.phases[phase.name] = PhaseState(status="running", started_at=state.started_at or now_iso(),
-                                               pid=os.getpid())
+                                               pid=os.getpid(), attempts=state.attempts + 1)
         record.status = "running"
         store.save(record)
         outcome = phase.run(ctx)
         if outcome.result is not None:
             record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
         record.phases[phase.name] = PhaseState(
-            status="failed" if outcome.status == "failed" else outcome.status,
-            started_at=record.phases[phase.name].started_at, finished_at=now_iso(), message=outcome.message)
+            status=outcome.status, started_at=record.phases[phase.name].started_at, finished_at=now_iso(),
+            attempts=record.phases[phase.name].attempts, message=outcome.message)
         last = (phase.name, outcome)
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ds4sync.errors import GitError, StateError
 from ds4sync.mergeplan import MergeSummary, plan_merge
-from ds4sync.phases.merge import MERGE_PHASES, accept_person_resolutions, backup_branch_name
 from ds4sync.pipeline import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 from ds4sync.record import ForkRef, RunRecord, UpstreamRef, make_run_id
 
@@ -16,12 +15,14 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
+    from ds4sync.phases.merge import MERGE_PHASES
+
     return MERGE_PHASES
 
 
 def merge_stop_phase() -> str:
     """The last phase ``ds4sync merge`` runs before handing over to later commands."""
-    return MERGE_PHASES[-1].name
+    return "commit"
 
 
 def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
@@ -61,6 +62,8 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
             raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
                              where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
+        from ds4sync.phases.merge import backup_branch_name
+
         run_id = make_run_id(upstream_sha)
         suffix = 1
         while ws.store.run_dir(run_id).exists():
@@ -110,6 +113,8 @@ def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[
                              fix="start one with `ds4sync merge <upstream-ref>`")
         ctx = RunContext(ws, record, progress or (lambda _m: None))
         if record.phase("resolve").status == "needs-person":
+            from ds4sync.phases.merge import accept_person_resolutions
+
             accept_person_resolutions(ctx)
             ws.store.save(record)
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after)
