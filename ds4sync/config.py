@@ -73,9 +73,9 @@ class MergeConfig(FrozenModel):
             raise ValueError("must start with 'sync/'")
         return value
 
-    def rule_for(self, path: str) -> ResolutionRule | None:
-        """The first rule whose glob matches ``path``, or None."""
-        return next((rule for rule in self.rules if rule.matches(path)), None)
+    def rules_for(self, path: str) -> tuple[ResolutionRule, ...]:
+        """The rules whose glob matches ``path``, in file order (the first that applies wins)."""
+        return tuple(rule for rule in self.rules if rule.matches(path))
 
 
 class Config(FrozenModel):

@@ -210,3 +210,20 @@ def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture
     assert pair.fork.repo.git.worktree("list").count("\n") == 0
     code, _, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
     assert code == 4  # a new run may start again after the abort; it stops on the same conflict
+
+
+def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a"), "b.py": lines("b")},
+                     [{"a.py": lines("a up"), "b.py": None}], [{"a.py": lines("a fork"), "b.py": lines("b fork")}])
+    config = {"fork": {"branch": BRANCH}, "merge": {"rules": [
+        {"glob": "*", "strategy": "union"}, {"glob": "*.py", "strategy": "ours"}]}}
+    (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
+    assert code == 0
+    conflicts = {c["path"]: c for c in json.loads(out)["conflicts"]}
+    assert conflicts["a.py"]["kind"] == "content" and conflicts["b.py"]["kind"] == "modify/delete"
+    record = json.loads((Path(json.loads(out)["record"])).read_text())["results"]["merge"]
+    rules = {c["path"]: c["rule"] for c in record["conflicts"]}
+    assert rules == {"a.py": "* -> union", "b.py": "*.py -> ours"}
+    merged = pair.fork.repo.commit(json.loads(out)["merge_commit"])
+    assert merged.tree["b.py"].data_stream.read().decode() == lines("b fork")

@@ -96,9 +96,9 @@ def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged
         return conflict.model_copy(update={"resolution": "person"})
     if conflict.resolution == "unresolved":
         return conflict  # resume decides about these
-    rule = ctx.ws.config.merge.rule_for(conflict.path)
-    if rule is not None and _apply_rule(wt, conflict, rule.strategy):
-        return conflict.model_copy(update={"resolution": "rule", "rule": f"{rule.glob} -> {rule.strategy}"})
+    for rule in ctx.ws.config.merge.rules_for(conflict.path):
+        if _apply_rule(wt, conflict, rule.strategy):
+            return conflict.model_copy(update={"resolution": "rule", "rule": f"{rule.glob} -> {rule.strategy}"})
     return conflict.model_copy(update={"resolution": "unresolved"})
 
 
