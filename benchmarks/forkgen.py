@@ -109,6 +109,6 @@ def _apply(repo: git.Repo, checkout: Path, path: str, how: str, *, base: str, up
         hunks = [int(m.group(1)) for m in HUNK.finditer(diff)]
         at = max(0, min(len(lines) - 1, (rng.choice(hunks) if hunks else len(lines) // 2) - 1))
         lines[at:at + 1] = [f"{comment} {tag}: SM120 variant of the next line\n", *lines[at:at + 1]]
-        if at < len(lines) - 1:
-            lines[at + 1] = lines[at + 1].rstrip("\n") + f"  {comment} {tag}\n" if path.endswith(".py") else lines[at + 1]
+        if at < len(lines) - 1 and path.endswith(".py"):
+            lines[at + 1] = lines[at + 1].rstrip("\n") + f"  {comment} {tag}\n"
     target.write_text("".join(lines))

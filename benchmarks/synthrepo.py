@@ -54,7 +54,8 @@ def make_synthetic(path: Path, *, files: int = 6000, upstream_commits: int = 100
             name = rng.choice(live)
             lines = texts[name].splitlines(keepends=True)
             at = rng.randrange(1, len(lines))
-            lines[at] = f"    return x - {rng.randint(0, 999)}  # upstream {n}\n" if "return" in lines[at] else lines[at]
+            if "return" in lines[at]:
+                lines[at] = f"    return x - {rng.randint(0, 999)}  # upstream {n}\n"
             texts[name] = "".join(lines)
             changes[name] = texts[name]
         if n % 50 == 7:
