@@ -93,6 +93,19 @@ def abort(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateO
 
 
 @app.command()
+def promote(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+            run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+            allow_blockers: Annotated[bool, typer.Option("--allow-blockers",
+                                                         help="Promote despite failed gates (recorded).")] = False,
+            ) -> None:
+    """Fast-forward the fork branch to a green sync (keeps a rollback ref). Nothing else moves it."""
+    from ds4sync import promote as promote_mod
+
+    result = promote_mod.promote(_workspace(repo, config, None, state_dir), run_id=run, allow=allow_blockers)
+    out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
+
+
+@app.command()
 def status(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
            run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
            all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,

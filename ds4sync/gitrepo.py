@@ -288,6 +288,17 @@ class GitRepo:
             self.run("worktree", "remove", "--force", "--force", str(path), ok_codes=(0, 128))
         self.run("worktree", "prune")
 
+    def checked_out_in(self, branch: str) -> str | None:
+        """The worktree path where local ``branch`` is checked out, or None."""
+        out = self.out("worktree", "list", "--porcelain")
+        path = None
+        for line in out.splitlines():
+            if line.startswith("worktree "):
+                path = line.split(" ", 1)[1]
+            elif line == f"branch refs/heads/{branch}":
+                return path
+        return None
+
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""
         if self.ref_exists(f"refs/heads/{branch}"):
