@@ -37,6 +37,7 @@ StateOpt = Annotated[Path | None, typer.Option("--state-dir",
 ProfileOpt = Annotated[Path | None, typer.Option("--profile",
                                                  help="Profile folder (patches/, gates/, reports/, kernels/).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
 
 
 def _workspace(repo: Path, config: Path | None, branch: str | None = None, state_dir: Path | None = None,
@@ -49,11 +50,11 @@ def _workspace(repo: Path, config: Path | None, branch: str | None = None, state
 @app.command()
 def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
          config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-         json_out: JsonOpt = False) -> None:
+         fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
     """Predict a merge (conflicts, kinds, overlaps) without touching any work tree."""
     from ds4sync import sync, ui
 
-    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref)
+    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
     if json_out:
         ui.print_json(out, summary.brief())
     else:
@@ -63,12 +64,12 @@ def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge."
 @app.command()
 def merge(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
           config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-          profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+          profile: ProfileOpt = None, fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
     from ds4sync import sync
 
     ws = _workspace(repo, config, branch, state_dir, profile)
-    outcome = sync.start_merge(ws, ref, progress=_progress(json_out))
+    outcome = sync.start_merge(ws, ref, progress=_progress(json_out), fetch=fetch)
     _finish(ws, outcome, json_out=json_out)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.errors import GitError, StateError
-from ds4sync.gitrepo import GitRepo
+from ds4sync.gitrepo import SHA_RE, GitRepo
 from ds4sync.record import PhaseState, RecordStore, RunRecord, now_iso
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
@@ -126,14 +126,17 @@ def require_branch(ws: Workspace) -> str:
     return ws.fork_branch
 
 
-def resolve_upstream(ws: Workspace, ref: str) -> str:
-    """The commit SHA that ``ref`` names, fetching the upstream remote when it is not here.
+def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
+    """The commit SHA that ``ref`` names, fetching it from upstream when asked or when it is not here.
+
+    With ``fetch``, ``ref`` is read as upstream's own name for it (``main``, a tag, a
+    SHA) and the fetched commit wins over any local ref of that name.
 
     Raises:
         GitError: the ref is unknown here and cannot be fetched (no remote, unreachable,
             no such ref upstream).
     """
-    sha = ws.repo.resolve_commit(ref)
+    sha = None if fetch else ws.repo.resolve_commit(ref)
     if sha:
         return sha
     remote = ws.config.upstream.remote
@@ -143,12 +146,16 @@ def resolve_upstream(ws: Workspace, ref: str) -> str:
                        where=str(ws.repo.path),
                        fix=f"add the remote (`git remote add {remote} URL`) or set upstream.url in ds4sync.yaml")
     ws.repo.fetch(source, ref)
+    if SHA_RE.match(ref):
+        sha = ws.repo.resolve_commit(ref)
+        if sha is None:
+            raise GitError(f"'{ref}' is not a commit of {source}", where=str(ws.repo.path),
+                           fix="check the SHA against upstream")
+        return sha
     fetched = ws.repo.resolve_commit("FETCH_HEAD")
-    if fetched is None or (len(ref) >= 7 and all(c in "0123456789abcdef" for c in ref)
-                           and not fetched.startswith(ref) and ws.repo.resolve_commit(ref) is None):
-        raise GitError(f"'{ref}' is not a commit of {source}", where=str(ws.repo.path),
-                       fix="check the SHA or ref against upstream")
-    return ws.repo.resolve_commit(ref) or fetched
+    if fetched is None:
+        raise GitError(f"fetching '{ref}' from {source} gave no commit", where=str(ws.repo.path))
+    return fetched
 
 
 def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:

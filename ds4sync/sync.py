@@ -25,10 +25,10 @@ def merge_stop_phase() -> str:
     return "commit"
 
 
-def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
     branch = require_branch(ws)
     fork_sha = ws.repo.branch_head(branch)
-    upstream_sha = resolve_upstream(ws, ref)
+    upstream_sha = resolve_upstream(ws, ref, fetch=fetch)
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise GitError(f"'{ref}' and '{branch}' share no history", where=str(ws.repo.path),
@@ -36,13 +36,13 @@ def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
     return branch, fork_sha, upstream_sha, base
 
 
-def plan(ws: Workspace, ref: str) -> MergeSummary:
+def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
-    _, fork_sha, upstream_sha, base = _preflight(ws, ref)
+    _, fork_sha, upstream_sha, base = _preflight(ws, ref, fetch=fetch)
     return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
 
 
-def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
+def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fetch: bool = False,
                 phases: Sequence[Phase] | None = None, stop_after: str | None = None) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -58,7 +58,7 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
     with ws.store.lock(f"merge {ref}") as stale:
         _report_stale(stale, say)
         ws.store.require_no_active_run()
-        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref)
+        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
             raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
                              where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")

@@ -133,3 +133,11 @@ def test_internal_error_saves_traceback(pair, capsys: pytest.CaptureFixture[str]
     assert code == 3 and "internal error" in err and len(err.strip().splitlines()) == 1
     saved = list((tmp_path / "crashes" / "ds4sync-crashes").iterdir())
     assert len(saved) == 1 and "ZeroDivisionError" in saved[0].read_text()
+
+
+def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    newer = pair.upstream.commit({"h.py": lines("new")}, "upstream moves on")
+    assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["upstream_sha"] != newer  # the local tracking ref is stale
+    assert main(["plan", "main", "--fetch", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["upstream_sha"] == newer
