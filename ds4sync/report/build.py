@@ -195,7 +195,7 @@ def remaining(phases: tuple[PhaseView, ...], merge: MergeView | None, integratio
     """Everything not run or not green, in pipeline order, ending with the review a person owes."""
     items = [RemainingItem(kind="phase", text=f"phase {p.name} is {p.status}" + (f": {p.message}" if p.message
                                                                                     else ""))
-             for p in phases if p.status not in ("done", "skipped")]
+             for p in phases if p.status not in ("done", "skipped") and p.name != "report"]
     if merge is None:
         items.append(RemainingItem(kind="phase", text="merge: not run"))
     elif integration.unresolved:

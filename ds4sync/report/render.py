@@ -102,8 +102,26 @@ def environment(templates_dir: Path) -> jinja2.Environment:
         autoescape=lambda name: bool(name and name.endswith(".html.j2")),
     )
     env.filters.update(short=short, seconds=seconds, pct=pct, signed=signed, num=num, cell=cell,
-                       gate_counts=gate_counts, code=code, shell=shell, many=many)
+                       gate_counts=gate_counts, code=code, shell=shell, many=many,
+                       value=value)
     return env
+
+
+def render_compare(record_a: Any, record_b: Any, *, templates_dir: Path, fmt: Format = "md",
+                   public: bool = False) -> str:
+    """What changed from run A to run B (counts, statuses, timings), as Markdown or JSON."""
+    from ds4sync.report.compare import compare_views
+
+    data_a, data_b = record_data(record_a), record_data(record_b)
+    cmp = compare_views(report_view(data_a, public=public), report_view(data_b, public=public))
+    if fmt == "json":
+        text = json.dumps({"run_a": cmp.run_a, "run_b": cmp.run_b,
+                           "changed": [c.model_dump(mode="json") for c in cmp.changed],
+                           "unchanged": len(cmp.unchanged)}, indent=2) + "\n"
+    else:
+        text = tidy_markdown(render_template(templates_dir, "compare.md.j2", cmp=cmp))
+    hosts = (named_hosts(data_a) | named_hosts(data_b)) if public else set()
+    return redact(text, public=public, hosts=hosts)
 
 
 def short(sha: str | None) -> str:
@@ -118,6 +136,15 @@ def num(value: float | int | None) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:.4f}".rstrip("0").rstrip(".")
     return str(int(value))
+
+
+def value(item: Any) -> str:
+    """A compared value: numbers as :func:`num`, None as an en dash, text as is."""
+    if item is None:
+        return "–"
+    if isinstance(item, int | float) and not isinstance(item, bool):
+        return num(item)
+    return str(item)
 
 
 def seconds(value: float | None) -> str:
@@ -161,7 +188,7 @@ def gate_counts(g: GateView) -> str:
             if key == "env_only" and g.env_categories:
                 text += " (" + ", ".join(f"{t.label} {t.count}" for t in g.env_categories) + ")"
             parts.append(text)
-    return ", ".join(parts) or "no tests"
+    return ", ".join(parts) or "–"
 
 
 def shell(cmd: CommandView) -> str:
