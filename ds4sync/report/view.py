@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 REPORT_SCHEMA_VERSION = 1
-SCHEMA_ID = "https://ds4sync.dev/schema/report-summary.json"
+SCHEMA_ID = "urn:ds4sync:report-summary:v1"
 
 GATE_TIERS: tuple[str, ...] = ("static", "unit", "gpu", "kernel", "serving", "perf")
 COUNT_KEYS: tuple[str, ...] = ("passed", "failed", "errors", "skipped", "deselected", "env_only", "flaky")
