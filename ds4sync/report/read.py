@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ds4sync.report.redact import MARKERS
 from ds4sync.report.view import CommandView, Fact, Tally
 
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)\s+([A-Za-z][\w -]*)")
@@ -108,6 +109,6 @@ def command(data: Any, *, label: str) -> CommandView | None:
         argv, text = (), raw.strip()
     else:
         return None
-    prefix = " ".join(f"{f.label}={shlex.quote(f.value)}" for f in env)
+    prefix = " ".join(f"{f.label}={f.value if f.value in MARKERS else shlex.quote(f.value)}" for f in env)
     return CommandView(label=label, env=env, argv=argv, text=f"{prefix} {text}" if prefix else text,
                        cwd=as_str(data.get("cwd")))

@@ -18,13 +18,14 @@ from typing import Any
 SECRET = "[redacted]"
 PRIVATE_IP = "[private-ip]"
 PRIVATE_HOST = "[private-host]"
+MARKERS = frozenset({SECRET, PRIVATE_IP, PRIVATE_HOST})
 
 # Environment-variable style names (HF_TOKEN, AWS_SECRET_ACCESS_KEY) with = or :, any case with = only.
 _SECRET_NAME = r"[A-Z0-9_]*(?:TOKEN(?!S)|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)[A-Z0-9_]*"
 _SECRET_WORD = r"[A-Za-z0-9_-]*(?i:token(?!s)|secret|password|passwd|api_?key|access_?key)[A-Za-z0-9_]*"
 _SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s'\",]+"), rf"\1{SECRET}"),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {SECRET}"),
-    (re.compile(r"(?i)(authorization\s*[:=]\s*)\S+(?:\s+\S+)?"), rf"\1{SECRET}"),
     (re.compile(rf"\b({_SECRET_NAME})(\s*[=:]\s*)(['\"]?)(?=[^\s'\",;]*[A-Za-z])[^\s'\",;]+\3"), rf"\1\2{SECRET}"),
     (re.compile(rf"\b({_SECRET_WORD})(=)(['\"]?)(?=[^\s'\",;&]*[A-Za-z])[^\s'\",;&]+\3"), rf"\1\2{SECRET}"),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), SECRET),
@@ -35,7 +36,7 @@ _SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), SECRET),
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), SECRET),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), SECRET),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), rf"\1{SECRET}@"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@'\"]+:[^/\s@'\"]+@"), rf"\1{SECRET}@"),
 )
 _HOME = (
     (re.compile(r"/(?:home|Users)/[^/\s'\"`]+"), "~"),

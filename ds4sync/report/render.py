@@ -16,7 +16,7 @@ from typing import Any, Literal
 import jinja2
 
 from ds4sync.report.build import build_view
-from ds4sync.report.redact import named_hosts, redact, redact_data
+from ds4sync.report.redact import MARKERS, named_hosts, redact, redact_data
 from ds4sync.report.view import SCHEMA_ID, CommandView, GateView, ReportView
 
 Format = Literal["md", "json", "html"]
@@ -68,13 +68,13 @@ def render_report(record_json: Any, *, templates_dir: Path, fmt: Format = "md", 
     """
     data = record_data(record_json)
     view = report_view(data, public=public, notes=notes)
-    if fmt == "json":
-        text = json.dumps(summary_json(view), indent=2) + "\n"
-    else:
-        text = render_template(templates_dir, _TEMPLATES[(kind, fmt)], view=view)
-        if fmt == "md":
-            text = tidy_markdown(text)
     hosts = named_hosts(data) if public else set()
+    if fmt == "json":
+        # Redact the structure again, not the text, so the JSON stays valid.
+        return json.dumps(redact_data(summary_json(view), public=public, hosts=hosts), indent=2) + "\n"
+    text = render_template(templates_dir, _TEMPLATES[(kind, fmt)], view=view)
+    if fmt == "md":
+        text = tidy_markdown(text)
     return redact(text, public=public, hosts=hosts)
 
 
@@ -195,7 +195,7 @@ def shell(cmd: CommandView) -> str:
     """The command as a copy-pasteable shell block, wrapped with ``\\`` continuations like the write-up."""
     if not cmd.argv:
         return cmd.text
-    words = [f"{f.label}={shlex.quote(f.value)}" for f in cmd.env] + [shlex.quote(a) for a in cmd.argv]
+    words = [f"{f.label}={_quote(f.value)}" for f in cmd.env] + [_quote(a) for a in cmd.argv]
     lines, line = [], ""
     for word in words:
         if line and len(line) + len(word) + 1 > WRAP_WIDTH:
@@ -252,3 +252,8 @@ def _kind(line: str) -> str:
 def _needs_gap(prev: str, line: str) -> bool:
     a, b = _kind(prev), _kind(line)
     return a != b or a in ("block", "fence")
+
+
+def _quote(word: str) -> str:
+    # A redaction marker is shown as is, not quoted as if it were the value.
+    return word if word in MARKERS else shlex.quote(word)

@@ -113,8 +113,14 @@ def build_result(data: Any) -> BuildView | None:
         log=as_str(first(data, "log", "log_path")),
         version=as_str(first(data, "installed_version", "version")),
         message=as_str(first(data, "message", "reason", "error")),
-        checks=_checks(data), command=command(data, label="build"),
+        checks=_checks(data), command=command(data, label="build"), log_tail=_lines(first(data, "log_tail", "tail")),
     )
+
+
+def _lines(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(value.splitlines())
+    return tuple(as_str(line) for line in as_list(value))
 
 
 def _checks(data: Mapping[str, Any]) -> tuple[CheckView, ...]:

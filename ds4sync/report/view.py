@@ -233,6 +233,7 @@ class BuildView(View):
     message: str = ""
     checks: tuple[CheckView, ...] = ()
     command: CommandView | None = None
+    log_tail: tuple[str, ...] = ()
 
 
 class ProbeView(View):

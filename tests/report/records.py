@@ -225,7 +225,9 @@ def failing_record() -> dict[str, Any]:
     replay["patchsets"][1].update(status="needs-adaptation",
                                   detail="hunk 2 of 3 rejected in vllm/config/compilation.py")
     build = copy.deepcopy(BUILD)
-    build.update(status="failed", duration_s=1988.0, checks={
+    build.update(status="failed", duration_s=1988.0, log_tail=[
+        "[7/9] Linking CXX shared module _C.abi3.so",
+        "op schema check: _C::ds4_fused_qkv: expected (Tensor q, Tensor kv) -> Tensor"], checks={
         "imports": [{"module": "vllm._C", "ok": True}, {"module": "vllm._flashmla_C", "ok": True}],
         "op_schemas": {"passed": 3, "total": 4, "failed": ["_C::ds4_fused_qkv"]}})
     gates = {"unit": [_gate("focused-unit", "unit", "failed", [PY, "-m", "pytest", "-q", "tests/v1/core"],
