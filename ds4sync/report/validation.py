@@ -191,6 +191,7 @@ def gate(data: Mapping[str, Any], *, tier: str) -> GateView:
     return GateView(
         name=name, tier=as_str(data.get("tier")) or tier, kind=as_str(data.get("kind")),
         status=as_str(first(data, "status", "outcome")) or "unknown", **values,
+        description=as_str(first(data, "description", "covers", "title")),
         duration_s=as_float(first(data, "duration_s", "duration", "seconds")),
         reason=as_str(first(data, "reason", "message", "skip_reason")),
         failures=failures, env_categories=categories, command=command(data, label=name),

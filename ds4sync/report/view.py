@@ -191,6 +191,7 @@ class GateView(View):
     tier: str
     kind: str = ""
     status: str
+    description: str = ""
     passed: int = 0
     failed: int = 0
     errors: int = 0

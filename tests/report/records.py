@@ -115,10 +115,11 @@ BUILD: dict[str, Any] = {
 
 
 def _gate(name: str, tier: str, status: str, command: list[str], *, duration: float, env: dict[str, str] | None = None,
-          reason: str = "", failures: list[dict[str, Any]] | None = None, **counts: int) -> dict[str, Any]:
+          reason: str = "", description: str = "", failures: list[dict[str, Any]] | None = None,
+          **counts: int) -> dict[str, Any]:
     return {"name": name, "tier": tier, "kind": "pytest" if "pytest" in command else "command", "status": status,
-            "counts": counts, "duration_s": duration, "command": command, "env": env or {}, "reason": reason,
-            "failures": failures or []}
+            "description": description, "counts": counts, "duration_s": duration, "command": command,
+            "env": env or {}, "reason": reason, "failures": failures or []}
 
 
 PY = ".venv/bin/python"
@@ -134,6 +135,7 @@ GATES: dict[str, Any] = {
                "tests/v1/core/test_ghost_block_guard.py", "tests/v1/kv_offload/cpu/test_compact_accounting.py",
                "--deselect=tests/models/test_deepseek_v4_mega_moe.py", "-k", "not gpu_roundtrip"],
               duration=212.6, passed=309, deselected=25,
+              description="Covers DSpark/config/rope, ghost and single-type KV managers, compact accounting",
               reason="GPU-dependent cases deselected; they are not counted as passing"),
         _gate("connector-config", "unit", "passed",
               [PY, "-m", "pytest", "-q", "--tb=short",
