@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ds4sync.report.files import write_report
 from ds4sync.report.render import render_report, report_schema, report_view
 
-__all__ = ["render_report", "report_schema", "report_view"]
+__all__ = ["render_report", "report_schema", "report_view", "write_report"]

@@ -179,14 +179,14 @@ def code(value: Any) -> str:
 
 
 def gate_counts(g: GateView) -> str:
-    """``309 passed, 25 deselected, 7 environment-only (gated-model-403 7)``: non-zero counts in a fixed order."""
+    """``309 passed, 25 deselected, 7 environment-only (gated-model-403: 7)``: non-zero counts, fixed order."""
     parts = []
     for key, word in _COUNT_WORDS:
         value = getattr(g, key)
         if value:
             text = f"{value} {word}"
             if key == "env_only" and g.env_categories:
-                text += " (" + ", ".join(f"{t.label} {t.count}" for t in g.env_categories) + ")"
+                text += " (" + ", ".join(f"{t.label}: {t.count}" for t in g.env_categories) + ")"
             parts.append(text)
     return ", ".join(parts) or "–"
 
