@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from ds4sync.cli import main
+from ds4sync.gitrepo import GitRepo
 from ds4sync.pipeline import RunContext, open_workspace, run_phases
 from ds4sync.record import RecordStore, RunRecord
 from ds4sync.repobuild import RepoBuilder
@@ -117,3 +118,24 @@ def test_report_phase_writes_report_and_summary(repo) -> None:
     assert json.loads(written.with_name("summary.json").read_text())["run"]["run_id"] == record.run_id
     assert ws.store.load(record.run_id).phases["report"].status == "done"
     assert "phase report" not in written.read_text()
+
+
+def test_report_of_a_real_merge_run(builder: RepoBuilder, capsys) -> None:
+    """A record written by the real merge phases renders; the rest says not run."""
+    builder.commit({"a.txt": "one\n", "b.txt": "b\n", "c.txt": "c\n"}, "base")
+    builder.branch("fork")
+    builder.commit({"b.txt": "b fork\n", "c.txt": "c fork\n"}, "fork change")
+    builder.checkout("main")
+    builder.commit({"a.txt": "one upstream\n"}, "upstream change")
+    upstream = builder.commit({"c.txt": "c upstream\n"}, "upstream conflicting change")
+    code = main(["merge", upstream, "--repo", str(builder.path), "--branch", "fork"])
+    assert code == 4  # c.txt conflicts and no rule resolves it
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "report", "--repo", str(builder.path), "--profile", str(ROOT))
+    assert code == 0
+    fork_head = GitRepo(builder.path).resolve_commit("fork")
+    assert f"Merge upstream:{upstream} at `{upstream}` into fork:fork at `{fork_head}`." in out
+    assert "It brings in 2 upstream commits on top of 1 fork-only commit." in out
+    assert "resolving 1 conflicted file (1 content; resolutions: unresolved 1)" in out
+    assert "- **Still unresolved** (1): `c.txt`." in out
+    assert "- Native build: not run." in out and "Not run: the publish phase has not run" in out
