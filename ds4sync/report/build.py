@@ -97,6 +97,7 @@ def merge_view(data: Any) -> MergeView | None:
         for o in as_list(data.get("overlaps")) if isinstance(o, Mapping))
     return MergeView(
         merge_commit=as_str(data.get("merge_commit")) or None, merge_base=as_str(data.get("merge_base")) or None,
+        upstream_sha=as_str(data.get("upstream_sha")) or None,
         upstream_commits=as_int(data.get("upstream_commits")), fork_commits=as_int(data.get("fork_commits")),
         conflicts=conflicts, conflict_kinds=tally(c.kind for c in conflicts),
         resolutions=tally(c.resolution for c in conflicts), overlaps=overlaps,
@@ -246,7 +247,7 @@ def _sorted_followups(data: Any) -> list[dict[str, Any]]:
 def followup(data: Mapping[str, Any]) -> FollowupView:
     """A dated follow-up section: text, items, backports, exclusions, and its own validation."""
     results = as_dict(data.get("results"))
-    validation = build_validation(results) if results else None
+    validation = build_validation({k: v for k, v in results.items() if k != "merge"}) if results else None
     text = data.get("text")
     return FollowupView(
         date=as_str(first(data, "date", "at", "created_at")), title=as_str(data.get("title")) or "follow-up",
@@ -255,7 +256,8 @@ def followup(data: Mapping[str, Any]) -> FollowupView:
         items=tuple(as_str(i) for i in as_list(data.get("items")) if as_str(i)),
         backports=tuple(_backport(b) for b in as_list(data.get("backports")) if isinstance(b, Mapping)),
         excluded=tuple(_backport(b) for b in as_list(data.get("excluded")) if isinstance(b, Mapping)),
-        validation=validation, commands=commands(validation) if validation else (),
+        merge=merge_view(results.get("merge")), validation=validation,
+        commands=commands(validation) if validation else (),
     )
 
 

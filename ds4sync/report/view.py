@@ -88,6 +88,7 @@ class MergeView(View):
 
     merge_commit: str | None = None
     merge_base: str | None = None
+    upstream_sha: str | None = None
     upstream_commits: int | None = None
     fork_commits: int | None = None
     conflicts: tuple[ConflictView, ...] = ()
@@ -310,6 +311,7 @@ class FollowupView(View):
     items: tuple[str, ...] = ()
     backports: tuple[BackportView, ...] = ()
     excluded: tuple[BackportView, ...] = ()
+    merge: MergeView | None = None
     validation: ValidationView | None = None
     commands: tuple[CommandView, ...] = ()
 

@@ -181,20 +181,54 @@ PUBLISH: dict[str, Any] = {"duplicate_check": {
         {"number": 46, "title": "CPU mmap registration", "url": "https://github.com/jasl/vllm/pull/46",
          "relation": "unrelated to this sync"}],
     "conclusion": "Neither open PR is an upstream-main integration; this PR cherry-picks neither."}}
-FOLLOWUP: dict[str, Any] = {
-    "date": "2026-09-12", "title": "selected perf backports promoted", "head": "abda028",
-    "text": ["Three Python-only commits were added after the validated upstream-sync head 3361f28."],
-    "backports": [
-        {"sha": "a3a2f5f", "title": "Optimize DSpark Markov head with addmm", "upstream": "vllm-project/vllm#50737",
-         "note": "semantically adapted"},
-        {"sha": "df66c70", "title": "Zero new KV blocks by cache group", "upstream": "vllm-project/vllm#52187",
-         "note": "semantically adapted"}],
-    "excluded": [{"upstream": "vllm-project/vllm#54674", "title": "KV layout change",
-                  "note": "reduced KV capacity by 3.8% and slowed C=1 decode about 3%"}],
-    "results": {"gates": {"unit": [
-        _gate("dspark-sm120", "unit", "passed", [PY, "-m", "pytest", "-q", "tests/v1/spec_decode"], duration=63.2,
-              passed=41)]}},
-}
+REFRESH_UPSTREAM = "7ee8a6dd01c4b2a9e8f7d6c5b4a3928170615243"
+FOLLOWUPS: list[dict[str, Any]] = [
+    {"date": "2026-09-12", "title": "selected perf backports promoted", "head": "abda028",
+     "text": ["Three Python-only commits were added after the validated upstream-sync head 3361f28."],
+     "backports": [
+         {"sha": "a3a2f5f", "title": "Optimize DSpark Markov head with addmm", "upstream": "vllm-project/vllm#50737",
+          "note": "semantically adapted"},
+         {"sha": "df66c70", "title": "Zero new KV blocks by cache group", "upstream": "vllm-project/vllm#52187",
+          "note": "semantically adapted"}],
+     "excluded": [{"upstream": "vllm-project/vllm#54674", "title": "KV layout change",
+                   "note": "reduced KV capacity by 3.8% and slowed C=1 decode about 3%"}],
+     "items": ["Rollback branch backup/ds4-sm120-upstream-20260912-pre-perf retains 3361f28."],
+     "results": {
+         "gates": {"unit": [_gate("dspark-sm120", "unit", "passed", [PY, "-m", "pytest", "-q", "tests/v1/spec_decode"],
+                                  duration=63.2, passed=41)]},
+         "serving": {"status": "passed", "probes": [
+             {"name": "KV cache tokens", "status": "passed", "value": 1778916, "baseline": 1778916,
+              "unit": "tokens"},
+             {"name": "hard8 x15 eval", "status": "passed", "value": "115/120", "baseline": "115/120",
+              "unit": "correct", "detail": "5 length caps, 0 incorrect"}]},
+         "perf": {"status": "passed", "ab": [
+             {"metric": "warm decode tok/s (reverse A/B)", "baseline_median": 289.6, "candidate_median": 292.6,
+              "delta_pct": 1.04, "ci_low_pct": 0.2, "ci_high_pct": 1.9, "verdict": "improvement"}]}}},
+    {"date": "2026-09-12", "title": "upstream refresh", "head": "3b31cc0f6d",
+     "items": ["Added three follow-up fixes for compact offload signature validation, V4.1 mHC warmup gating, "
+               "and hybrid KV-cache/coordinator interface plus tail-block accounting."],
+     "results": {
+         "merge": MergeSummary(
+             upstream_sha=REFRESH_UPSTREAM, fork_sha=MERGE_COMMIT, merge_base=UPSTREAM_SHA, upstream_commits=266,
+             fork_commits=44, merge_commit="6a40b7ecef3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b",
+             conflicts=(ConflictEntry(path="vllm/v1/core/kv_cache_coordinator.py", kind="content",
+                                      resolution="person"),
+                        ConflictEntry(path="vllm/config/compilation.py", kind="content", resolution="recorded")),
+             remerge_diff_paths=("vllm/v1/core/kv_cache_coordinator.py",
+                                 "vllm/v1/kv_offload/cpu/manager.py", "vllm/config/compilation.py"),
+         ).model_dump(mode="json"),
+         "build": {"status": "passed", "profile": "sm120-cu134", "duration_s": 2488.9,
+                   "installed_version": "0.28.1rc1.dev1066+g3b31cc0f6.cu134",
+                   "checks": "7/7 native extension imports, 4/4 fused DSv4 op schemas"},
+         "gates": {"unit": [
+             _gate("prefix-caching", "unit", "passed",
+                   [PY, "-m", "pytest", "-q", "tests/v1/core/test_prefix_caching.py"], duration=88.1, passed=156),
+             _gate("kv-cache-utils", "unit", "incomplete",
+                   [PY, "-m", "pytest", "-q", "tests/v1/core/test_kv_cache_utils.py"], duration=40.7,
+                   passed=110, env_only=1, reason="the test requests PP=4 on this 2-GPU host",
+                   failures=[{"test": "tests/v1/core/test_kv_cache_utils.py::test_pp4", "category": "host-topology",
+                              "env_only": True, "reason": "requested PP=4 on a 2-GPU host"}])]}}},
+]
 
 
 def rich_record() -> dict[str, Any]:
@@ -206,7 +240,7 @@ def rich_record() -> dict[str, Any]:
         "gates": copy.deepcopy(GATES), "serving": copy.deepcopy(SERVING), "perf": copy.deepcopy(PERF),
         "publish": copy.deepcopy(PUBLISH),
     }
-    record.followups = [copy.deepcopy(FOLLOWUP)]
+    record.followups = copy.deepcopy(FOLLOWUPS)
     record.notes = ["Rebased on the request of the fork owner."]
     return record.model_dump(mode="json")
 
