@@ -12,6 +12,7 @@ from typing import Any
 from ds4sync.report.read import as_dict, as_int, as_list, as_str, first, tally
 from ds4sync.report.validation import build_validation, commands
 from ds4sync.report.view import (
+    GATE_TIERS,
     BackportView,
     ConflictView,
     DuplicateView,
@@ -71,7 +72,7 @@ def build_view(record: Mapping[str, Any], *, public: bool = False, notes: str | 
         upstream=upstream_side, fork=fork_side, phases=phases, merge=merge, integration=integration,
         duplicate=duplicate_view(results.get("publish")), validation=validation,
         commands=commands(validation),
-        remaining=remaining(phases, merge, integration, validation),
+        remaining=remaining(phases, merge, integration, validation, later_tiers=_later_tiers(followups)),
         followups=followups, notes=tuple(view_notes),
     )
 
@@ -192,8 +193,11 @@ def duplicate_view(data: Any) -> DuplicateView | None:
 
 
 def remaining(phases: tuple[PhaseView, ...], merge: MergeView | None, integration: IntegrationView,
-              validation: ValidationView) -> tuple[RemainingItem, ...]:
-    """Everything not run or not green, in pipeline order, ending with the review a person owes."""
+              validation: ValidationView, *, later_tiers: frozenset[str] = frozenset()) -> tuple[RemainingItem, ...]:
+    """Everything not run or not green, in pipeline order, ending with the review a person owes.
+
+    A tier the run did not execute but a follow-up did (``later_tiers``) is not listed.
+    """
     items = [RemainingItem(kind="phase", text=f"phase {p.name} is {p.status}" + (f": {p.message}" if p.message
                                                                                     else ""))
              for p in phases if p.status not in ("done", "skipped") and p.name != "report"]
@@ -203,7 +207,7 @@ def remaining(phases: tuple[PhaseView, ...], merge: MergeView | None, integratio
         unresolved = _many(len(integration.unresolved), "conflicted file")
         items.append(RemainingItem(kind="conflict", text=f"{unresolved} unresolved"))
     items.extend(_remaining_patchsets(integration))
-    items.extend(_remaining_validation(validation))
+    items.extend(_remaining_validation(validation, later_tiers))
     if merge and merge.overlaps:
         items.append(RemainingItem(kind="overlap", text=f"{_many(len(merge.overlaps), 'semantic overlap')} to review"))
     items.append(RemainingItem(kind="review", text="human review of the semantic resolutions and maintainer review "
@@ -224,19 +228,25 @@ def _remaining_patchsets(integration: IntegrationView) -> list[RemainingItem]:
     return items
 
 
-def _remaining_validation(validation: ValidationView) -> list[RemainingItem]:
+def _remaining_validation(validation: ValidationView, later_tiers: frozenset[str]) -> list[RemainingItem]:
     items = []
     build = validation.build
     if build is None:
         items.append(RemainingItem(kind="build", text="native build: not run"))
     elif build.status not in ("passed", "ok", "cached"):
         items.append(RemainingItem(kind="build", text=f"native build: {build.status}"))
-    items.extend(RemainingItem(kind="tier", text=f"{tier} tier: not run") for tier in validation.tiers_not_run)
+    items.extend(RemainingItem(kind="tier", text=f"{tier} tier: not run")
+                 for tier in validation.tiers_not_run if tier not in later_tiers)
     for g in validation.gates:
         if g.status in _GATE_NOT_GREEN:
             why = f" ({g.reason})" if g.reason else ""
             items.append(RemainingItem(kind="gate", text=f"{g.name} ({g.tier}): {g.status}{why}"))
     return items
+
+
+def _later_tiers(followups: tuple[FollowupView, ...]) -> frozenset[str]:
+    return frozenset(tier for f in followups if f.validation for tier in GATE_TIERS
+                     if tier not in f.validation.tiers_not_run)
 
 
 def _sorted_followups(data: Any) -> list[dict[str, Any]]:

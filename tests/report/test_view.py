@@ -105,3 +105,13 @@ def test_merge_counts_and_kinds_in_the_summary(templates: Path) -> None:
     assert ("It brings in 266 upstream commits on top of 41 fork-only commits. The merge required resolving "
             "8 conflicted files (6 content, 1 modify/delete, 1 rename/modify; resolutions: recorded 3, person 3, "
             "rule 2), plus 3 semantic overlaps in automatically merged files.") in text
+
+
+def test_a_tier_run_by_a_later_followup_is_no_longer_remaining() -> None:
+    record = rich_record()
+    assert "kernel tier: not run" in [i.text for i in report_view(record).remaining]
+    record["followups"].append({"date": "2026-09-13", "title": "kernel checks", "results": {
+        "kernels": {"status": "passed", "probes": [{"name": "sparse_mla_decode", "status": "passed"}]}}})
+    texts = [i.text for i in report_view(record).remaining]
+    assert "kernel tier: not run" not in texts
+    assert "sparse-attention (gpu): incomplete (only environment-only failures)" in texts
