@@ -166,12 +166,16 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     summary = MergeSummary.model_validate(second.record.results["merge"])
     result.summaries.append(("sync 2 (the next night)", summary))
     record_path = ws.store.record_path(second.record.run_id)
+    from ds4sync.report import write_report
+
+    report = write_report(ws.store, second.record, ws.profile)
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",
         f"worktree: {second.record.worktree}",
         f"record: {record_path}",
         f"shared resolutions: {profile / 'patches' / 'resolutions'}",
+        f"report: {report}",
     ]
     if second.status not in ("done", "paused"):
         result.exit_code = ExitCode.FAILED
