@@ -135,9 +135,12 @@ def _apply(wt: GitRepo, ps: PatchSet, base: dict) -> ReplayEntry:
                     f"rejected hunks in {', '.join(outcome.rejects) or 'the patch'}")
             return ReplayEntry(**base, status="needs-adaptation", conflicted=outcome.conflicted,
                                rejects=outcome.rejects, detail=f"{patch.name} does not apply: {what}")
-    sha = wt.commit(commit_message(ps, "Reapplied by ds4sync replay after the upstream merge."))
     after = tuple(evaluate(FolderTree(wt.path), ps))
     note = "" if status_of(after) != "violated" else "; its invariants still fail (see verify)"
+    if not wt.has_staged_changes():
+        return ReplayEntry(**{**base, "invariants": after}, status="retained",
+                           detail=f"its patches are already in the merged tree{note}")
+    sha = wt.commit(commit_message(ps, "Reapplied by ds4sync replay after the upstream merge."))
     return ReplayEntry(**{**base, "invariants": after}, status="reapplied", commit=sha,
                        detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}")
 
