@@ -33,12 +33,14 @@ def attention(attend: str = "        scores = q @ kv\n        return scores\n", 
 
 SPARSE = ("\n    def _forward_sparse_decode(self, q, kv):\n"
           "        # SM120: Triton sparse decode path.\n        return self._attend(q, kv)\n")
-SOFTCAP_V1 = "        scores = q @ kv\n        scores = 30.0 * (scores / 30.0).tanh()  # softcap\n        return scores\n"
+SOFTCAP_V1 = ("        scores = q @ kv\n        scores = 30.0 * (scores / 30.0).tanh()  # softcap\n"
+              "        return scores\n")
 REFACTORED = "        logits = self._matmul(q, kv)\n        return logits\n"
 SOFTCAP_V2 = ("        logits = self._matmul(q, kv)\n        logits = 30.0 * (logits / 30.0).tanh()  # softcap\n"
               "        return logits\n")
 MOE = "def route(token_id, rows):\n    return token_id % 7\n"
-MOE_BOUNDS = "def route(token_id, rows):\n    if token_id < 0 or token_id >= rows:\n        return -1\n    return token_id % 7\n"
+MOE_BOUNDS = ("def route(token_id, rows):\n    if token_id < 0 or token_id >= rows:\n        return -1\n"
+              "    return token_id % 7\n")
 
 
 @dataclass

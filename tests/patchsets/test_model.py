@@ -24,7 +24,8 @@ def _ps(pid: str, *deps: str) -> dict:
 
 
 @pytest.mark.parametrize(("data", "expected"), [
-    ({"id": "a", "title": "A", "kind": "feature"}, "kind: Input should be 'fork-feature', 'backport', 'fixup' or 'removal' (got 'feature')"),
+    ({"id": "a", "title": "A", "kind": "feature"},
+     "kind: Input should be 'fork-feature', 'backport', 'fixup' or 'removal' (got 'feature')"),
     ({"id": "a", "title": "A", "kind": "fixup", "owners": "me"}, "owners: unknown key"),
     ({"id": "a", "kind": "fixup"}, "title: required key is missing"),
     ({"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "contains", "files": "x.py",
@@ -63,7 +64,7 @@ def test_yaml_syntax_error_names_line(tmp_path: Path) -> None:
 def test_id_must_match_folder_and_patch_files_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="id: 'b' differs from the folder name 'a'"):
         load_patchset(_write(tmp_path / "a", _ps("b")))
-    with pytest.raises(ConfigError, match="patches: file '0001-x.patch' does not exist"):
+    with pytest.raises(ConfigError, match=r"patches: file '0001-x\.patch' does not exist"):
         load_patchset(_write(tmp_path / "c", {**_ps("c"), "patches": ["0001-x.patch"]}))
 
 
