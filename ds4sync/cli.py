@@ -187,7 +187,7 @@ def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: 
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
-    report = commands.check_workspace(_workspace(repo, config, profile=profile), upstream=upstream)
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
     if json_out:
         ui.print_json(out, report.summary())
     else:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ds4sync.config import shipped_profile
+from ds4sync.errors import GitError
 from ds4sync.patchsets.check import CheckReport, check_checkout
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree
-from ds4sync.pipeline import Workspace, resolve_upstream
+from ds4sync.pipeline import Workspace, open_workspace, resolve_upstream
 
 
 def catalogue_dir(ws: Workspace) -> Path:
@@ -44,3 +46,21 @@ def check_workspace(ws: Workspace, *, upstream: str | None = None) -> CheckRepor
             return bool(found) and ws.repo.is_ancestor(found, sha)
 
     return check_checkout(ws.repo.path, catalogue_dir(ws), upstream=tree, upstream_has=has)
+
+
+def check_path(repo: Path, *, config: Path | None = None, profile: Path | None = None,
+               upstream: str | None = None) -> CheckReport:
+    """``patches check --repo``: a git checkout through its workspace, or any plain folder (an
+    unpacked source tarball) with ``profile`` or the shipped profile.
+
+    Raises:
+        GitError: ``upstream`` was given for a folder that is not a git checkout.
+        ConfigError: malformed patch-set files.
+    """
+    try:
+        ws = open_workspace(repo, config_path=config, profile=profile)
+    except GitError:
+        if upstream or not Path(repo).is_dir():
+            raise
+        return check_checkout(Path(repo), Path(profile or shipped_profile()) / "patches")
+    return check_workspace(ws, upstream=upstream)

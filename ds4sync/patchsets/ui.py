@@ -17,7 +17,7 @@ def patchset_table(console: Console, patchsets: list[PatchSet]) -> None:
     """One row per patch-set: id, kind, invariants (advisory), patch files, dependencies, title."""
     table = Table(title=f"{len(patchsets)} patch-sets (dependency order)")
     for column in ("id", "kind", "invariants", "patches", "depends on", "title"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("id", "kind"))
     for ps in patchsets:
         advisory = sum(inv.severity == "advisory" for inv in ps.invariants)
         table.add_row(ps.id, ps.kind, f"{len(ps.invariants)}" + (f" ({advisory} advisory)" if advisory else ""),
@@ -31,7 +31,7 @@ def check_report(console: Console, report: CheckReport, *, verbose: bool = False
         console.print(f"[dim]{report.applies_detail}[/]")
     table = Table(title=f"patch-sets on {report.tree}")
     for column in ("patch-set", "status", "invariants held", "tests"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     for ps in report.patchsets:
         held = sum(r.status == "holds" for r in ps.invariants)
         checked = sum(r.status != "deferred" for r in ps.invariants)
