@@ -133,3 +133,21 @@ def test_no_patchsets_leaves_the_merge_pipeline_unchanged(tmp_path: Path, capsys
     code, data = _merge(sc, capsys)
     assert code == 0
     assert data["replay"]["entries"] == [] and data["verify"]["totals"]["invariants"] == 0
+
+
+def test_resume_refuses_an_adaptation_that_does_not_restore_the_feature(sc: Scenario, capsys) -> None:
+    code, data = _merge(sc, capsys)
+    assert code == 4
+    worktree = GitRepo(data["worktree"])
+    (worktree.path / "vllm/attention.py").write_text(attention(extra=SPARSE))  # markers gone, softcap dropped
+    head = worktree.head()
+    capsys.readouterr()
+    assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 4
+    replay = json.loads(capsys.readouterr().out)["replay"]
+    softcap = next(e for e in replay["entries"] if e["id"] == "softcap")
+    assert softcap["status"] == "needs-adaptation"
+    assert softcap["detail"].startswith("invariants still fail after adaptation: /\\.tanh\\(\\)/ not found")
+    assert worktree.head() == head
+    # refresh is refused while the patch-set still waits for a person
+    assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 4
+    assert "still waits for adaptation" in capsys.readouterr().err
