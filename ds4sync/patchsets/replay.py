@@ -17,10 +17,11 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.config import FrozenModel
+from ds4sync.errors import ConfigError
 from ds4sync.gitrepo import GitRepo
 from ds4sync.patchsets.check import CheckReport, applies, check_tree, drop_evidence, status_of
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
-from ds4sync.patchsets.model import PatchSet, load_catalogue
+from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
 
@@ -70,10 +71,22 @@ def patches_dir(ctx: RunContext) -> Path:
     return ctx.ws.profile / "patches"
 
 
+def _catalogue_or_stop(ctx: RunContext) -> tuple[Catalogue, list[PatchSet]] | PhaseOutcome:
+    """The catalogue, or a needs-person outcome naming the malformed file (fix it, then resume)."""
+    try:
+        return load_catalogue(patches_dir(ctx))
+    except ConfigError as exc:
+        return PhaseOutcome("needs-person", exc.one_line(), details=(exc.one_line(),),
+                            next_steps=("fix the patch-set file, then `ds4sync resume`",))
+
+
 def replay(ctx: RunContext) -> PhaseOutcome:
     """Replay every patch-set onto the merged tree; stop at the first that needs adaptation."""
     folder = patches_dir(ctx)
-    catalogue, patchsets = load_catalogue(folder)
+    loaded = _catalogue_or_stop(ctx)
+    if isinstance(loaded, PhaseOutcome):
+        return loaded
+    catalogue, patchsets = loaded
     wt = ctx.worktree
     ok, detail = applies(FolderTree(wt.path), catalogue)
     if not ok:
@@ -191,7 +204,10 @@ def _stop(ctx: RunContext, folder: Path, entries: dict[str, ReplayEntry], entry:
 def verify(ctx: RunContext) -> PhaseOutcome:
     """Every invariant of every patch-set on the final tree; a blocking violation fails the run."""
     folder = patches_dir(ctx)
-    catalogue, patchsets = load_catalogue(folder)
+    loaded = _catalogue_or_stop(ctx)
+    if isinstance(loaded, PhaseOutcome):
+        return loaded
+    catalogue, patchsets = loaded
     replayed = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
     report = check_tree(FolderTree(ctx.worktree.path), catalogue, patchsets, patches_dir=str(folder), landed=landed)

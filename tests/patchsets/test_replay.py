@@ -151,3 +151,17 @@ def test_resume_refuses_an_adaptation_that_does_not_restore_the_feature(sc: Scen
     # refresh is refused while the patch-set still waits for a person
     assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 4
     assert "still waits for adaptation" in capsys.readouterr().err
+
+
+def test_malformed_patchset_stops_replay_for_a_person_and_resume_goes_on(sc: Scenario, capsys) -> None:
+    path = sc.patches / "bounds-check" / "patchset.yaml"
+    good = path.read_text()
+    path.write_text(good.replace("kind: fork-feature", "kind: feature"))
+    code, data = _merge(sc, capsys)
+    assert code == 4 and data["status"] == "needs-person"
+    record = _record(sc)
+    assert record.phases["replay"].status == "needs-person"
+    assert record.phases["replay"].message.startswith(f"{path}: kind: Input should be")
+    path.write_text(good)
+    assert main(["resume", "--repo", str(sc.fork.path)]) == 4
+    assert _record(sc).results["replay"]["pending"] == "softcap"
