@@ -43,7 +43,7 @@ def check_workspace(ws: Workspace, *, upstream: str | None = None) -> CheckRepor
 
         def has(commit: str) -> bool:
             found = ws.repo.resolve_commit(commit)
-            return bool(found) and ws.repo.is_ancestor(found, sha)
+            return found is not None and ws.repo.is_ancestor(found, sha)
 
     return check_checkout(ws.repo.path, catalogue_dir(ws), upstream=tree, upstream_has=has)
 

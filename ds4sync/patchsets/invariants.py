@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from ds4sync.config import FrozenModel
 from ds4sync.patchsets.model import (
@@ -227,5 +228,7 @@ def _test(_tree: Tree, inv: TestInvariant) -> _Outcome:
     return "deferred", [inv.node.split("::")[0]], f"{inv.node}: run by the gate phase", []
 
 
-_CHECKS = {"contains": _contains, "absent": _absent, "file_exists": _file_exists, "file_absent": _file_absent,
-           "symbol": _symbol, "cross_ref": _cross_ref, "test": _test}
+_CHECKS: dict[str, Callable[[Tree, Any], _Outcome]] = {
+    "contains": _contains, "absent": _absent, "file_exists": _file_exists, "file_absent": _file_absent,
+    "symbol": _symbol, "cross_ref": _cross_ref, "test": _test,
+}

@@ -12,7 +12,7 @@ Both run in the sync worktree (``record.worktree``) after the merge commit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -122,9 +122,9 @@ def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
     has_commit = None
     if drop and drop.upstream_has_commit:
         sha = ctx.ws.repo.resolve_commit(drop.upstream_has_commit)
-        has_commit = bool(sha) and ctx.ws.repo.is_ancestor(sha, upstream_sha)
+        has_commit = sha is not None and ctx.ws.repo.is_ancestor(sha, upstream_sha)
     evidence = drop_evidence(drop, ps, upstream=CommitTree(ctx.ws.repo, upstream_sha), has_commit=has_commit)
-    base = {"id": ps.id, "title": ps.title, "invariants": results}
+    base: dict[str, Any] = {"id": ps.id, "title": ps.title, "invariants": results}
     if evidence:
         return ReplayEntry(**base, status="landed-upstream", evidence=tuple(evidence),
                            detail="upstream makes it unnecessary: candidate to delete from the catalogue")
@@ -140,7 +140,7 @@ def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
     return _apply(wt, ps, base)
 
 
-def _apply(wt: GitRepo, ps: PatchSet, base: dict) -> ReplayEntry:
+def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
     for patch in ps.patch_files():
         outcome = wt.apply_3way(patch)
         if not outcome.ok:

@@ -44,7 +44,7 @@ class FolderTree:
     def paths(self) -> list[str]:
         """Every file under the root, sorted (walked once, then cached)."""
         if self._paths is None:
-            found = []
+            found: list[str] = []
             for folder, dirs, files in os.walk(self.root):
                 dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
                 rel = os.path.relpath(folder, self.root)
