@@ -23,6 +23,8 @@ app = typer.Typer(name="ds4sync", no_args_is_help=True, add_completion=False,
                   help="Keep a fork in sync with its upstream, and prove each sync.")
 config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
+patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
+app.add_typer(patches_app, name="patches")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -206,6 +208,76 @@ def schema() -> None:
 
     ui.print_json(out, report_schema())
 
+@patches_app.command("list")
+def patches_list(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                 json_out: JsonOpt = False) -> None:
+    """List the profile's patch-sets in dependency order."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
+    if json_out:
+        ui.print_json(out, [ps.model_dump(mode="json") for ps in patchsets])
+    else:
+        ps_ui.patchset_table(out, patchsets)
+
+
+@patches_app.command("check")
+def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                  upstream: Annotated[str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets "
+                                                               "whose drop_when holds there.")] = None,
+                  verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")]
+                  = False, json_out: JsonOpt = False) -> None:
+    """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
+    if json_out:
+        ui.print_json(out, report.summary())
+    else:
+        ps_ui.check_report(out, report, verbose=verbose)
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@patches_app.command("new")
+def patches_new(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
+                rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
+                kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")]
+                = "fork-feature", repo: RepoOpt = Path("."), config: ConfigOpt = None,
+                profile: ProfileOpt = None) -> None:
+    """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) in {result.folder}; {result.note}")
+
+
+@patches_app.command("refresh")
+def patches_refresh(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
+                    repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+                    profile: ProfileOpt = None) -> None:
+    """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.refresh_patchset(_workspace(repo, config, None, state_dir, profile), patchset_id)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) rewritten in {result.folder} ({result.note})")
+
+
+@app.command()
+def backport(commit: Annotated[str, typer.Argument(help="Upstream commit to backport.")],
+             patchset_id: Annotated[str, typer.Option("--id", help="Id of the new backport patch-set.")],
+             repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+             profile: ProfileOpt = None) -> None:
+    """Cherry-pick an upstream commit into the sync worktree and record it as a backport patch-set."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.backport(_workspace(repo, config, None, state_dir, profile), commit, patchset_id)
+    out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
+
 
 def _progress(quiet: bool):
     if quiet:
@@ -224,6 +296,7 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
         data = summary.brief() if summary else {}
         data.update({"run_id": record.run_id, "status": record.status, "worktree": record.worktree,
                      "sync_branch": record.sync_branch, "record": path})
+        data.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
         ui.print_json(out, data)
     else:
         if summary:

@@ -15,14 +15,15 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
+    from ds4sync.patchsets import PATCHSET_PHASES
     from ds4sync.phases.merge import MERGE_PHASES
 
-    return MERGE_PHASES
+    return MERGE_PHASES + PATCHSET_PHASES
 
 
 def merge_stop_phase() -> str:
     """The last phase ``ds4sync merge`` runs before handing over to later commands."""
-    return "commit"
+    return "verify"
 
 
 def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
