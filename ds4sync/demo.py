@@ -149,6 +149,9 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     profile = root / "profile"
     (profile / "patches" / "resolutions").mkdir(parents=True, exist_ok=True)
     fork = build_fork(root / "fork", upstream.path, shas["base"])
+    from ds4sync.patchsets.demo import adapt_like_a_person, write_demo_patchsets
+
+    patchsets = write_demo_patchsets(profile, fork, base=shas["base"])
     config_path = write_config(fork.path, upstream.path, profile)
     ws = open_workspace(fork.path, config_path=config_path)
 
@@ -163,12 +166,24 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
 
     say("sync 2: merge a newer upstream SHA; recorded resolution, rules, overlap")
     second = sync.start_merge(_reopen(ws), shas["u2"], progress=say)
+    if second.status == "needs-person" and second.last_phase == "replay":
+        stopped = second.outcome.message if second.outcome is not None else ""
+        result.lines.append(f"sync 2 stopped in replay: {stopped}")
+        say("sync 2: a patch-set no longer applies; the demo adapts it like a person, then resumes")
+        adapt_like_a_person(Path(second.record.worktree))
+        second = sync.resume(_reopen(ws), progress=say)
     summary = MergeSummary.model_validate(second.record.results["merge"])
     result.summaries.append(("sync 2 (the next night)", summary))
     record_path = ws.store.record_path(second.record.run_id)
     from ds4sync.report import write_report
 
     report = write_report(ws.store, second.record, ws.profile)
+    replayed = {e["id"]: e["status"] for e in second.record.results.get("replay", {}).get("entries", [])}
+    result.lines.append("patch-sets: " + ", ".join(f"{pid} {status}" for pid, status in replayed.items()))
+    if any(replayed.get(pid) != status for pid, status in patchsets.expected["u2"].items()
+           if status != "needs-adaptation"):
+        result.lines.append(f"unexpected patch-set outcomes (expected {patchsets.expected['u2']})")
+        result.exit_code = ExitCode.FAILED
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",

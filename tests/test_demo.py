@@ -27,3 +27,11 @@ def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                            "vllm/legacy/eager_scratch.py": ("modify/delete", "rule")}
     assert [o["path"] for o in second["overlaps"]] == ["vllm/models/deepseek_v4/attention.py"]
     assert "record:" in out and "untouched" in out
+    second_record = next(json.loads(p.read_text()) for p in records
+                         if json.loads(p.read_text())["results"]["merge"]["upstream_commits"] == 6)
+    replay = {e["id"]: e["status"] for e in second_record["results"]["replay"]["entries"]}
+    assert replay == {"flashinfer-0-6-18": "landed-upstream", "larger-scratch-pool": "landed-upstream",
+                      "sm120-sparse-decode": "retained", "sm120-attention-logging": "adapted"}
+    assert second_record["results"]["verify"]["totals"]["violated"] == 0
+    report = Path(second_record["results"]["report"]["path"]) if "report" in second_record["results"] else None
+    assert "report:" in out and (report is None or report.is_file())
