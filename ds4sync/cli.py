@@ -279,6 +279,47 @@ def backport(commit: Annotated[str, typer.Argument(help="Upstream commit to back
     out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
 
 
+@app.command()
+def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, kernel, serving or perf.")],
+         names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
+         repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None, profile: ProfileOpt = None,
+         changed_since: Annotated[str | None, typer.Option("--changed-since", help="Select gates affected by "
+                                                           "changes since REF (vLLM CI rules).")] = None,
+         all_gates: Annotated[bool, typer.Option("--all", help="Run every gate of the tier.")] = False,
+         jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="CPU gates run at once.")] = None,
+         gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
+         python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
+         no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
+         = False, json_out: JsonOpt = False) -> None:
+    """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
+    import contextlib
+    import json
+
+    from ds4sync.gates.runner import TierOptions, record_tier, run_tier
+
+    ws = _workspace(repo, config, None, state_dir, profile)
+    record = ws.store.current()
+    options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
+                          jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
+                          use_cache=not no_cache, python=python)
+    with ws.store.lock("gate") if record else contextlib.nullcontext():
+        if json_out:
+            result = run_tier(ws, options, record=record)
+        else:
+            from ds4sync.gates import render
+
+            with render.LiveGates(err, f"tier {tier}") as live:
+                result = run_tier(ws, options, record=record, progress=live)
+        path = str(record_tier(ws, record, result)) if record else None
+    if json_out:
+        out.file.write(json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path},
+                                  indent=2) + "\n")
+    else:
+        render.tier_table(out, result, record_path=path)
+    code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
+    if code:
+        raise typer.Exit(int(code))
+
 def _progress(quiet: bool):
     if quiet:
         return lambda _message: None

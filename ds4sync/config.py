@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ds4sync.errors import ConfigError
+from ds4sync.gates.settings import GatesConfig
 
 CONFIG_NAME = "ds4sync.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -90,6 +91,7 @@ class Config(FrozenModel):
     profile: Path | None = None
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
+    gates: GatesConfig = GatesConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 
