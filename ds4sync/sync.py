@@ -15,10 +15,12 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
+    from ds4sync.gates.phase import GATE_PHASES
     from ds4sync.patchsets import PATCHSET_PHASES
     from ds4sync.phases.merge import MERGE_PHASES
+    from ds4sync.phases.report import REPORT_PHASES
 
-    return MERGE_PHASES + PATCHSET_PHASES
+    return MERGE_PHASES + PATCHSET_PHASES + GATE_PHASES + REPORT_PHASES
 
 
 def merge_stop_phase() -> str:
