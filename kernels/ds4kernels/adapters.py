@@ -34,19 +34,21 @@ class Impl:
     Attributes:
         clean: writes -inf outside the ranges (so masks are checked exactly).
         skip: case tags it cannot take (those cases are reported as skipped, with the reason).
+        graph_safe: no host sync inside, so benchmarks may time it as CUDA-graph replays.
     """
 
     name: str
     call: Callable[[dict], object]
     clean: bool = True
     skip: frozenset = field(default_factory=frozenset)
+    graph_safe: bool = False
 
 
 OURS = {
-    "prefill": Impl("ds4kernels.prefill.mqa_logits", lambda a: prefill.mqa_logits(**a)),
-    "decode": Impl("ds4kernels.decode.paged_mqa_logits", lambda a: decode.paged_mqa_logits(**a)),
-    "topk": Impl("ds4kernels.topk.topk_per_row", lambda a: topk.topk_per_row(**a)),
-    "routing": Impl("ds4kernels.routing.route", lambda a: routing.route(**a)),
+    "prefill": Impl("ds4kernels.prefill.mqa_logits", lambda a: prefill.mqa_logits(**a), graph_safe=True),
+    "decode": Impl("ds4kernels.decode.paged_mqa_logits", lambda a: decode.paged_mqa_logits(**a), graph_safe=True),
+    "topk": Impl("ds4kernels.topk.topk_per_row", lambda a: topk.topk_per_row(**a), graph_safe=True),
+    "routing": Impl("ds4kernels.routing.route", lambda a: routing.route(**a), graph_safe=True),
 }
 
 

@@ -26,18 +26,41 @@ def case_cost(op: str, a: dict) -> Cost:
     return route_cost(a["logits"].shape[0], a["logits"].shape[1], a["topk"], hashed=a["tid2eid"] is not None)
 
 
-def _time_us(fn, heavy: bool) -> float:
+GRAPH_SAFE_REFS = frozenset({"topk", "routing"})  # references with no host sync inside
+
+
+def _graphed(fn):
+    """Capture ``fn`` in a CUDA graph so replays time the GPU work without Python launch overhead."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph.replay
+
+
+def _time_us(fn, heavy: bool, graph: bool) -> tuple[float, str]:
+    """Median µs over do_bench iterations; do_bench zeroes a 256 MB buffer before each one (L2 flush)."""
     import triton.testing
 
+    mode = "eager"
+    if graph:
+        fn, mode = _graphed(fn), "graph"
     warmup, rep = (25, 100) if not heavy else (5, 20)
-    return 1e3 * float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+    return 1e3 * float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")), mode
 
 
-def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | None) -> dict:
-    """Time ours and the reference; derive bandwidth, TFLOP/s, % of roofline and the target verdict."""
+def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | None,
+               graph_safe: bool = False) -> dict:
+    """Time ours and the reference; derive bandwidth, TFLOP/s, % of roofline and the target verdict.
+
+    Implementations and references without host syncs are timed as CUDA-graph replays (kernel time, as
+    the roofline assumes); the others eagerly, launch overhead included (``timing`` says which).
+    """
     cost = case_cost(op, a)
-    t_us = _time_us(lambda: impl_call(a), heavy=False)
-    ref_us = _time_us(lambda: ref_call(a), heavy=True)
+    t_us, mode = _time_us(lambda: impl_call(a), heavy=False, graph=graph_safe)
+    ref_us, ref_mode = _time_us(lambda: ref_call(a), heavy=True, graph=op in GRAPH_SAFE_REFS)
     t = t_us * 1e-6
     roof = cost.roof_seconds()
     row = {
@@ -47,7 +70,7 @@ def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | 
         "pct_hbm": cost.bytes / t / H200["hbm_bytes_per_s"],
         "pct_hbm_achievable": cost.bytes / t / H200["hbm_achievable_bytes_per_s"],
         "pct_peak": (cost.flops / t / H200[f"{cost.peak}_flops"]) if cost.peak else None,
-        "peak": cost.peak, "target": target or {},
+        "peak": cost.peak, "target": target or {}, "timing": mode, "ref_timing": ref_mode,
     }
     flags = []
     if row["pct_roof"] > 1.0:

@@ -47,8 +47,10 @@ def unpack_paged_cache(kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     return vals, scales
 
 
-def check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len) -> None:
-    """Host-side preconditions. Raises ValueError on a shape, dtype or range violation."""
+def check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len, *,
+                        ranges: bool = False) -> None:
+    """Host-side preconditions (``ranges`` reads the lengths on the host, a device sync: the reference
+    does, the kernel does not). Raises ValueError on a shape, dtype or range violation."""
     b, next_n, h, d = q.shape
     if kv_cache.dtype != torch.uint8 or kv_cache.dim() != 4 or kv_cache.shape[1:] != (BLOCK_KV, 1, d + 4):
         raise ValueError(f"kv_cache must be uint8 [NB, 64, 1, {d + 4}], got {tuple(kv_cache.shape)} {kv_cache.dtype}")
@@ -59,7 +61,7 @@ def check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_con
                          f"{tuple(weights.shape)}, {tuple(context_lens.shape)}")
     if block_table.dim() != 2 or block_table.shape[0] != b or block_table.dtype != torch.int32:
         raise ValueError("block_table must be int32 [B, max_blocks]")
-    if b and int(context_lens.max()) > min(max_context_len, block_table.shape[1] * BLOCK_KV):
+    if ranges and b and int(context_lens.max()) > min(max_context_len, block_table.shape[1] * BLOCK_KV):
         raise ValueError("a context length exceeds max_context_len or the block table")
 
 
@@ -73,7 +75,7 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
     Returns:
         [B*next_n, max_context_len] logits, -inf at j >= L.
     """
-    check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len)
+    check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len, ranges=True)
     b, next_n, _, d = q.shape
     out = torch.full((b * next_n, max_context_len), float("-inf"), dtype=torch.float32, device=q.device)
     vals, scales = unpack_paged_cache(kv_cache)
@@ -93,68 +95,71 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
 
 
 @triton.jit
-def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ctx,
+def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ctx, table_blocks,
                          stride_kvb, stride_bt, stride_om,
-                         NEXT_N: tl.constexpr, H: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr):
+                         NEXT_N: tl.constexpr, H: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
+                         TILE: tl.constexpr):
     b = tl.program_id(0)
     split = tl.program_id(1)
-    offs_h = tl.arange(0, H)
+    offs_c = tl.arange(0, NEXT_N * H)  # columns: (next-token t, head h)
     offs_d = tl.arange(0, D)
-    offs_j = tl.arange(0, 64)
+    offs_r = tl.arange(0, TILE)  # rows: tokens of this tile
     l0 = tl.maximum(tl.load(lens_ptr + b * NEXT_N), 0)
     l1 = l0
     if NEXT_N == 2:
         l1 = tl.maximum(tl.load(lens_ptr + b * NEXT_N + 1), 0)
     lmax = tl.maximum(l0, l1)
-    q_base = q_ptr + b * (NEXT_N * H * D) + offs_h[:, None] * D + offs_d[None, :]
-    q0 = tl.load(q_base)
-    w0 = tl.load(w_ptr + (b * NEXT_N) * H + offs_h)
-    q1 = q0
-    w1 = w0
-    if NEXT_N == 2:
-        q1 = tl.load(q_base + H * D)
-        w1 = tl.load(w_ptr + (b * NEXT_N + 1) * H + offs_h)
+    # Q[b]^T as the dot's B operand [D, next_n*H] (contiguous along D), weights [next_n*H].
+    q_t = tl.load(q_ptr + b * (NEXT_N * H * D) + offs_c[None, :] * D + offs_d[:, None])
+    w = tl.load(w_ptr + b * (NEXT_N * H) + offs_c)
     row0 = out_ptr + (b * NEXT_N).to(tl.int64) * stride_om
-    blk_lo = split * BLOCKS
-    blk_hi = tl.minimum(blk_lo + BLOCKS, tl.cdiv(max_ctx, 64))
-    blk_valid = tl.minimum(blk_hi, tl.cdiv(lmax, 64))
-    for blk in range(blk_lo, blk_valid):
-        phys = tl.load(bt_ptr + b * stride_bt + blk).to(tl.int64)
+    tok_lo = split * (BLOCKS * 64)
+    tok_hi = tl.minimum(tok_lo + BLOCKS * 64, max_ctx)
+    tok_valid = tl.minimum(tok_hi, lmax)
+    for t0 in range(tok_lo, tok_valid, TILE):
+        tok = t0 + offs_r
+        live = (tok < lmax) & (tok // 64 < table_blocks)  # never touch table slots or blocks past the sequence
+        phys = tl.load(bt_ptr + b * stride_bt + tok // 64, mask=live, other=0).to(tl.int64)
         base = kv_ptr + phys * stride_kvb
-        kb = tl.load(base + offs_j[:, None] * D + offs_d[None, :]).to(tl.float8e4nv, bitcast=True)
-        sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + offs_j)
-        kt = tl.trans(kb)
-        j = blk * 64 + offs_j
-        s0 = tl.dot(q0, kt)
-        lg0 = tl.sum(tl.maximum(s0, 0.0) * w0[:, None], axis=0) * sf
-        tl.store(row0 + j, tl.where(j < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=j < max_ctx)
-        if NEXT_N == 2:
-            s1 = tl.dot(q1, kt)
-            lg1 = tl.sum(tl.maximum(s1, 0.0) * w1[:, None], axis=0) * sf
-            tl.store(row0 + stride_om + j, tl.where(j < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty),
-                     mask=j < max_ctx)
-    ninf = tl.full([64], float("-inf"), dtype=tl.float32).to(out_ptr.dtype.element_ty)
-    for blk in range(tl.maximum(blk_valid, blk_lo), blk_hi):
-        j = blk * 64 + offs_j
+        kb = tl.load(base[:, None] + (tok % 64)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0)
+        sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + tok % 64, mask=live, other=0.0)
+        s = tl.dot(kb.to(tl.float8e4nv, bitcast=True), q_t)  # [TILE, next_n*H]
+        x = tl.maximum(s, 0.0) * w[None, :]
+        st = tok < tok_hi
+        if NEXT_N == 1:
+            lg0 = tl.sum(x, axis=1) * sf
+            tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
+        else:
+            lg0 = tl.sum(tl.where(offs_c[None, :] < H, x, 0.0), axis=1) * sf
+            lg1 = tl.sum(tl.where(offs_c[None, :] >= H, x, 0.0), axis=1) * sf
+            tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
+            tl.store(row0 + stride_om + tok, tl.where(tok < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty),
+                     mask=st)
+    ninf = tl.full([TILE], float("-inf"), dtype=tl.float32).to(out_ptr.dtype.element_ty)
+    fill_lo = tok_lo + tl.cdiv(tl.maximum(tok_valid - tok_lo, 0), TILE) * TILE
+    for t0 in range(fill_lo, tok_hi, TILE):
+        tok = t0 + offs_r
         for t in tl.static_range(NEXT_N):
-            tl.store(row0 + t * stride_om + j, ninf, mask=j < max_ctx)
+            tl.store(row0 + t * stride_om + tok, ninf, mask=tok < tok_hi)
 
 
 def decode_config(b: int, next_n: int, max_context_len: int) -> dict:
-    """Blocks per program and launch shape (tuned on an H200; tiny under the interpreter)."""
+    """Blocks per program, tokens per dot tile and launch shape (tuned on an H200; tiny under the interpreter)."""
     from .common import interpreting
 
     if interpreting():
-        return {"BLOCKS": 2, "num_warps": 4, "num_stages": 1}
-    return {"BLOCKS": 8, "num_warps": 4, "num_stages": 3}
+        return {"BLOCKS": 2, "TILE": 64, "num_warps": 4, "num_stages": 1}
+    return {"BLOCKS": 8, "TILE": 128, "num_warps": 4, "num_stages": 3}
 
 
 def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_context_len: int,
                      *, out_dtype=torch.float32, config: dict | None = None) -> torch.Tensor:
     """Triton kernel for the paged decode logits; same contract as :func:`paged_mqa_logits_ref`.
 
-    Grid (B, splits): each program keeps Q[b] (next_n x H x D e4m3) in registers and streams BLOCKS
-    KV blocks through one FP8 tensor-core dot per block and next-token, fusing ReLU, weights, head sum and scale.
+    Grid (B, splits): each program keeps Q[b]^T (D x next_n*H, e4m3) resident and streams BLOCKS KV blocks,
+    TILE tokens (one or two 64-token blocks, gathered through the block table) per FP8 tensor-core dot
+    ``K_tile @ Q^T``, so the head sum is a row reduction inside each warp; ReLU, weights and the key scale fuse.
+    Tokens past the row's length are written as -inf; table slots past ceil(L/64) are never read.
     """
     check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len)
     b, next_n, h, d = q.shape
@@ -167,7 +172,7 @@ def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_contex
     blocks = cfg.pop("BLOCKS")
     grid = (b, triton.cdiv(triton.cdiv(max_context_len, BLOCK_KV), blocks))
     _paged_logits_kernel[grid](q.contiguous(), kv_cache, weights.float().contiguous(),
-                               context_lens.contiguous(), block_table, out, max_context_len,
+                               context_lens.contiguous(), block_table, out, max_context_len, block_table.shape[1],
                                kv_cache.stride(0), block_table.stride(0), out.stride(0),
                                NEXT_N=next_n, H=h, D=d, BLOCKS=blocks, **cfg)
     return out

@@ -24,10 +24,11 @@ def markdown(report: dict) -> str:
         lines += ["", "Failures:", ""] + [f"- {o} {c['name']}: {c['status']}: {c['detail']}" for o, c in bad]
     if report.get("bench"):
         lines += ["", "| op | case | time µs | ref µs | speed-up | GB/s | TFLOP/s | % roofline | % HBM | % peak | "
-                      "flags |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "timing | flags |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in report["bench"]:
             lines.append(
                 f"| {r['op']} | {r['case']} | {r['time_us']:.1f} | {r['ref_time_us']:.1f} | {r['speedup']:.1f}x | "
                 f"{r['gb_per_s']:.0f} | {r['tflop_per_s']:.1f} | {r['pct_roof']:.1%} | {r['pct_hbm']:.1%} | "
-                f"{_fmt(r['pct_peak'], '.1%')} | {'; '.join(r['flags']) or 'ok'} |")
+                f"{_fmt(r['pct_peak'], '.1%')} | {r.get('timing', '-')}/{r.get('ref_timing', '-')} | "
+                f"{'; '.join(r['flags']) or 'ok'} |")
     return "\n".join(lines) + "\n"

@@ -62,6 +62,14 @@ def route_ref(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: floa
 
 
 @triton.jit
+def _sqrt_softplus(x):
+    ex = tl.exp(x)
+    u = 1.0 + ex
+    log1p = tl.where(u == 1.0, ex, tl.log(u) * (ex / (u - 1.0)))  # log1p(ex), accurate for small ex
+    return tl.sqrt(tl.where(x > 20.0, x, log1p))
+
+
+@triton.jit
 def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E, vocab, stride_l, route_scale,
                   HASH: tl.constexpr, HAS_BIAS: tl.constexpr, TOPK: tl.constexpr, KPAD: tl.constexpr,
                   BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr):
@@ -70,38 +78,36 @@ def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E
     offs_k = tl.arange(0, KPAD)
     t_ok = offs_t < T
     e_ok = offs_e < E
-    x = tl.load(logits_ptr + offs_t[:, None].to(tl.int64) * stride_l + offs_e[None, :],
-                mask=t_ok[:, None] & e_ok[None, :], other=0.0).to(tl.float32)
-    ex = tl.exp(x)
-    u = 1.0 + ex
-    log1p = tl.where(u == 1.0, ex, tl.log(u) * (ex / (u - 1.0)))  # log1p(ex), accurate for small ex
-    s = tl.sqrt(tl.where(x > 20.0, x, log1p))
     ids = tl.full([BLOCK_T, KPAD], -1, dtype=tl.int32)
-    ws = tl.zeros([BLOCK_T, KPAD], dtype=tl.float32)
-    if HASH:
+    if HASH:  # indices from the table; only the picked logits are read
         tok = tl.load(tok_ptr + offs_t, mask=t_ok, other=-1).to(tl.int64)
         tok_ok = (tok >= 0) & (tok < vocab)
         ent = tl.load(table_ptr + tok[:, None] * TOPK + offs_k[None, :],
                       mask=tok_ok[:, None] & (offs_k[None, :] < TOPK), other=-1)
         ids = tl.where((ent >= 0) & (ent < E), ent, -1).to(tl.int32)
-        for k in tl.static_range(TOPK):
-            idk = tl.sum(tl.where(offs_k[None, :] == k, ids, 0), axis=1)
-            wk = tl.sum(tl.where(offs_e[None, :] == idk[:, None], s, 0.0), axis=1)
-            ws = tl.where(offs_k[None, :] == k, wk[:, None], ws)
     else:
+        x = tl.load(logits_ptr + offs_t[:, None].to(tl.int64) * stride_l + offs_e[None, :],
+                    mask=t_ok[:, None] & e_ok[None, :], other=0.0).to(tl.float32)
+        s = _sqrt_softplus(x)
         sel = s
         if HAS_BIAS:
             sel = s + tl.load(bias_ptr + offs_e, mask=e_ok, other=0.0)[None, :]
         sel = tl.where(sel != sel, -1e30, sel)
         sel = tl.where(e_ok[None, :], sel, float("-inf"))
+        # One int64 max per pick: order-preserving key of sel in the high word, (BLOCK_E-1-id) in the low
+        # word, so equal scores resolve to the lowest expert id.
+        bits = sel.to(tl.int32, bitcast=True)
+        key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+        packed = (key.to(tl.int64) << 32) | (BLOCK_E - 1 - offs_e)[None, :].to(tl.int64)
         for k in tl.static_range(TOPK):
-            mx = tl.max(sel, axis=1)
-            idk = tl.min(tl.where(sel == mx[:, None], offs_e[None, :], BLOCK_E), axis=1)
-            hit = offs_e[None, :] == idk[:, None]
-            wk = tl.sum(tl.where(hit, s, 0.0), axis=1)
-            sel = tl.where(hit, float("-inf"), sel)
+            mx = tl.max(packed, axis=1)
+            idk = (BLOCK_E - 1 - (mx & (BLOCK_E - 1))).to(tl.int32)
+            packed = tl.where(packed == mx[:, None], -9223372036854775807 - 1, packed)
             ids = tl.where(offs_k[None, :] == k, idk[:, None], ids)
-            ws = tl.where(offs_k[None, :] == k, wk[:, None], ws)
+    # weights from the unbiased scores of the picks, recomputed from the gathered logits
+    picked = t_ok[:, None] & (ids >= 0)
+    xs = tl.load(logits_ptr + offs_t[:, None].to(tl.int64) * stride_l + ids, mask=picked, other=0.0)
+    ws = tl.where(picked, _sqrt_softplus(xs.to(tl.float32)), 0.0)
     total = tl.sum(ws, axis=1)
     ws = ws / tl.where(total > 0, total, 1.0)[:, None] * route_scale
     out_off = offs_t[:, None] * TOPK + offs_k[None, :]
@@ -116,7 +122,7 @@ def route_config(t: int, e: int) -> dict:
 
     if interpreting():
         return {"BLOCK_T": 4, "num_warps": 4}
-    return {"BLOCK_T": 16, "num_warps": 4}
+    return {"BLOCK_T": 4, "num_warps": 2}
 
 
 def route(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, topk: int,

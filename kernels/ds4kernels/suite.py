@@ -120,7 +120,8 @@ def run_suite(ops=None, candidate: str | None = None, bench: bool = False, devic
             if bench and result["status"] == "pass" and _has_work(op, args):
                 from .bench import bench_case
 
-                report["bench"].append(bench_case(op, case.name, impl.call, REFERENCES[op], args, case.target))
+                report["bench"].append(bench_case(op, case.name, impl.call, REFERENCES[op], args, case.target,
+                                                  graph_safe=impl.graph_safe))
             del args
         report["ops"].append({"op": op, "impl": impl.name, "cases": cases})
     return report
