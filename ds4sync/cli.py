@@ -23,6 +23,8 @@ app = typer.Typer(name="ds4sync", no_args_is_help=True, add_completion=False,
                   help="Keep a fork in sync with its upstream, and prove each sync.")
 config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
+kernels_app = typer.Typer(no_args_is_help=True, help="Kernel tier: DeepSeek op checks and benchmarks.")
+app.add_typer(kernels_app, name="kernels")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -143,6 +145,51 @@ def demo(workdir: Annotated[Path | None, typer.Option("--workdir", help="Folder 
         out.print(line)
     if result.exit_code:
         raise typer.Exit(int(result.exit_code))
+
+
+@kernels_app.command("check")
+def kernels_check(
+        op: Annotated[list[str] | None, typer.Option("--op", help="prefill, decode, topk or routing (repeatable; "
+                                                                  "default all).")] = None,
+        candidate: Annotated[str | None, typer.Option("--candidate", help="module:function[@adapter] to check "
+                                                      "instead of our kernels (one --op).")] = None,
+        bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
+        device: Annotated[str | None, typer.Option("--device", help="cuda or cpu (default: cuda if present; "
+                                                   "cpu runs the Triton interpreter on the small grid).")] = None,
+        profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+    """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
+    from ds4sync import kernelsuite, ui
+
+    result = kernelsuite.run_kernel_suite(ops=op, candidate=candidate, bench=bench, device=device, profile=profile)
+    if json_out:
+        ui.print_json(out, result.model_dump(mode="json"))
+    else:
+        _render_kernels(result)
+    if not result.ok:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _render_kernels(result) -> None:
+    from rich.table import Table
+
+    env = result.environment
+    out.print(f"kernel suite on {env.gpu or env.device} (torch {env.torch}, triton {env.triton}, "
+              f"{'interpreter, ' if env.interpreter else ''}grid {result.scale})")
+    table = Table("op", "implementation", "pass", "fail", "error", "skip")
+    for op in result.ops:
+        table.add_row(op.op, op.impl, *(str(op.count(s)) for s in ("pass", "fail", "error", "skip")))
+    out.print(table)
+    for op in result.ops:
+        for case in op.cases:
+            if case.status in ("fail", "error"):
+                out.print(f"[red]{op.op} {case.name}: {case.status}[/]: {case.detail}")
+    if result.bench:
+        bench = Table("op", "case", "µs", "ref µs", "speed-up", "GB/s", "TFLOP/s", "% roofline", "flags")
+        for r in result.bench:
+            bench.add_row(r.op, r.case, f"{r.time_us:.1f}", f"{r.ref_time_us:.1f}", f"{r.speedup:.1f}x",
+                          f"{r.gb_per_s:.0f}", f"{r.tflop_per_s:.1f}", f"{r.pct_roof:.1%}", "; ".join(r.flags) or "ok")
+        out.print(bench)
+    out.print("[green]kernels: ok[/]" if result.ok else "[red]kernels: FAILED[/]")
 
 
 def _progress(quiet: bool):
