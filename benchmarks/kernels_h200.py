@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 
-from ds4kernels import report, suite, sweep
+from ds4kernels import common, report, suite, sweep
 
 
 def main() -> int:
@@ -36,6 +36,12 @@ def main() -> int:
             print(f"sweep {r['op']:8} {r['case']:28} {json.dumps(r['config']):70} {t} us {roof:>7} "
                   f"{'ok' if r['ok'] else 'BAD ' + r['detail']}", flush=True)
         print(f"sweep took {time.time() - start:.0f}s", flush=True)
+        best = sweep.best_configs(rows)
+        path = common.tuned_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
+        (args.out / path.name).write_text(path.read_text())
+        print(f"tuned configs -> {path.name}: {json.dumps(best)}", flush=True)
     if not args.no_suite:
         start = time.time()
         rep = suite.run_suite(ops, bench=True)

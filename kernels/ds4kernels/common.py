@@ -6,8 +6,11 @@ measured limits in the kernel-spec page (H200: 4.8 TB/s HBM3e, 1979 TFLOPS dense
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -86,3 +89,28 @@ class Cost:
         t_mem = self.bytes / H200["hbm_bytes_per_s"]
         t_math = self.flops / H200[f"{self.peak}_flops"] if self.peak else 0.0
         return max(t_mem, t_math)
+
+
+TUNED_DIR = Path(__file__).resolve().parent / "tuned"
+_TUNED_CACHE: dict[tuple[str, float], dict] = {}
+
+
+def tuned_path() -> Path | None:
+    """The tuned-config file for the current GPU (``tuned/<GPU name>.json``; env DS4KERNELS_TUNED overrides)."""
+    if os.environ.get("DS4KERNELS_TUNED"):
+        return Path(os.environ["DS4KERNELS_TUNED"])
+    if interpreting() or not torch.cuda.is_available():
+        return None
+    return TUNED_DIR / (re.sub(r"[^A-Za-z0-9]+", "_", torch.cuda.get_device_name()).strip("_") + ".json")
+
+
+def tuned(op: str, key: str) -> dict | None:
+    """The launch config the sweep picked for ``op`` / ``key`` on this GPU, or None (use the defaults)."""
+    path = tuned_path()
+    if path is None or not path.is_file():
+        return None
+    stamp = (str(path), path.stat().st_mtime)
+    if stamp not in _TUNED_CACHE:
+        _TUNED_CACHE[stamp] = json.loads(path.read_text())
+    found = _TUNED_CACHE[stamp].get(op, {}).get(key)
+    return dict(found) if found else None

@@ -98,7 +98,7 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
 def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ctx, table_blocks,
                          stride_kvb, stride_bt, stride_om,
                          NEXT_N: tl.constexpr, H: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
-                         TILE: tl.constexpr):
+                         TILE: tl.constexpr, HEAD_DOT: tl.constexpr):
     b = tl.program_id(0)
     split = tl.program_id(1)
     offs_c = tl.arange(0, NEXT_N * H)  # columns: (next-token t, head h)
@@ -112,6 +112,10 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
     # Q[b]^T as the dot's B operand [D, next_n*H] (contiguous along D), weights [next_n*H].
     q_t = tl.load(q_ptr + b * (NEXT_N * H * D) + offs_c[None, :] * D + offs_d[:, None])
     w = tl.load(w_ptr + b * (NEXT_N * H) + offs_c)
+    offs_o = tl.arange(0, 16)
+    # HEAD_DOT: the weighted head sum as a second (TF32) tensor-core dot with a block matrix W [next_n*H, 16]
+    # whose column t holds next-token t's head weights; otherwise row reductions on the CUDA cores.
+    w_mat = tl.where((offs_c[:, None] // H) == offs_o[None, :], w[:, None], 0.0)
     row0 = out_ptr + (b * NEXT_N).to(tl.int64) * stride_om
     tok_lo = split * (BLOCKS * 64)
     tok_hi = tl.minimum(tok_lo + BLOCKS * 64, max_ctx)
@@ -124,15 +128,21 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
         kb = tl.load(base[:, None] + (tok % 64)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0)
         sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + tok % 64, mask=live, other=0.0)
         s = tl.dot(kb.to(tl.float8e4nv, bitcast=True), q_t)  # [TILE, next_n*H]
-        x = tl.maximum(s, 0.0) * w[None, :]
         st = tok < tok_hi
-        if NEXT_N == 1:
-            lg0 = tl.sum(x, axis=1) * sf
-            tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
+        if HEAD_DOT:
+            r = tl.dot(tl.maximum(s, 0.0), w_mat, input_precision="tf32")  # [TILE, 16]
+            lg0 = tl.sum(tl.where(offs_o[None, :] == 0, r, 0.0), axis=1) * sf
+            lg1 = tl.sum(tl.where(offs_o[None, :] == 1, r, 0.0), axis=1) * sf
         else:
-            lg0 = tl.sum(tl.where(offs_c[None, :] < H, x, 0.0), axis=1) * sf
-            lg1 = tl.sum(tl.where(offs_c[None, :] >= H, x, 0.0), axis=1) * sf
-            tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
+            x = tl.maximum(s, 0.0) * w[None, :]
+            if NEXT_N == 1:
+                lg0 = tl.sum(x, axis=1) * sf
+                lg1 = lg0
+            else:
+                lg0 = tl.sum(tl.where(offs_c[None, :] < H, x, 0.0), axis=1) * sf
+                lg1 = tl.sum(tl.where(offs_c[None, :] >= H, x, 0.0), axis=1) * sf
+        tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
+        if NEXT_N == 2:
             tl.store(row0 + stride_om + tok, tl.where(tok < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty),
                      mask=st)
     ninf = tl.full([TILE], float("-inf"), dtype=tl.float32).to(out_ptr.dtype.element_ty)
@@ -145,11 +155,12 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
 
 def decode_config(b: int, next_n: int, max_context_len: int) -> dict:
     """Blocks per program, tokens per dot tile and launch shape (tuned on an H200; tiny under the interpreter)."""
-    from .common import interpreting
+    from .common import interpreting, tuned
 
     if interpreting():
-        return {"BLOCKS": 2, "TILE": 64, "num_warps": 4, "num_stages": 1}
-    return {"BLOCKS": 8, "TILE": 128, "num_warps": 4, "num_stages": 3}
+        return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": True, "num_warps": 4, "num_stages": 1}
+    return tuned("decode", f"n{next_n}") or {"BLOCKS": 8, "TILE": 64, "HEAD_DOT": False, "num_warps": 4,
+                                             "num_stages": 3}
 
 
 def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_context_len: int,

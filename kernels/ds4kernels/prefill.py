@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import FP8, Cost, interpreting
+from .common import FP8, Cost, interpreting, tuned
 
 
 def check_prefill_inputs(q, k, k_sf, weights, ks, ke, *, ranges: bool = True) -> None:
@@ -119,7 +119,12 @@ def prefill_config(m: int, n: int, dtype: torch.dtype) -> dict:
     """Tile configuration for the prefill kernel (tuned on an H200; small tiles under the interpreter)."""
     if interpreting():
         return {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1}
-    return {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}
+    return tuned("prefill", prefill_key(dtype)) or {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}
+
+
+def prefill_key(dtype: torch.dtype) -> str:
+    """Tuned-config bucket: the input dtype."""
+    return "fp8" if dtype == FP8 else "bf16"
 
 
 def mqa_logits(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=torch.float32,

@@ -65,7 +65,7 @@ def route_ref(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: floa
 def _sqrt_softplus(x):
     ex = tl.exp(x)
     u = 1.0 + ex
-    log1p = tl.where(u == 1.0, ex, tl.log(u) * (ex / (u - 1.0)))  # log1p(ex), accurate for small ex
+    log1p = tl.where(u == 1.0, ex, tl.log(u) * tl.fdiv(ex, u - 1.0))  # log1p(ex), accurate for small ex
     return tl.sqrt(tl.where(x > 20.0, x, log1p))
 
 
@@ -116,13 +116,18 @@ def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E
     tl.store(w_ptr + out_off, ws, mask=st)
 
 
-def route_config(t: int, e: int) -> dict:
+def route_config(t: int, e: int, hashed: bool = False) -> dict:
     """Tokens per program and warps (tuned on an H200)."""
-    from .common import interpreting
+    from .common import interpreting, tuned
 
     if interpreting():
         return {"BLOCK_T": 4, "num_warps": 4}
-    return {"BLOCK_T": 4, "num_warps": 2}
+    return tuned("routing", route_key(t, e, hashed)) or {"BLOCK_T": 4, "num_warps": 1}
+
+
+def route_key(t: int, e: int, hashed: bool = False) -> str:
+    """Tuned-config bucket: hash layers, else the padded expert count."""
+    return "hash" if hashed else f"E{triton.next_power_of_2(e)}"
 
 
 def route(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, topk: int,
@@ -137,7 +142,7 @@ def route(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, t
     w = torch.empty((t, topk), dtype=torch.float32, device=logits.device)
     if t == 0:
         return ids, w
-    cfg = dict(config or route_config(t, e))
+    cfg = dict(config or route_config(t, e, hashed))
     bt = cfg.pop("BLOCK_T")
     logits = logits if logits.stride(1) == 1 else logits.contiguous()
     dummy = ids

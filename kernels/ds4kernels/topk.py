@@ -106,13 +106,15 @@ def _topk_kernel(x_ptr, starts_ptr, ends_ptr, out_ptr, cols, stride_xm, stride_x
 
 def topk_config(rows: int, cols: int, k: int) -> dict:
     """Tile size and warps (tuned on an H200; small under the interpreter)."""
-    from .common import interpreting
+    from .common import interpreting, tuned
 
     if interpreting():
         return {"BLOCK": 64, "num_warps": 4}
-    if rows >= 1024:  # enough rows to fill the SMs: small programs, many resident per SM
-        return {"BLOCK": 1024, "num_warps": 4}
-    return {"BLOCK": 4096, "num_warps": 16}
+    many = rows >= 1024  # enough rows to fill the SMs: small programs, many resident per SM
+    found = tuned("topk", "many" if many else "few")
+    if found:
+        return found
+    return {"BLOCK": 1024, "num_warps": 4} if many else {"BLOCK": 4096, "num_warps": 16}
 
 
 def topk_per_row(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int,
