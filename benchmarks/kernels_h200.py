@@ -23,12 +23,13 @@ def main() -> int:
     parser.add_argument("--sweep", action="store_true", help="also time the launch-config sweep")
     parser.add_argument("--no-suite", action="store_true")
     parser.add_argument("--ops", default="")
+    parser.add_argument("--sweep-ops", default="", help="ops to sweep (default: --ops)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ops = [o for o in args.ops.split(",") if o] or None
     if args.sweep:
         start = time.time()
-        rows = sweep.run_sweep(ops)
+        rows = sweep.run_sweep([o for o in args.sweep_ops.split(",") if o] or ops)
         (args.out / "sweep.json").write_text(json.dumps(rows, indent=1))
         for r in rows:
             t = "-" if r["time_us"] is None else f"{r['time_us']:9.1f}"
@@ -39,6 +40,8 @@ def main() -> int:
         best = sweep.best_configs(rows)
         path = common.tuned_path()
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file():  # ops not swept this time keep their tuned configs
+            best = {**json.loads(path.read_text()), **best}
         path.write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
         (args.out / path.name).write_text(path.read_text())
         print(f"tuned configs -> {path.name}: {json.dumps(best)}", flush=True)

@@ -98,7 +98,7 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
 def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ctx, table_blocks,
                          stride_kvb, stride_bt, stride_om,
                          NEXT_N: tl.constexpr, H: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
-                         TILE: tl.constexpr, HEAD_DOT: tl.constexpr):
+                         TILE: tl.constexpr, HEAD_DOT: tl.constexpr, SPLIT: tl.constexpr):
     b = tl.program_id(0)
     split = tl.program_id(1)
     offs_c = tl.arange(0, NEXT_N * H)  # columns: (next-token t, head h)
@@ -116,6 +116,13 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
     # HEAD_DOT: the weighted head sum as a second (TF32) tensor-core dot with a block matrix W [next_n*H, 16]
     # whose column t holds next-token t's head weights; otherwise row reductions on the CUDA cores.
     w_mat = tl.where((offs_c[:, None] // H) == offs_o[None, :], w[:, None], 0.0)
+    # SPLIT (next_n = 2): one [TILE, H] dot per next-token instead of one [TILE, 2H] dot and masked sums.
+    offs_h = tl.arange(0, H)
+    q0_t = tl.load(q_ptr + b * (NEXT_N * H * D) + offs_h[None, :] * D + offs_d[:, None])
+    q1_t = tl.load(q_ptr + b * (NEXT_N * H * D) + (H + offs_h[None, :] % H) * D + offs_d[:, None],
+                   mask=offs_h[None, :] < H * (NEXT_N - 1), other=0.0)
+    w0 = tl.load(w_ptr + b * (NEXT_N * H) + offs_h)
+    w1 = tl.load(w_ptr + b * (NEXT_N * H) + H + offs_h % H, mask=offs_h < H * (NEXT_N - 1), other=0.0)
     row0 = out_ptr + (b * NEXT_N).to(tl.int64) * stride_om
     tok_lo = split * (BLOCKS * 64)
     tok_hi = tl.minimum(tok_lo + BLOCKS * 64, max_ctx)
@@ -127,14 +134,18 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
         base = kv_ptr + phys * stride_kvb
         kb = tl.load(base[:, None] + (tok % 64)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0)
         sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + tok % 64, mask=live, other=0.0)
-        s = tl.dot(kb.to(tl.float8e4nv, bitcast=True), q_t)  # [TILE, next_n*H]
+        k8 = kb.to(tl.float8e4nv, bitcast=True)
         st = tok < tok_hi
-        if HEAD_DOT:
+        if SPLIT:
+            lg0 = tl.sum(tl.maximum(tl.dot(k8, q0_t), 0.0) * w0[None, :], axis=1) * sf
+            lg1 = tl.sum(tl.maximum(tl.dot(k8, q1_t), 0.0) * w1[None, :], axis=1) * sf
+        elif HEAD_DOT:
+            s = tl.dot(k8, q_t)  # [TILE, next_n*H]
             r = tl.dot(tl.maximum(s, 0.0), w_mat, input_precision="tf32")  # [TILE, 16]
             lg0 = tl.sum(tl.where(offs_o[None, :] == 0, r, 0.0), axis=1) * sf
             lg1 = tl.sum(tl.where(offs_o[None, :] == 1, r, 0.0), axis=1) * sf
         else:
-            x = tl.maximum(s, 0.0) * w[None, :]
+            x = tl.maximum(tl.dot(k8, q_t), 0.0) * w[None, :]
             if NEXT_N == 1:
                 lg0 = tl.sum(x, axis=1) * sf
                 lg1 = lg0
@@ -158,9 +169,11 @@ def decode_config(b: int, next_n: int, max_context_len: int) -> dict:
     from .common import interpreting, tuned
 
     if interpreting():
-        return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": True, "num_warps": 4, "num_stages": 1}
-    return tuned("decode", f"n{next_n}") or {"BLOCKS": 8, "TILE": 64, "HEAD_DOT": False, "num_warps": 4,
-                                             "num_stages": 3}
+        return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": next_n == 1, "SPLIT": next_n == 2, "num_warps": 4,
+                "num_stages": 1}
+    found = tuned("decode", f"n{next_n}")
+    return {"SPLIT": False, **found} if found else {"BLOCKS": 8, "TILE": 64, "HEAD_DOT": False, "SPLIT": False,
+                                                    "num_warps": 4, "num_stages": 3}
 
 
 def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_context_len: int,

@@ -94,15 +94,11 @@ def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E
             sel = s + tl.load(bias_ptr + offs_e, mask=e_ok, other=0.0)[None, :]
         sel = tl.where(sel != sel, -1e30, sel)
         sel = tl.where(e_ok[None, :], sel, float("-inf"))
-        # One int64 max per pick: order-preserving key of sel in the high word, (BLOCK_E-1-id) in the low
-        # word, so equal scores resolve to the lowest expert id.
-        bits = sel.to(tl.int32, bitcast=True)
-        key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
-        packed = (key.to(tl.int64) << 32) | (BLOCK_E - 1 - offs_e)[None, :].to(tl.int64)
+        # Per pick: the row max, then the lowest expert id holding it (ties go to the lowest id).
         for k in tl.static_range(TOPK):
-            mx = tl.max(packed, axis=1)
-            idk = (BLOCK_E - 1 - (mx & (BLOCK_E - 1))).to(tl.int32)
-            packed = tl.where(packed == mx[:, None], -9223372036854775807 - 1, packed)
+            mx = tl.max(sel, axis=1)
+            idk = tl.min(tl.where(sel == mx[:, None], offs_e[None, :], BLOCK_E), axis=1)
+            sel = tl.where(offs_e[None, :] == idk[:, None], float("-inf"), sel)
             ids = tl.where(offs_k[None, :] == k, idk[:, None], ids)
     # weights from the unbiased scores of the picks, recomputed from the gathered logits
     picked = t_ok[:, None] & (ids >= 0)

@@ -14,11 +14,11 @@ from .grid import decode_cases, prefill_cases, routing_cases, topk_cases
 
 PREFILL = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s) for bm, bn, w, s in
            ((64, 128, 4, 4), (64, 128, 4, 3), (64, 128, 4, 5), (128, 128, 8, 4), (64, 64, 4, 4), (64, 256, 8, 4))]
-DECODE = [dict(BLOCKS=b, TILE=t, HEAD_DOT=hd, num_warps=w, num_stages=s) for b, t, hd, w, s in
-          ((8, 64, False, 4, 3), (8, 64, True, 4, 3), (8, 128, True, 4, 3), (16, 64, True, 4, 3), (4, 64, True, 4, 3),
-           (8, 64, True, 4, 4), (16, 128, True, 8, 3), (8, 64, True, 8, 3))]
+DECODE = [dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s) for b, t, sp, w, s in
+          ((8, 64, False, 4, 3), (8, 64, True, 4, 3), (8, 64, False, 4, 4), (8, 64, True, 4, 4), (16, 64, False, 4, 4),
+           (16, 64, True, 4, 3), (4, 64, True, 4, 3), (8, 64, True, 8, 3))]
 TOPK = [dict(BLOCK=b, num_warps=w) for b, w in ((4096, 16), (2048, 8), (1024, 4), (512, 2), (1024, 2))]
-ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2))]
+ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
 
 TARGETS = {
     "prefill": (prefill.mqa_logits, PREFILL, ("bench-fp8-M4096-N32768", "bench-bf16-M4096-N32768")),
