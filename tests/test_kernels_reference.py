@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # before triton's first import: it reads the flag then
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
 from ds4sync.kernelsuite import load_kernel_tier  # noqa: E402

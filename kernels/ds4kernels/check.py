@@ -72,9 +72,11 @@ def check_topk(out, ref, args, clean: bool) -> dict:
 
 
 def check_routing(out, ref, args, clean: bool) -> dict:
-    """Ids equal the reference position by position, except rows whose selection differs only among
-    near-ties of ``s + bias`` (|Δ| <= 1e-6·max(1,|sel|)); weights within rtol 1e-5 / atol 1e-6 of the
-    reference weights for the ids chosen; padding ids are -1 with weight 0."""
+    """Per row the set of ids equals the reference's (order is free; weights are paired with their ids),
+    except where the sets differ only among near-ties of ``s + bias`` (within 1e-6, rounding of another
+    implementation); sets that differ at exactly equal scores broke a tie away from the lowest expert id
+    and fail. Weights within rtol 1e-5 / atol 1e-6 of the reference weights for the ids chosen; padding
+    ids are -1 with weight 0."""
     ids, w = out
     rids = ref[0]
     if ids.shape != rids.shape or ids.dtype != torch.int32:
@@ -86,7 +88,7 @@ def check_routing(out, ref, args, clean: bool) -> dict:
         return {"ok": False, "detail": "ids outside [0, E) ∪ {-1}"}
     s = scores_ref(args["logits"])
     problems = []
-    rows = (ids != rids).any(1)
+    rows = (ids.sort(1).values != rids.sort(1).values).any(1)  # the chosen sets differ (order is free)
     if bool(rows.any()):
         if args.get("tid2eid") is not None:
             problems.append(f"{int(rows.sum())} hash rows differ")
@@ -95,7 +97,9 @@ def check_routing(out, ref, args, clean: bool) -> dict:
             sel = sel.nan_to_num(nan=-1e30)
             a = sel[rows].gather(1, ids[rows].long().clamp(min=0)).sort(1).values
             b = sel[rows].gather(1, rids[rows].long()).sort(1).values
-            if not torch.allclose(a, b, rtol=1e-6, atol=1e-6):
+            if torch.equal(a, b):
+                problems.append(f"{int(rows.sum())} rows break exact ties away from the lowest expert id")
+            elif not torch.allclose(a, b, rtol=1e-6, atol=1e-6):
                 problems.append(f"{int(rows.sum())} rows select different experts (not near-ties)")
     want = route_weights_ref(s, ids, args["route_scale"])
     if not torch.allclose(w, want, rtol=1e-5, atol=1e-6, equal_nan=True):

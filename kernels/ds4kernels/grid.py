@@ -217,6 +217,8 @@ def _route(t, e, topk, data: str, *, hashed=False, vocab=1000, scale=1.5):
             x[2 % t, :7] = 25.0
             x[3 % t, 5] = float("inf")
         bias = torch.rand(e, generator=g, device=device) * 0.1
+        if data == "ties":  # exact ties in s + bias: quantised logits, one bias for all experts
+            bias = torch.full((e,), 0.5, device=device)
         if data == "bigbias":
             bias = bias + 8.08
         args = {"logits": x, "bias": bias, "route_scale": scale, "topk": topk, "input_ids": None, "tid2eid": None}
