@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 from ds4sync.config import FrozenModel
 from ds4sync.errors import Ds4syncError, ToolMissingError
 
-KERNEL_OPS = ("prefill", "decode", "topk", "routing")
+KERNEL_OPS = ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")  # the last two: only when named
 
 
 class KernelSuiteError(Ds4syncError):
@@ -166,7 +166,7 @@ def run_kernel_suite(ops: tuple[str, ...] | list[str] | None = None, candidate: 
     """Check ``ops`` (default all four) against the torch references, optionally benchmarking them.
 
     Args:
-        ops: subset of prefill, decode, topk, routing.
+        ops: subset of prefill, decode, topk, routing (the default set), mhc_pre, mhc_post.
         candidate: ``module:function[@adapter]`` or ``file.py:function[@adapter]`` checked instead of our
             kernels (one op). Adapters: native, deepgemm, vllm-triton, vllm-topk.
         bench: also time each case (GPU only) against the reference, with roofline placement.

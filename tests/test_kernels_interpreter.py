@@ -169,3 +169,26 @@ def test_a_crashing_candidate_is_an_error_case_not_a_crash(tmp_path: Path):
     result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=0)
     assert {c.status for c in result.ops[0].cases} == {"error"}
     assert "illegal memory access" in result.ops[0].cases[0].detail
+
+
+def test_mhc_ops_are_opt_in_and_pass_when_named():
+    result = run_kernel_suite(ops=["mhc_pre", "mhc_post"], device="cpu", repeats=1)
+    assert result.ok and [op.op for op in result.ops] == ["mhc_pre", "mhc_post"]
+    assert "mhc_pre" not in [op.op for op in run_kernel_suite(ops=None, device="cpu", repeats=0).ops]
+
+
+def test_an_mhc_candidate_with_per_stream_rms_fails(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        import torch
+        from ds4kernels.mhc import mhc_pre_ref
+
+        def pre(x, fn, scale, base, iters, hc_eps, rms_eps):
+            # RMS taken per stream instead of over the whole n*d vector
+            rms = x.float().pow(2).mean(-1, keepdim=True).add(rms_eps).rsqrt()
+            scaled = (x.float() * rms / rms.mean(1, keepdim=True)).bfloat16()
+            y, post, comb = mhc_pre_ref(scaled, fn, scale, base, iters, hc_eps, rms_eps)
+            return mhc_pre_ref(x, fn, scale, base, iters, hc_eps, rms_eps)[0], post, comb
+    """)
+    result = run_kernel_suite(ops=["mhc_pre"], candidate=f"{path}:pre", device="cpu", repeats=0)
+    assert not result.ok
+    assert any("calc_diff" in c.detail for c in result.ops[0].cases)

@@ -125,3 +125,30 @@ def test_calc_diff_is_zero_for_equal_and_one_for_orthogonal():
     assert common.calc_diff(x, x) == 0.0
     assert common.calc_diff(x, torch.tensor([0.0, 1.0])) == pytest.approx(1.0)
     assert common.calc_diff(torch.zeros(3), torch.zeros(3)) == 0.0
+
+
+def test_mhc_pre_reference_invariants():
+    from ds4kernels import mhc
+
+    g = _gen(7)
+    t, n, d = 9, 4, 32
+    x = torch.randn(t, n, d, generator=g).bfloat16()
+    fn = torch.randn(24, n * d, generator=g) * (n * d) ** -0.5
+    y, post, comb = mhc.mhc_pre_ref(x, fn, torch.ones(3), torch.zeros(24), iters=20)
+    assert y.shape == (t, d) and y.dtype == torch.bfloat16
+    assert bool(((post > 0) & (post < 2)).all())
+    assert bool((comb >= 0).all())
+    assert torch.allclose(comb.sum(-2), torch.ones(t, n), atol=1e-4)  # columns normalised last
+    assert torch.allclose(comb.sum(-1), torch.ones(t, n), atol=1e-2)  # rows close to 1 after 20 iterations
+
+
+def test_mhc_post_reference_contracts_over_the_first_index_of_comb():
+    from ds4kernels import mhc
+
+    t, n, d = 1, 4, 3
+    comb = torch.zeros(t, n, n)
+    comb[0, 2, 0] = 1.0  # output stream 0 takes residual stream 2
+    residual = torch.arange(t * n * d, dtype=torch.float32).view(t, n, d).bfloat16()
+    out = mhc.mhc_post_ref(torch.ones(t, d).bfloat16(), residual, torch.zeros(t, n), comb)
+    assert torch.equal(out[0, 0], residual[0, 2])
+    assert bool((out[0, 1:] == 0).all())

@@ -5,6 +5,8 @@ Canonical calls (keyword arguments as built by :mod:`grid`):
 - decode:  ``f(q, kv_cache, weights, context_lens[B, next_n], block_table, max_context_len, out_dtype)``
 - topk:    ``f(logits, starts, ends, k) -> int32 [rows, k]``
 - routing: ``f(logits, bias, route_scale, topk, input_ids, tid2eid) -> (ids int32, weights fp32)``
+- mhc_pre: ``f(x, fn, scale, base, iters, hc_eps, rms_eps) -> (y, post, comb)``
+- mhc_post: ``f(x, residual, post, comb) -> [T, n, d]``
 
 A candidate is ``module:function`` (or ``path/to/file.py:function``), optionally ``@adapter`` to map a
 foreign signature: ``native`` (the canonical call), ``deepgemm`` (``fp8_mqa_logits(q, (k, sf), w, ks, ke,
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from . import decode, prefill, routing, topk
+from . import decode, mhc, prefill, routing, topk
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ OURS = {
     "decode": Impl("ds4kernels.decode.paged_mqa_logits", lambda a: decode.paged_mqa_logits(**a), graph_safe=True),
     "topk": Impl("ds4kernels.topk.topk_per_row", lambda a: topk.topk_per_row(**a), graph_safe=True),
     "routing": Impl("ds4kernels.routing.route", lambda a: routing.route(**a), graph_safe=True),
+    "mhc_pre": Impl("ds4kernels.mhc.mhc_pre", lambda a: mhc.mhc_pre(**a), graph_safe=True),
+    "mhc_post": Impl("ds4kernels.mhc.mhc_post", lambda a: mhc.mhc_post(**a), graph_safe=True),
 }
 
 

@@ -7,6 +7,7 @@ import torch
 
 from .common import FP8, H200, Cost
 from .decode import decode_cost
+from .mhc import mhc_post_cost, mhc_pre_cost
 from .prefill import prefill_cost
 from .routing import route_cost
 from .topk import topk_cost
@@ -23,10 +24,14 @@ def case_cost(op: str, a: dict) -> Cost:
         return decode_cost(a["context_lens"], a["q"].shape[2], a["q"].shape[3])
     if op == "topk":
         return topk_cost(a["starts"], a["ends"], a["k"])
+    if op == "mhc_pre":
+        return mhc_pre_cost(*a["x"].shape)
+    if op == "mhc_post":
+        return mhc_post_cost(*a["residual"].shape)
     return route_cost(a["logits"].shape[0], a["logits"].shape[1], a["topk"], hashed=a["tid2eid"] is not None)
 
 
-GRAPH_SAFE_REFS = frozenset({"topk", "routing"})  # references with no host sync inside
+GRAPH_SAFE_REFS = frozenset({"topk", "routing", "mhc_pre", "mhc_post"})  # references with no host sync inside
 
 
 def _graphed(fn):

@@ -7,6 +7,7 @@ import torch
 
 from .common import bitwise_equal, calc_diff
 from .decode import paged_mqa_logits_ref
+from .mhc import mhc_post_ref, mhc_pre_ref
 from .prefill import mqa_logits_ref
 from .routing import route_ref, route_weights_ref, scores_ref
 from .topk import topk_per_row_ref
@@ -16,6 +17,8 @@ REFERENCES = {
     "decode": lambda a: paged_mqa_logits_ref(**a),
     "topk": lambda a: topk_per_row_ref(**a),
     "routing": lambda a: route_ref(**a),
+    "mhc_pre": lambda a: mhc_pre_ref(**a),
+    "mhc_post": lambda a: mhc_post_ref(**a),
 }
 
 
@@ -109,7 +112,29 @@ def check_routing(out, ref, args, clean: bool) -> dict:
     return {"ok": not problems, "detail": "; ".join(problems)}
 
 
-CHECKS = {"prefill": check_prefill, "decode": check_decode, "topk": check_topk, "routing": check_routing}
+def _values_check(out: torch.Tensor, ref: torch.Tensor, tol: float, what: str) -> list[str]:
+    if out.shape != ref.shape or out.dtype != ref.dtype:
+        return [f"{what}: {tuple(out.shape)} {out.dtype}, want {tuple(ref.shape)} {ref.dtype}"]
+    nan = torch.isnan(ref)
+    if not torch.equal(torch.isnan(out), nan):
+        return [f"{what}: NaN positions differ"]
+    diff = calc_diff(out[~nan].float(), ref[~nan].float()) if bool((~nan).any()) else 0.0
+    return [] if diff < tol else [f"{what}: calc_diff {diff:.3g} >= {tol:g}"]
+
+
+def check_mhc(out, ref, args, clean: bool) -> dict:
+    """Each output against the reference: NaN positions equal, calc_diff < 1e-6 (fp32) / 1e-5 (bf16)."""
+    outs, refs = (out, ref) if isinstance(out, tuple) else ((out,), (ref,))
+    problems = []
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        problems += _values_check(o, r, 1e-5 if r.dtype == torch.bfloat16 else 1e-6, f"output {i}")
+    if "comb" not in args and len(outs) == 3 and outs[2].numel() and bool((outs[2].nan_to_num(0) < 0).any()):
+        problems.append("negative entries in C")
+    return {"ok": not problems, "detail": "; ".join(problems)}
+
+
+CHECKS = {"prefill": check_prefill, "decode": check_decode, "topk": check_topk, "routing": check_routing,
+          "mhc_pre": check_mhc, "mhc_post": check_mhc}
 
 
 def deterministic(fn, args: dict, first, repeats: int, keep: torch.Tensor | None = None) -> bool:

@@ -23,6 +23,7 @@ H200 = {
     "hbm_achievable_bytes_per_s": 4.37e12,
     "fp8_flops": 1979e12,
     "bf16_flops": 989e12,
+    "tf32_flops": 495e12,
     "fp8_achievable_flops": 1.462e15,
     "bf16_achievable_flops": 0.798e15,
     "l2_bytes": 62_914_560,

@@ -256,4 +256,52 @@ def routing_cases(scale: str) -> list[Case]:
     return out
 
 
-ALL_CASES = {"prefill": prefill_cases, "decode": decode_cases, "topk": topk_cases, "routing": routing_cases}
+# ---------------------------------------------------------------- mHC (opt-in)
+def _mhc(t, d, kind: str, *, post: bool, n=4, iters=20):
+    def build(device, g):
+        x = _randn(g, t, n, d, device=device)
+        if kind == "zero-row" and t:
+            x[0] = 0.0
+        if kind == "nan-row" and t:
+            x[t // 2, 1, 3] = float("nan")
+        x = x.bfloat16()
+        mixc = (2 + n) * n
+        fn = _randn(g, mixc, n * d, device=device) * (n * d) ** -0.5
+        scale = torch.rand(3, generator=g, device=device) + 0.5
+        if kind == "saturated":  # mix logits around ±1e4: softmax one-hot, slow Sinkhorn
+            scale = torch.tensor([1.0, 1.0, 1e4], device=device)
+        base = _randn(g, mixc, device=device) * 0.1
+        if not post:
+            return {"x": x, "fn": fn, "scale": scale, "base": base, "iters": iters, "hc_eps": 1e-6, "rms_eps": 1e-6}
+        comb = torch.rand(t, n, n, generator=g, device=device)
+        return {"x": _randn(g, t, d, device=device).bfloat16(), "residual": x,
+                "post": 2 * torch.rand(t, n, generator=g, device=device), "comb": comb / comb.sum(1, keepdim=True)}
+    return build
+
+
+def mhc_pre_cases(scale: str) -> list[Case]:
+    """hc_pre grid: T in {0, 1, 13, 37/137}, d % 256 != 0, iters = 1, saturated mix, zero and NaN rows."""
+    d = 96 if scale == "ci" else 4096
+    t = 37 if scale == "ci" else 137
+    out = [Case("mhc_pre", f"{k}-T{tt}-d{d}", _mhc(tt, d, k, post=False))
+           for k, tt in (("randn", t), ("randn", 1), ("randn", 0), ("randn", 13), ("zero-row", t), ("nan-row", t),
+                         ("saturated", t))]
+    out.append(Case("mhc_pre", f"iters1-T{t}-d{d}", _mhc(t, d, "randn", post=False, iters=1)))
+    if scale == "full":
+        out.append(Case("mhc_pre", "T137-d7168", _mhc(137, 7168, "randn", post=False)))
+        out.append(Case("mhc_pre", "bench-T8192-d4096", _mhc(8192, 4096, "randn", post=False), bench=True))
+    return out
+
+
+def mhc_post_cases(scale: str) -> list[Case]:
+    """hc_post grid: T in {0, 1, small}, d % 256 != 0, a NaN in the residual."""
+    d = 96 if scale == "ci" else 7168
+    out = [Case("mhc_post", f"{k}-T{t}-d{d}", _mhc(t, d, k, post=True))
+           for k, t in (("randn", 37), ("randn", 1), ("randn", 0), ("nan-row", 13))]
+    if scale == "full":
+        out.append(Case("mhc_post", "bench-T8192-d4096", _mhc(8192, 4096, "randn", post=True), bench=True))
+    return out
+
+
+ALL_CASES = {"prefill": prefill_cases, "decode": decode_cases, "topk": topk_cases, "routing": routing_cases,
+             "mhc_pre": mhc_pre_cases, "mhc_post": mhc_post_cases}

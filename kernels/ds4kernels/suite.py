@@ -15,7 +15,8 @@ from . import adapters
 from .check import CHECKS, REFERENCES, deterministic
 from .grid import ALL_CASES
 
-OPS = tuple(ALL_CASES)
+OPS = ("prefill", "decode", "topk", "routing")  # the default set
+OPT_IN_OPS = ("mhc_pre", "mhc_post")  # interpreter-checked only so far: run when named
 
 
 def environment(device: str) -> dict:
@@ -66,7 +67,8 @@ def _run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, d
 
 
 def _has_work(op: str, args: dict) -> bool:
-    first = {"prefill": "q", "decode": "q", "topk": "logits", "routing": "logits"}[op]
+    first = {"prefill": "q", "decode": "q", "topk": "logits", "routing": "logits", "mhc_pre": "x",
+             "mhc_post": "residual"}[op]
     return args[first].shape[0] > 0
 
 
@@ -75,7 +77,7 @@ def run_suite(ops=None, candidate: str | None = None, bench: bool = False, devic
     """Run the grid (and with ``bench`` the benchmarks) for ``ops`` on ``device``.
 
     Args:
-        ops: op names (default all: prefill, decode, topk, routing).
+        ops: op names (default: prefill, decode, topk, routing; mhc_pre and mhc_post when named).
         candidate: ``module:function[@adapter]`` checked instead of our kernels (needs exactly one op).
         device: "cuda" / "cpu" (default: cuda when available; cpu needs TRITON_INTERPRET=1).
         scale: "full" (GPU grid + benchmark shapes) or "ci" (small, interpreter); default by device.
@@ -90,23 +92,27 @@ def run_suite(ops=None, candidate: str | None = None, bench: bool = False, devic
         raise ValueError("on the CPU the Triton kernels need TRITON_INTERPRET=1 (set it before importing triton)")
     if bench and not device.startswith("cuda"):
         raise ValueError("benchmarks need a CUDA device")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device} asked for, but torch sees no CUDA device")
     scale = scale or ("full" if device.startswith("cuda") else "ci")
     repeats = (20 if device.startswith("cuda") else 2) if repeats is None else repeats
     ops = tuple(ops or OPS)
     unknown = [o for o in ops if o not in ALL_CASES]
     if unknown:
-        raise ValueError(f"unknown op(s) {unknown}; known: {', '.join(OPS)}")
+        raise ValueError(f"unknown op(s) {unknown}; known: {', '.join(OPS + OPT_IN_OPS)}")
     if candidate and len(ops) != 1:
         raise ValueError("--candidate checks one op: pass --op")
-    if device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
     report = {"environment": environment(device), "scale": scale, "repeats": repeats, "ops": [], "bench": []}
-    with warnings.catch_warnings():
-        if interpreting():  # numpy warns about inf/NaN arithmetic the edge cases do on purpose
-            warnings.simplefilter("ignore", RuntimeWarning)
-        for op in ops:
-            report["ops"].append(_run_op(op, candidate, bench, device, scale, repeats, seed, report["bench"]))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # the references are plain fp32
+    try:
+        with warnings.catch_warnings():
+            if interpreting():  # numpy warns about inf/NaN arithmetic the edge cases do on purpose
+                warnings.simplefilter("ignore", RuntimeWarning)
+            for op in ops:
+                report["ops"].append(_run_op(op, candidate, bench, device, scale, repeats, seed, report["bench"]))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return report
 
 
