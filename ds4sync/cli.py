@@ -337,7 +337,9 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
          gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
          python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
          no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
-         = False, json_out: JsonOpt = False) -> None:
+         = False, bench: Annotated[bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks "
+                                                      "(never served from the cache).")] = False,
+         json_out: JsonOpt = False) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
     import json
@@ -348,7 +350,7 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
     record = ws.store.current()
     options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
                           jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
-                          use_cache=not no_cache, python=python)
+                          use_cache=not (no_cache or bench), python=python, bench=bench)
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if json_out:
             result = run_tier(ws, options, record=record)

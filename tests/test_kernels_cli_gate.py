@@ -86,3 +86,16 @@ def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatc
     assert result.status == "failed"
     assert result.counts.errors == len(result.failures) > 0
     assert result.failures[0].node_id.startswith("routing::") and "boom" in result.failures[0].message
+
+
+def test_kernel_gate_bench_flag_reaches_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    definition = pytest.importorskip("ds4sync.gates.definition")
+    kinds = pytest.importorskip("ds4sync.gates.kinds")
+    monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
+    profile = _profile(tmp_path, "{ops: [routing], device: cpu}")
+    (gate,) = definition.load_tier(profile, "kernel")
+    ctx = kinds.GateContext(cwd=tmp_path, python=sys.executable, log_dir=tmp_path / "logs", extra={"bench": True})
+    result = kinds.runner_for("kernel")(gate, ctx)
+    assert "--bench" in result.command
+    assert result.status == "error"  # benchmarks need a CUDA device: the child refuses, no result file
+    assert "benchmarks need a CUDA device" in result.failures[0].message
