@@ -174,6 +174,8 @@ def _topk(rows, cols, k, data: str, lengths: str, *, stride_pad=0, transposed=Fa
             length = torch.randint(0, cols + 1, (rows,), generator=g, device=device)
         starts = ((cols - length) * torch.rand(rows, generator=g, device=device)).long()
         ends = starts + length
+        if lengths == "negative":  # end < start (L < 0): the row is all -1, nothing written before it
+            starts, ends = ends.clamp(max=cols - 1), (starts - 1).clamp(min=0)
         if transposed:  # non-unit stride1
             x = x.T.contiguous().T
         elif stride_pad:  # DeepGEMM's padded row stride; stale garbage past each row's end
@@ -185,8 +187,8 @@ def _topk(rows, cols, k, data: str, lengths: str, *, stride_pad=0, transposed=Fa
 
 
 def topk_cases(scale: str) -> list[Case]:
-    """Top-k grid: L in {0, 1, K-1, K, K+1}, 10-LSB data, constant/ascending/-inf/NaN rows, padded and
-    transposed strides."""
+    """Top-k grid: L in {0, 1, K-1, K, K+1} and L < 0, 10-LSB data, constant/ascending/-inf/NaN rows, padded
+    and transposed strides, and (GPU) more than 12288 and 200k columns."""
     k, rows, cols = (16, 12, 100) if scale == "ci" else (512, 36, 3000)
     out = [Case("topk", f"{dt}-{ln}-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, dt, ln))
            for dt, ln in (("randn", "edges"), ("lsb10", "edges"), ("const", "edges"), ("ascending", "random"),
@@ -195,8 +197,10 @@ def topk_cases(scale: str) -> list[Case]:
     out.append(Case("topk", f"transposed-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, "randn", "edges",
                                                                      transposed=True)))
     out.append(Case("topk", f"rows0-K{k}", _topk(0, cols, k, "randn", "full")))
+    out.append(Case("topk", f"negative-length-R{rows}-K{k}", _topk(rows, cols, k, "randn", "negative")))
     if scale == "full":
         out.append(Case("topk", "K2048-R20-C13000", _topk(20, 13000, 2048, "randn", "edges")))
+        out.append(Case("topk", "K2048-R8-C200000", _topk(8, 200_000, 2048, "randn", "full")))
         for r, c, kk in ((64, 8192, 512), (128, 32768, 1024), (256, 16384, 2048), (4096, 8192, 2048),
                          (2048, 32768, 2048)):
             out.append(Case("topk", f"bench-R{r}-C{c}-K{kk}", _topk(r, c, kk, "randn", "full"), bench=True))
