@@ -197,6 +197,16 @@ def demo_profile(*, python: str, cuda_arch: str | None = None, inherit: bool = T
                         venv=VenvSpec(python=python, create=inherit, inherit_site_packages=inherit))
 
 
+def demo_build_section(*, python: str, name: str = "demo", cuda_arch: str | None = None) -> dict:
+    """The ``build:`` section of a ds4sync.yaml whose default profile builds the demo extension.
+
+    Put the manifest at ``<profile folder>/kernels/manifest.yaml`` (:func:`~ds4sync.build.manifest.write_manifest`),
+    where a profile's default ``manifest`` points.
+    """
+    profile = demo_profile(python=python, cuda_arch=cuda_arch)
+    return {"profile": name, "profiles": {name: profile.model_dump(mode="json", exclude_defaults=True)}}
+
+
 def _ccache_compiler() -> dict[str, str]:
     """``CXX`` set to ccache's masquerade ``c++`` when ccache is installed (torch's cpp_extension reads CXX).
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ds4sync.build.demo_ext import write_demo_extension
+from ds4sync.build.demo_ext import demo_build_section, write_demo_extension
 from ds4sync.build.manifest import load_manifest, write_manifest
 from ds4sync.build.phase import BUILD_PHASES
 from ds4sync.config import shipped_profile
@@ -33,6 +35,31 @@ def test_missing_tool_fails_the_phase_with_one_line(builder: RepoBuilder, tmp_pa
     assert state.status == "failed"
     assert f"nvcc (not in $CUDA_HOME/bin = {tmp_path / 'no-cuda'}/bin)" in state.message
     assert ws.store.load("r1").phases["build"].status == "failed"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuilder, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    ext = write_demo_extension(builder.path, namespace="ds4phase", package="ds4phase_ext")
+    head = builder.commit({rel: (ext.path / rel).read_text() for rel in ext.files}, "extension")
+    profile = tmp_path / "profile"
+    write_manifest(ext.manifest, profile / "kernels" / "manifest.yaml")
+    (builder.path / "ds4sync.yaml").write_text(yaml.safe_dump({
+        "profile": str(profile), "build": demo_build_section(python=sys.executable)}))
+    ws = open_workspace(builder.path)
+    worktree = ws.store.worktree_path("r2")
+    ws.repo.worktree_add(worktree, "sync/phase", head)
+    record = RunRecord(run_id="r2", repo=str(builder.path), state_dir=str(ws.store.root),
+                       upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
+                       fork=ForkRef(branch="main", head_before=head), sync_branch="sync/phase",
+                       worktree=str(worktree), backup_ref="refs/ds4sync/backup/r2")
+    outcome = run_phases(RunContext(ws, record), BUILD_PHASES)
+    assert outcome.status == "done", outcome.outcome.details if outcome.outcome else None
+    saved = ws.store.load("r2")
+    assert saved.phases["build"].message == "build passed: 1/1 imports, 2/2 op schemas, deps passed"
+    assert saved.results["build"]["checks"]["op schemas"] == {"passed": 2, "total": 2, "failed": []}
+    assert saved.results["build"]["src"] == str(worktree)
 
 
 def test_shipped_manifest_lists_the_ds4_modules_and_fused_ops() -> None:
