@@ -79,6 +79,9 @@ class MergeConfig(FrozenModel):
         return tuple(rule for rule in self.rules if rule.matches(path))
 
 
+from ds4sync.build.profile import BuildConfig  # noqa: E402 - its models subclass FrozenModel above
+
+
 class Config(FrozenModel):
     """The whole of ds4sync.yaml.
 
@@ -92,6 +95,7 @@ class Config(FrozenModel):
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
     gates: GatesConfig = GatesConfig()
+    build: BuildConfig = BuildConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 

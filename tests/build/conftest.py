@@ -1,0 +1,33 @@
+"""Fixtures of the build tests: a generated demo extension project and a profile that builds it on the CPU."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ds4sync.build.demo_ext import DemoExtension, demo_profile, write_demo_extension
+from ds4sync.build.driver import BuildResult, run_build
+from ds4sync.build.profile import BuildProfile
+
+
+@pytest.fixture(scope="module")
+def torch_available() -> None:
+    """Skip the module's build tests cleanly when torch is not installed."""
+    pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def cpu_profile(torch_available: None) -> BuildProfile:
+    """Builds into a fresh venv that sees this interpreter's torch and setuptools."""
+    return demo_profile(python=sys.executable)
+
+
+@pytest.fixture(scope="module")
+def built_demo(tmp_path_factory: pytest.TempPathFactory, cpu_profile: BuildProfile
+               ) -> tuple[DemoExtension, BuildResult]:
+    """One real CPU build of the demo extension, shared by the proof tests of a module."""
+    root = tmp_path_factory.mktemp("demo-build")
+    ext = write_demo_extension(root / "proj", namespace="ds4demo", package="ds4demo_ext")
+    result = run_build(ext.path, cpu_profile, manifest=ext.manifest, work_dir=root / "work", profile_name="demo")
+    return ext, result
