@@ -113,9 +113,9 @@ def build_fork(path: Path, upstream: Path, base: str) -> RepoBuilder:
     return fork
 
 
-def write_config(fork: Path, upstream: Path, profile: Path) -> Path:
-    """The fork's ds4sync.yaml: upstream remote, fork branch, profile, and path rules."""
-    config = {
+def write_config(fork: Path, upstream: Path, profile: Path, *, build: dict | None = None) -> Path:
+    """The fork's ds4sync.yaml: upstream remote, fork branch, profile, path rules, gates, and the build."""
+    config: dict = {
         "upstream": {"remote": "upstream", "url": str(upstream), "ref": "main", "name": "demo/upstream"},
         "fork": {"branch": FORK_BRANCH, "name": "demo/fork"},
         "profile": str(profile),
@@ -125,9 +125,33 @@ def write_config(fork: Path, upstream: Path, profile: Path) -> Path:
             {"glob": "vllm/legacy/*", "strategy": "theirs", "reason": "upstream removed the legacy modules"},
         ]},
     }
+    if build is not None:
+        config["build"] = build
     path = fork / "ds4sync.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+def add_native_ops(fork: RepoBuilder, profile: Path) -> dict | None:
+    """Commit the fork's native ops (a real C++ torch extension) and the manifest its build must satisfy.
+
+    Returns the ``build:`` config section, or None when this machine cannot build it
+    (no torch or no C++ compiler): the demo then records the build as not configured.
+    """
+    import importlib.util
+    import shutil
+    import sys
+
+    from ds4sync.build.demo_ext import demo_build_section, write_demo_extension
+    from ds4sync.build.manifest import write_manifest
+
+    ext = write_demo_extension(fork.path, namespace="ds4demo", package="ds4demo_ext")
+    fork.repo.git.add("--", *ext.files)
+    fork.commit({}, "[SM120] Native DS4 demo ops (C++ torch extension)", date="2026-08-04T14:00:00")
+    write_manifest(ext.manifest, profile / "kernels" / "manifest.yaml")
+    if importlib.util.find_spec("torch") is None or shutil.which("g++") is None:
+        return None
+    return demo_build_section(python=sys.executable)
 
 
 def resolve_like_a_person(worktree: Path) -> None:
@@ -168,9 +192,10 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     profile = root / "profile"
     (profile / "patches" / "resolutions").mkdir(parents=True, exist_ok=True)
     fork = build_fork(root / "fork", upstream.path, shas["base"])
+    build = add_native_ops(fork, profile)
     patchsets = write_demo_patchsets(profile, fork, base=shas["base"])
     write_demo_gates(profile)
-    config_path = write_config(fork.path, upstream.path, profile)
+    config_path = write_config(fork.path, upstream.path, profile, build=build)
     ws = open_workspace(fork.path, config_path=config_path)
 
     say("sync 1: merge an older upstream SHA; envs.py needs a person")
@@ -188,6 +213,9 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
            if status != "needs-adaptation"):
         result.lines.append(f"unexpected patch-set outcomes (expected {patchsets.expected['u2']})")
         result.exit_code = ExitCode.FAILED
+    built = second.record.results.get("build")
+    result.lines.append(f"build: {built.get('summary') or built.get('status')}" if built else
+                        "build: not configured (install torch==2.13.0 and g++ to build the demo's native ops)")
     for tier, tier_result in second.record.results.get("gates", {}).items():
         gates = tier_result.get("gates", [])
         passed = sum(gate.get("status") in ("passed", "cached") for gate in gates)

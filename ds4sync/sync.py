@@ -15,12 +15,13 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
+    from ds4sync.build.phase import BUILD_PHASES
     from ds4sync.gates.phase import GATE_PHASES
     from ds4sync.patchsets import PATCHSET_PHASES
     from ds4sync.phases.merge import MERGE_PHASES
     from ds4sync.phases.report import REPORT_PHASES
 
-    return MERGE_PHASES + PATCHSET_PHASES + GATE_PHASES + REPORT_PHASES
+    return MERGE_PHASES + PATCHSET_PHASES + BUILD_PHASES + GATE_PHASES + REPORT_PHASES
 
 
 def merge_stop_phase() -> str:

@@ -76,7 +76,10 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
     """Pipeline phase ``build``: the config's default profile on the sync worktree; a failed build fails the run.
 
     A missing tool (or torch) fails the phase with that one line, before anything was built.
+    Skipped when ds4sync.yaml has no ``build:`` section: a sync builds only what it was told to.
     """
+    if "build" not in ctx.ws.config.model_fields_set:
+        return PhaseOutcome("skipped", "no build configured (build: in ds4sync.yaml)")
     name, profile = resolve_profile(ctx.ws, None)
     manifest = resolve_manifest(ctx.ws, profile)
     ctx.progress(f"build: profile '{name}' in {ctx.record.worktree}")
