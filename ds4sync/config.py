@@ -79,6 +79,9 @@ class MergeConfig(FrozenModel):
         return next((rule for rule in self.rules if rule.matches(path)), None)
 
 
+from ds4sync.serving.config import ServingConfig  # noqa: E402 - needs FrozenModel above
+
+
 class Config(FrozenModel):
     """The whole of ds4sync.yaml.
 
@@ -91,6 +94,7 @@ class Config(FrozenModel):
     profile: Path | None = None
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
+    serving: ServingConfig | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 

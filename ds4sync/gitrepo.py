@@ -267,6 +267,19 @@ class GitRepo:
         if self.ref_exists(f"refs/heads/{branch}"):
             self.run("branch", "-D", branch)
 
+    def cherry_pick(self, sha: str) -> bool:
+        """``git cherry-pick -x sha`` here; on a conflict abort it and return False (the tree is left clean)."""
+        status, _, _ = self.run("cherry-pick", "-x", "--allow-empty", sha, ok_codes=(0, 1))
+        if status != 0:
+            self.run("cherry-pick", "--abort", ok_codes=(0, 128))
+            return False
+        return True
+
+    def format_patch(self, sha: str, out_dir: Path) -> Path:
+        """``git format-patch -1 sha`` into ``out_dir``; returns the patch file."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(self.out("format-patch", "-1", "--zero-commit", "-o", str(out_dir), sha).splitlines()[-1])
+
     # -- merging in a worktree --------------------------------------------------------------
     def merge_no_commit(self, sha: str, *, rerere: bool = True) -> bool:
         """``git merge --no-ff --no-commit`` of ``sha`` into HEAD, rerere on; True when clean."""

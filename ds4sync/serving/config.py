@@ -157,6 +157,22 @@ class BenchConfig(FrozenModel):
     extra_args: tuple[str, ...] = ()
 
 
+class BackportConfig(FrozenModel):
+    """How ``ds4sync backport evaluate`` builds each side and when it keeps a backport.
+
+    ``build_command`` runs in each worktree (``{worktree}`` and ``{python}`` are filled in);
+    the server command may use ``{worktree}`` too. A backport is included when no metric
+    regresses, KV capacity drops by at most ``kv_tolerance_pct`` percent, and (with
+    ``require_benefit``) at least one metric improves.
+    """
+
+    build_command: tuple[str, ...] = ()
+    build_timeout_s: float = Field(default=7200.0, gt=0)
+    pairs: int = Field(default=5, ge=1)
+    kv_tolerance_pct: float = Field(default=0.0, ge=0)
+    require_benefit: bool = True
+
+
 class ServingConfig(FrozenModel):
     """The whole ``serving:`` section: server, probe selection and per-probe settings."""
 
@@ -172,3 +188,4 @@ class ServingConfig(FrozenModel):
     eval: EvalConfig = EvalConfig()
     bench: BenchConfig = BenchConfig()
     ab_metrics: dict[str, MetricRule] = Field(default_factory=dict)
+    backport: BackportConfig = BackportConfig()
