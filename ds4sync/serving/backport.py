@@ -25,6 +25,7 @@ from ds4sync.serving.abstats import MetricComparison
 from ds4sync.serving.config import BackportConfig, ServingConfig
 
 Measure = Callable[[str, int], dict[str, float]]
+MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
 KV_METRIC = "kv_cache_tokens"
 
 
@@ -67,7 +68,7 @@ def decide(rows: Sequence[MetricComparison], *, kv_change_pct: float | None, con
         unsure = [r for r in perf if r.verdict == "inconclusive"]
         reasons += [f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, 95% CI "
                     f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])" for r in unsure]
-        if not unsure:
+        if not unsure and not bad:
             reasons.append("no measurable benefit (all metrics neutral)")
         bad = bad or config.require_benefit
     return ("exclude" if bad else "include"), reasons
@@ -93,16 +94,21 @@ def prepare_trees(repo: GitRepo, sha: str, *, base_ref: str, base_tree: Path | N
         repo.worktree_remove(path)
         repo.delete_branch(branch)
         return f"does not apply cleanly on {base_ref} (cherry-pick conflict); adapt it by hand"
-    base = GitRepo(base_tree) if base_tree else repo
-    return Trees(base=base, candidate=candidate, branch=branch)
+    if base_tree is None:
+        base_path = work_dir / f"base-{sha[:10]}"
+        repo.worktree_remove(base_path)
+        repo.run("worktree", "add", "--quiet", "--detach", str(base_path), base_ref)
+        base_tree = base_path
+    return Trees(base=GitRepo(base_tree), candidate=candidate, branch=branch)
 
 
 def build_trees(trees: Trees, config: BackportConfig, *, log_dir: Path, python: str) -> str | None:
     """Run the build command in both trees; a string names the first failure."""
+    if not config.build_command:
+        return None
+    log_dir.mkdir(parents=True, exist_ok=True)
     for side, tree in (("baseline", trees.base), ("candidate", trees.candidate)):
-        if not config.build_command:
-            return None
-        argv = [a.format(worktree=str(tree.path), python=python) for a in config.build_command]
+        argv = [a.replace("{worktree}", str(tree.path)).replace("{python}", python) for a in config.build_command]
         res = run(argv, cwd=tree.path, timeout_s=config.build_timeout_s, log_path=log_dir / f"build-{side}.log")
         if not res:
             return f"{side} build failed: {res.describe()}"
@@ -134,9 +140,13 @@ def live_measure(serving: ServingConfig, trees: Trees, *, out_dir: Path) -> tupl
 
 
 def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_ref: str, base_tree: Path | None,
-                      work_dir: Path, python: str, measure: Measure | None = None,
+                      work_dir: Path, python: str, measure_factory: MeasureFactory | None = None,
                       patch_dir: Path | None = None) -> BackportDecision:
-    """Apply, build, A/B and decide; ``measure`` replaces the live servers (used by tests and dry runs).
+    """Apply, build, A/B and decide.
+
+    ``measure_factory(trees)`` gives the per-step measurement and a cleanup; the default starts
+    each tree's server (:func:`live_measure`). With ``base_tree`` None the baseline is a
+    detached worktree at ``base_ref``; otherwise that tree (the sync worktree) is used as is.
 
     Never raises for a backport that does not apply or build: that is an ``exclude`` with the reason.
     """
@@ -149,9 +159,8 @@ def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_r
     failure = build_trees(trees, config, log_dir=work_dir / "logs", python=python)
     if failure:
         return BackportDecision(decision="exclude", reasons=(failure,), **common)
-    close: Callable[[], None] = lambda: None  # noqa: E731
-    if measure is None:
-        measure, close = live_measure(serving, trees, out_dir=work_dir / "ab")
+    factory = measure_factory or (lambda t: live_measure(serving, t, out_dir=work_dir / "ab"))
+    measure, close = factory(trees)
     try:
         base, cand, order = run_interleaved(config.pairs, measure)
     finally:

@@ -61,9 +61,15 @@ class ServerConfig(FrozenModel):
         return f"http://{self.host}:{self.port}"
 
     def argv(self) -> tuple[str, ...]:
-        """The server command with ``{host}``, ``{port}`` and ``{model}`` filled in."""
-        values = {"host": self.host, "port": str(self.port), "model": self.model}
-        return tuple(arg.format(**values) for arg in self.command or ())
+        """The server command with ``{host}``, ``{port}`` and ``{model}`` filled in (other braces, e.g. JSON
+        arguments, are left alone)."""
+        values = {"{host}": self.host, "{port}": str(self.port), "{model}": self.model}
+        out = []
+        for arg in self.command or ():
+            for key, value in values.items():
+                arg = arg.replace(key, value)
+            out.append(arg)
+        return tuple(out)
 
 
 class ExactCase(FrozenModel):
