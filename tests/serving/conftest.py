@@ -81,7 +81,8 @@ def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerC
 
 
 @pytest.fixture(scope="session")
-def vllm_server(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+def vllm_server(vllm_python: Path, tiny_model: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """One real vLLM CPU server for the session, ready (health 200, model listed)."""
     log = tmp_path_factory.mktemp("vllm-session") / "server.log"
     handle = start_server(server_config(vllm_python, tiny_model), log_path=log)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scripted import Response, ScriptedServer, chat_answer, healthy_routes
 
 from ds4sync.serving import bench, evalsuite, longctx, probes
 from ds4sync.serving.client import OpenAIClient, RequestFailed
@@ -24,7 +25,6 @@ from ds4sync.serving.config import (
     ToolCallCase,
 )
 from ds4sync.serving.gate import run_serving_gate
-from scripted import Response, ScriptedServer, chat_answer, healthy_routes
 
 MSG = ({"role": "user", "content": "q"},)
 
