@@ -24,7 +24,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MODEL_NAME = "tiny"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-               "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO", "OMP_NUM_THREADS": "2"}
+               "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO", "OMP_NUM_THREADS": "2",
+               # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
+               "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"}
+
+# JSON arguments without free whitespace: a random model would otherwise pad them with newlines forever.
+STRUCTURED_OUTPUTS = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 
 sys.path.insert(0, str(HERE))
 
@@ -72,7 +77,8 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerConfig:
     """A ServerConfig that starts vLLM on a free 127.0.0.1 port."""
     fields: dict[str, object] = {
-        "command": vllm_command(python, model_dir, "--enable-auto-tool-choice", "--tool-call-parser", "hermes"),
+        "command": vllm_command(python, model_dir, "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                                "--structured-outputs-config", STRUCTURED_OUTPUTS),
         "host": "127.0.0.1", "port": free_port(), "model": MODEL_NAME, "env": OFFLINE_ENV,
         "startup_timeout_s": 240, "poll_interval_s": 0.5, "stop_grace_s": 20, "request_timeout_s": 120,
         "guard_timeout_s": 30}
