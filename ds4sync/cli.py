@@ -25,8 +25,8 @@ config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
 serving_app = typer.Typer(no_args_is_help=True, help="Serving gates against an OpenAI-compatible server.")
 app.add_typer(serving_app, name="serving")
-backport_app = typer.Typer(no_args_is_help=True, help="Decide upstream backports by measurement.")
-app.add_typer(backport_app, name="backport")
+patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
+app.add_typer(patches_app, name="patches")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -41,6 +41,7 @@ StateOpt = Annotated[Path | None, typer.Option("--state-dir",
 ProfileOpt = Annotated[Path | None, typer.Option("--profile",
                                                  help="Profile folder (patches/, gates/, reports/, kernels/).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
 
 
 def _workspace(repo: Path, config: Path | None, branch: str | None = None, state_dir: Path | None = None,
@@ -53,11 +54,11 @@ def _workspace(repo: Path, config: Path | None, branch: str | None = None, state
 @app.command()
 def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
          config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-         json_out: JsonOpt = False) -> None:
+         fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
     """Predict a merge (conflicts, kinds, overlaps) without touching any work tree."""
     from ds4sync import sync, ui
 
-    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref)
+    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
     if json_out:
         ui.print_json(out, summary.brief())
     else:
@@ -67,12 +68,12 @@ def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge."
 @app.command()
 def merge(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
           config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-          profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+          profile: ProfileOpt = None, fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
     from ds4sync import sync
 
     ws = _workspace(repo, config, branch, state_dir, profile)
-    outcome = sync.start_merge(ws, ref, progress=_progress(json_out))
+    outcome = sync.start_merge(ws, ref, progress=_progress(json_out), fetch=fetch)
     _finish(ws, outcome, json_out=json_out)
 
 
@@ -94,6 +95,19 @@ def abort(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateO
 
     record = sync.abort(_workspace(repo, config, None, state_dir), run_id=run)
     out.print(f"run {record.run_id} aborted; {record.fork.branch} untouched; backup kept at {record.backup_ref}")
+
+
+@app.command()
+def promote(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+            run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+            allow_blockers: Annotated[bool, typer.Option("--allow-blockers",
+                                                         help="Promote despite failed gates (recorded).")] = False,
+            ) -> None:
+    """Fast-forward the fork branch to a green sync (keeps a rollback ref). Nothing else moves it."""
+    from ds4sync import promote as promote_mod
+
+    result = promote_mod.promote(_workspace(repo, config, None, state_dir), run_id=run, allow=allow_blockers)
+    out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
 
 
 @app.command()
@@ -210,14 +224,14 @@ def ab(baseline: Annotated[list[str], typer.Option("--baseline", help="Recorded 
         raise typer.Exit(int(ExitCode.FAILED))
 
 
-@backport_app.command("evaluate")
+@app.command("backport-evaluate")
 def backport_evaluate(ref: Annotated[str, typer.Argument(help="Upstream commit to backport.")],
                       onto: Annotated[str | None, typer.Option("--onto", help="Branch to apply on (default: the "
                                                                "active run's sync branch).")] = None,
                       repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
                       profile: ProfileOpt = None, serving_config: ServingConfigOpt = None,
                       json_out: JsonOpt = False) -> None:
-    """Apply an upstream commit on the sync branch, build, A/B against the branch without it, decide."""
+    """Measure a backport: apply it on the sync branch, build, A/B against the branch without it, include or not."""
     from ds4sync.serving import runs
     from ds4sync.serving.backport import evaluate_backport
 
@@ -242,6 +256,164 @@ def backport_evaluate(ref: Annotated[str, typer.Argument(help="Upstream commit t
     else:
         out.print(decision.line(), markup=False)
 
+ReportFormat = Annotated[str, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).",
+                                           case_sensitive=False)]
+
+
+@app.command()
+def report(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+           profile: ProfileOpt = None,
+           run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+           fmt: ReportFormat = "md",
+           out_file: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.",
+                                                         dir_okay=False)] = None,
+           public: Annotated[bool, typer.Option("--public", help="Also redact home directories, private "
+                                                "hosts and addresses.")] = False,
+           notes: Annotated[Path | None, typer.Option("--notes", help="Markdown notes to include.",
+                                                      dir_okay=False)] = None,
+           nightly: Annotated[bool, typer.Option("--nightly", help="The short nightly summary.")] = False,
+           compare: Annotated[tuple[str, str] | None, typer.Option("--compare", metavar="RUN_A RUN_B",
+                                                                   help="What changed between two runs.")] = None,
+           ) -> None:
+    """Render the PR description of a run from its record (secrets are always redacted)."""
+    from ds4sync.errors import ConfigError
+    from ds4sync.report import files
+
+    if fmt not in ("md", "html", "json"):
+        raise ConfigError(f"unknown format '{fmt}'", where="--format", fix="use md, html or json")
+    ws = _workspace(repo, config, None, state_dir, profile)
+    if compare:
+        text = files.compare_text(ws.store, ws.profile, compare[0], compare[1],
+                                  fmt="json" if fmt == "json" else "md", public=public)
+    else:
+        text = files.report_text(ws.store, ws.profile, run_id=run, fmt=fmt, public=public,  # type: ignore[arg-type]
+                                 notes=files.read_notes(notes), kind="nightly" if nightly else "pr")
+    if out_file is None:
+        out.file.write(text)
+    else:
+        out_file.write_text(text, encoding="utf-8")
+        err.print(f"report written to {out_file}", markup=False)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON schema of `ds4sync report --format json`."""
+    from ds4sync import ui
+    from ds4sync.report import report_schema
+
+    ui.print_json(out, report_schema())
+
+@patches_app.command("list")
+def patches_list(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                 json_out: JsonOpt = False) -> None:
+    """List the profile's patch-sets in dependency order."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
+    if json_out:
+        ui.print_json(out, [ps.model_dump(mode="json") for ps in patchsets])
+    else:
+        ps_ui.patchset_table(out, patchsets)
+
+
+@patches_app.command("check")
+def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                  upstream: Annotated[str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets "
+                                                               "whose drop_when holds there.")] = None,
+                  verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")]
+                  = False, json_out: JsonOpt = False) -> None:
+    """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
+    if json_out:
+        ui.print_json(out, report.summary())
+    else:
+        ps_ui.check_report(out, report, verbose=verbose)
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@patches_app.command("new")
+def patches_new(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
+                rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
+                kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")]
+                = "fork-feature", repo: RepoOpt = Path("."), config: ConfigOpt = None,
+                profile: ProfileOpt = None) -> None:
+    """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) in {result.folder}; {result.note}")
+
+
+@patches_app.command("refresh")
+def patches_refresh(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
+                    repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+                    profile: ProfileOpt = None) -> None:
+    """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.refresh_patchset(_workspace(repo, config, None, state_dir, profile), patchset_id)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) rewritten in {result.folder} ({result.note})")
+
+
+@app.command()
+def backport(commit: Annotated[str, typer.Argument(help="Upstream commit to backport.")],
+             patchset_id: Annotated[str, typer.Option("--id", help="Id of the new backport patch-set.")],
+             repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+             profile: ProfileOpt = None) -> None:
+    """Cherry-pick an upstream commit into the sync worktree and record it as a backport patch-set."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.backport(_workspace(repo, config, None, state_dir, profile), commit, patchset_id)
+    out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
+
+
+@app.command()
+def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, kernel, serving or perf.")],
+         names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
+         repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None, profile: ProfileOpt = None,
+         changed_since: Annotated[str | None, typer.Option("--changed-since", help="Select gates affected by "
+                                                           "changes since REF (vLLM CI rules).")] = None,
+         all_gates: Annotated[bool, typer.Option("--all", help="Run every gate of the tier.")] = False,
+         jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="CPU gates run at once.")] = None,
+         gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
+         python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
+         no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
+         = False, json_out: JsonOpt = False) -> None:
+    """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
+    import contextlib
+    import json
+
+    from ds4sync.gates.runner import TierOptions, record_tier, run_tier
+
+    ws = _workspace(repo, config, None, state_dir, profile)
+    record = ws.store.current()
+    options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
+                          jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
+                          use_cache=not no_cache, python=python)
+    with ws.store.lock("gate") if record else contextlib.nullcontext():
+        if json_out:
+            result = run_tier(ws, options, record=record)
+        else:
+            from ds4sync.gates import render
+
+            with render.LiveGates(err, f"tier {tier}") as live:
+                result = run_tier(ws, options, record=record, progress=live)
+        path = str(record_tier(ws, record, result)) if record else None
+    if json_out:
+        out.file.write(json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path},
+                                  indent=2) + "\n")
+    else:
+        render.tier_table(out, result, record_path=path)
+    code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
+    if code:
+        raise typer.Exit(int(code))
 
 def _progress(quiet: bool):
     if quiet:
@@ -260,6 +432,7 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
         data = summary.brief() if summary else {}
         data.update({"run_id": record.run_id, "status": record.status, "worktree": record.worktree,
                      "sync_branch": record.sync_branch, "record": path})
+        data.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
         ui.print_json(out, data)
     else:
         if summary:

@@ -10,10 +10,10 @@ import fnmatch
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ds4sync.errors import ConfigError
+from ds4sync.gates.settings import GatesConfig
 
 CONFIG_NAME = "ds4sync.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -74,9 +74,9 @@ class MergeConfig(FrozenModel):
             raise ValueError("must start with 'sync/'")
         return value
 
-    def rule_for(self, path: str) -> ResolutionRule | None:
-        """The first rule whose glob matches ``path``, or None."""
-        return next((rule for rule in self.rules if rule.matches(path)), None)
+    def rules_for(self, path: str) -> tuple[ResolutionRule, ...]:
+        """The rules whose glob matches ``path``, in file order (the first that applies wins)."""
+        return tuple(rule for rule in self.rules if rule.matches(path))
 
 
 from ds4sync.serving.config import ServingConfig  # noqa: E402 - needs FrozenModel above
@@ -95,6 +95,7 @@ class Config(FrozenModel):
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
     serving: ServingConfig | None = None
+    gates: GatesConfig = GatesConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 
@@ -142,6 +143,8 @@ def read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    import yaml  # start-up stays light for commands without a config file
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -93,6 +93,21 @@ class GitRepo:
                            fix="point --repo at a checkout")
         self.path = Path(self._repo.working_tree_dir or path).resolve()
         self.git = self._repo.git
+        self._ident_env: dict[str, str] | None = None
+
+    def _identity_env(self) -> dict[str, str]:
+        """The environment for commands that write commits or reflogs.
+
+        The user's configured identity wins; a checkout without one (a fresh CI or
+        cron clone) commits as ``ds4sync``.
+        """
+        if self._ident_env is None:
+            configured = self.run("config", "user.email", ok_codes=(0, 1))[0] == 0
+            fallback = {} if configured else {
+                "GIT_AUTHOR_NAME": "ds4sync", "GIT_AUTHOR_EMAIL": "ds4sync@localhost",
+                "GIT_COMMITTER_NAME": "ds4sync", "GIT_COMMITTER_EMAIL": "ds4sync@localhost"}
+            self._ident_env = {**os.environ, **fallback}
+        return self._ident_env
 
     # -- plumbing ---------------------------------------------------------------------------
     def run(self, *args: str, ok_codes: Iterable[int] = (0,), strip: bool = True,
@@ -203,9 +218,20 @@ class GitRepo:
         """Whether ``ancestor`` is reachable from ``descendant``."""
         return self.run("merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1))[0] == 0
 
-    def changes(self, base: str, head: str) -> dict[str, FileChange]:
-        """Files changed from ``base`` to ``head`` with line counts (renames not followed)."""
-        out = self.run("diff", "--numstat", "-z", "--no-renames", base, head, strip=False)[1]
+    def changed_names(self, base: str, head: str) -> list[str]:
+        """Paths that differ between two commits (tree diff only: no blob is read)."""
+        out = self.run("diff", "--name-only", "-z", "--no-renames", base, head, strip=False)[1]
+        return [p for p in out.split("\0") if p]
+
+    def changes(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, FileChange]:
+        """Files changed from ``base`` to ``head`` with line counts (renames not followed).
+
+        ``paths`` limits the diff (line counting reads blobs, so ask only for what you need).
+        """
+        limit = list(paths) if paths is not None else []
+        if paths is not None and not limit:
+            return {}
+        out = self.run("diff", "--numstat", "-z", "--no-renames", base, head, "--", *limit, strip=False)[1]
         changes: dict[str, FileChange] = {}
         for entry in out.split("\0"):
             if not entry:
@@ -227,6 +253,19 @@ class GitRepo:
         """Paths added, copied, modified, deleted or renamed from ``base`` to ``head`` (vLLM CI's filter)."""
         out = self.out("diff", "--name-only", "--diff-filter=ACMDR", base, head)
         return [line for line in out.splitlines() if line]
+
+    def tree_paths(self, rev: str) -> list[str]:
+        """Every file path in the tree of ``rev``."""
+        out = self.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev, strip=False)[1]
+        return [p for p in out.split("\0") if p]
+
+    def blob_bytes(self, rev: str, path: str) -> bytes | None:
+        """The content of ``path`` at ``rev``, or None when it is not a file there."""
+        try:
+            obj = self._repo.commit(rev).tree / path
+        except (KeyError, ValueError, git.BadName):
+            return None
+        return obj.data_stream.read() if obj.type == "blob" else None
 
     # -- merge prediction -------------------------------------------------------------------
     def merge_tree(self, ours: str, theirs: str) -> MergeTreeResult:
@@ -262,23 +301,21 @@ class GitRepo:
             self.run("worktree", "remove", "--force", "--force", str(path), ok_codes=(0, 128))
         self.run("worktree", "prune")
 
+    def checked_out_in(self, branch: str) -> str | None:
+        """The worktree path where local ``branch`` is checked out, or None."""
+        out = self.out("worktree", "list", "--porcelain")
+        path = None
+        for line in out.splitlines():
+            if line.startswith("worktree "):
+                path = line.split(" ", 1)[1]
+            elif line == f"branch refs/heads/{branch}":
+                return path
+        return None
+
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""
         if self.ref_exists(f"refs/heads/{branch}"):
             self.run("branch", "-D", branch)
-
-    def cherry_pick(self, sha: str) -> bool:
-        """``git cherry-pick -x sha`` here; on a conflict abort it and return False (the tree is left clean)."""
-        status, _, _ = self.run("cherry-pick", "-x", "--allow-empty", sha, ok_codes=(0, 1))
-        if status != 0:
-            self.run("cherry-pick", "--abort", ok_codes=(0, 128))
-            return False
-        return True
-
-    def format_patch(self, sha: str, out_dir: Path) -> Path:
-        """``git format-patch -1 sha`` into ``out_dir``; returns the patch file."""
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return Path(self.out("format-patch", "-1", "--zero-commit", "-o", str(out_dir), sha).splitlines()[-1])
 
     # -- merging in a worktree --------------------------------------------------------------
     def merge_no_commit(self, sha: str, *, rerere: bool = True) -> bool:
@@ -286,7 +323,7 @@ class GitRepo:
         args = ["-c", f"rerere.enabled={'true' if rerere else 'false'}", "-c", "rerere.autoupdate=true",
                 "-c", "merge.conflictStyle=merge",
                 "merge", "--no-ff", "--no-commit", "--no-edit", "--quiet", sha]
-        status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128))
+        status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128), env=self._identity_env())
         if status in (2, 128):
             raise GitError(f"git merge could not start ({(err or out).strip().splitlines()[-1]})",
                            where=str(self.path), fix="look at the worktree's state")
@@ -326,13 +363,19 @@ class GitRepo:
             files = []
             for stage, name in ((2, "ours"), (1, "base"), (3, "theirs")):
                 target = Path(tmp) / name
-                target.write_bytes(self._repo.git.show(f":{stage}:{path}", stdout_as_string=False))
+                target.write_bytes(self.blob(f":{stage}:{path}"))
                 files.append(str(target))
             _status, merged, _ = self.run("merge-file", "-p", "--union", *files, ok_codes=range(0, 127),
                                          strip=False)
         (self.path / path).write_text(merged)
         self.run("add", "--", path)
         return True
+
+    def blob(self, spec: str) -> bytes:
+        """The exact bytes of a blob (``<rev>:<path>`` or ``:<stage>:<path>``)."""
+        data = self.git.execute(["git", "cat-file", "blob", spec], stdout_as_string=False,
+                                strip_newline_in_stdout=False)
+        return data if isinstance(data, bytes) else str(data).encode()
 
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""
@@ -373,7 +416,8 @@ class GitRepo:
         with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
             handle.write(message)
         try:
-            self.run("-c", "rerere.enabled=true", "commit", "--quiet", "--no-verify", "-F", handle.name)
+            self.run("-c", "rerere.enabled=true", "commit", "--quiet", "--no-verify", "-F", handle.name,
+                     env=self._identity_env())
         finally:
             os.unlink(handle.name)
         return self.head()
@@ -386,6 +430,121 @@ class GitRepo:
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
+
+
+    # -- patches (patch-sets) ---------------------------------------------------------------
+    def apply_check(self, patch: Path, *, reverse: bool = False) -> bool:
+        """Whether ``patch`` would apply to the work tree and index (``git apply --check``)."""
+        args = ["apply", "--check", *(["--reverse"] if reverse else []), str(patch)]
+        return self.run(*args, ok_codes=(0, 1, 128))[0] == 0
+
+    def apply_3way(self, patch: Path) -> ApplyOutcome:
+        """``git apply --3way`` of ``patch`` to the work tree and index.
+
+        When the three-way fallback cannot run (the preimage blobs are unknown here),
+        ``git apply --reject`` applies the hunks that fit and leaves ``.rej`` files for
+        the rest. The work tree is left as git left it, for a person to adapt.
+        """
+        before = set(self.untracked())
+        status, out, err = self.run("apply", "--3way", str(patch), ok_codes=(0, 1, 128))
+        if status == 0:
+            return ApplyOutcome(True, messages=tuple(_lines(err)))
+        conflicted = tuple(self.unmerged_paths())
+        if conflicted:
+            return ApplyOutcome(False, conflicted=conflicted, messages=tuple(_lines(err or out)))
+        _, out2, err2 = self.run("apply", "--reject", str(patch), ok_codes=(0, 1, 128))
+        rejects = tuple(sorted(p for p in set(self.untracked()) - before if p.endswith(".rej")))
+        return ApplyOutcome(False, rejects=rejects, messages=tuple(_lines(err) + _lines(err2 or out2)))
+
+    def untracked(self) -> list[str]:
+        """Untracked files (not ignored)."""
+        out = self.run("ls-files", "--others", "--exclude-standard", "-z", strip=False)[1]
+        return [p for p in out.split("\0") if p]
+
+    def add_all(self) -> None:
+        """Stage every change of the work tree (``git add -A``)."""
+        self.run("add", "-A")
+
+    def has_staged_changes(self) -> bool:
+        """Whether the index differs from HEAD."""
+        return self.run("diff", "--cached", "--quiet", ok_codes=(0, 1))[0] == 1
+
+    def format_patch(self, rev_range: str, out_dir: Path) -> list[Path]:
+        """``git format-patch`` of ``rev_range`` into ``out_dir``; the files written, in order.
+
+        Raises:
+            GitError: the range names no commit.
+        """
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out = self.out("format-patch", "--no-signature", "--full-index", "--binary", "-o", str(out_dir), rev_range)
+        files = [Path(line) for line in out.splitlines() if line.strip()]
+        if not files:
+            raise GitError(f"'{rev_range}' names no commit to capture", where=str(self.path),
+                           fix="give a range such as BASE..HEAD (see `git log BASE..HEAD`)")
+        return files
+
+    def commits_in(self, rev_range: str) -> list[tuple[str, str, str, str]]:
+        """(sha, subject, author, body) of each commit in ``rev_range``, oldest first."""
+        out = self.run("log", "--reverse", "--format=%H%x1f%s%x1f%an <%ae>%x1f%b%x1e", rev_range, strip=False)[1]
+        rows = []
+        for entry in out.split("\x1e"):
+            if entry.strip():
+                sha, subject, author, body = entry.strip("\n").split("\x1f", 3)
+                rows.append((sha, subject, author, body.strip()))
+        return rows
+
+    def commits_with_trailer(self, rev_range: str, key: str, value: str) -> list[str]:
+        """SHAs in ``rev_range`` (oldest first) whose message has the trailer ``key: value``."""
+        fmt = f"%H%x1f%(trailers:key={key},valueonly,separator=%x1d)%x1e"
+        out = self.run("log", "--reverse", f"--format={fmt}", rev_range, strip=False)[1]
+        found = []
+        for entry in out.split("\x1e"):
+            if "\x1f" in entry:
+                sha, values = entry.strip("\n").split("\x1f", 1)
+                if value in [v.strip() for v in values.split("\x1d")]:
+                    found.append(sha)
+        return found
+
+    def cherry_pick(self, commit: str) -> tuple[bool, list[str]]:
+        """``git cherry-pick -x`` of ``commit``; on conflict it is aborted and the paths returned.
+
+        Returns (picked, conflicted paths).
+        """
+        status, _, _ = self.run("-c", "rerere.enabled=false", "cherry-pick", "-x", "--allow-empty", commit,
+                                ok_codes=(0, 1))
+        if status == 0:
+            return True, []
+        conflicted = self.unmerged_paths()
+        self.run("cherry-pick", "--abort", ok_codes=(0, 128))
+        return False, conflicted
+
+    def amend_message(self, message: str) -> str:
+        """Replace HEAD's message (content unchanged); the new SHA."""
+        with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
+            handle.write(message)
+        try:
+            self.run("commit", "--quiet", "--amend", "--no-verify", "-F", handle.name)
+        finally:
+            os.unlink(handle.name)
+        return self.head()
+
+    def message(self, rev: str) -> str:
+        """The full commit message of ``rev``."""
+        return self.run("log", "-1", "--format=%B", rev)[1]
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """What applying one patch did: ok, or the conflicted paths / ``.rej`` files left behind."""
+
+    ok: bool
+    conflicted: tuple[str, ...] = ()
+    rejects: tuple[str, ...] = ()
+    messages: tuple[str, ...] = ()
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
 def parse_merge_tree(out: str, *, ours: str, theirs: str) -> MergeTreeResult:

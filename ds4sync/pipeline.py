@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.errors import GitError, StateError
-from ds4sync.gitrepo import GitRepo
+from ds4sync.gitrepo import SHA_RE, GitRepo
 from ds4sync.record import PhaseState, RecordStore, RunRecord, now_iso
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
@@ -43,11 +43,18 @@ class Workspace:
     store: RecordStore
     profile: Path
     fork_branch: str | None
+    profile_explicit: bool = False
 
     @property
     def resolutions_dir(self) -> Path:
-        """The shared rerere store of the profile."""
-        return self.profile / self.config.merge.resolutions_dir
+        """The shared rerere store: in the configured profile, else in the state dir.
+
+        The shipped profile is read-only data; without a profile of their own, a repo's
+        recorded resolutions stay in its state dir (shared by its worktrees only).
+        """
+        if self.profile_explicit:
+            return self.profile / self.config.merge.resolutions_dir
+        return self.store.root / "resolutions"
 
 
 @dataclass
@@ -69,10 +76,11 @@ PhaseFn = Callable[[RunContext], PhaseOutcome]
 
 @dataclass(frozen=True)
 class Phase:
-    """A named step of the pipeline."""
+    """A named step of the pipeline; its result goes to ``record.results[result_key or name]``."""
 
     name: str
     run: PhaseFn
+    result_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +108,10 @@ def open_workspace(repo_path: Path, *, config_path: Path | None = None, branch: 
     repo = GitRepo(repo_path)
     config = load_config(find_config(repo.path, config_path))
     root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
+    chosen = profile or config.profile
     return Workspace(repo=repo, config=config, store=RecordStore(Path(root)),
-                     profile=Path(profile or config.profile or shipped_profile()),
-                     fork_branch=branch or config.fork.branch)
+                     profile=Path(chosen or shipped_profile()), fork_branch=branch or config.fork.branch,
+                     profile_explicit=chosen is not None)
 
 
 def require_branch(ws: Workspace) -> str:
@@ -117,14 +126,17 @@ def require_branch(ws: Workspace) -> str:
     return ws.fork_branch
 
 
-def resolve_upstream(ws: Workspace, ref: str) -> str:
-    """The commit SHA that ``ref`` names, fetching the upstream remote when it is not here.
+def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
+    """The commit SHA that ``ref`` names, fetching it from upstream when asked or when it is not here.
+
+    With ``fetch``, ``ref`` is read as upstream's own name for it (``main``, a tag, a
+    SHA) and the fetched commit wins over any local ref of that name.
 
     Raises:
         GitError: the ref is unknown here and cannot be fetched (no remote, unreachable,
             no such ref upstream).
     """
-    sha = ws.repo.resolve_commit(ref)
+    sha = None if fetch else ws.repo.resolve_commit(ref)
     if sha:
         return sha
     remote = ws.config.upstream.remote
@@ -134,12 +146,16 @@ def resolve_upstream(ws: Workspace, ref: str) -> str:
                        where=str(ws.repo.path),
                        fix=f"add the remote (`git remote add {remote} URL`) or set upstream.url in ds4sync.yaml")
     ws.repo.fetch(source, ref)
+    if SHA_RE.match(ref):
+        sha = ws.repo.resolve_commit(ref)
+        if sha is None:
+            raise GitError(f"'{ref}' is not a commit of {source}", where=str(ws.repo.path),
+                           fix="check the SHA against upstream")
+        return sha
     fetched = ws.repo.resolve_commit("FETCH_HEAD")
-    if fetched is None or (len(ref) >= 7 and all(c in "0123456789abcdef" for c in ref)
-                           and not fetched.startswith(ref) and ws.repo.resolve_commit(ref) is None):
-        raise GitError(f"'{ref}' is not a commit of {source}", where=str(ws.repo.path),
-                       fix="check the SHA or ref against upstream")
-    return ws.repo.resolve_commit(ref) or fetched
+    if fetched is None:
+        raise GitError(f"fetching '{ref}' from {source} gave no commit", where=str(ws.repo.path))
+    return fetched
 
 
 def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:
@@ -156,15 +172,15 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
                 break
             continue
         record.phases[phase.name] = PhaseState(status="running", started_at=state.started_at or now_iso(),
-                                               pid=os.getpid())
+                                               pid=os.getpid(), attempts=state.attempts + 1)
         record.status = "running"
         store.save(record)
         outcome = phase.run(ctx)
         if outcome.result is not None:
-            record.results[phase.name] = _jsonable(outcome.result)
+            record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
         record.phases[phase.name] = PhaseState(
-            status="failed" if outcome.status == "failed" else outcome.status,
-            started_at=record.phases[phase.name].started_at, finished_at=now_iso(), message=outcome.message)
+            status=outcome.status, started_at=record.phases[phase.name].started_at, finished_at=now_iso(),
+            attempts=record.phases[phase.name].attempts, message=outcome.message)
         last = (phase.name, outcome)
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status

@@ -84,6 +84,7 @@ def run(
     log_path: str | Path | None = None,
     on_line: Callable[[str], None] | None = None,
     stdin_data: bytes | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcResult:
     """Run ``argv`` in its own process group and return its result; never raises on exit status.
 
@@ -96,6 +97,8 @@ def run(
         log_path: combined output is streamed here as it arrives.
         on_line: called with each output line (without newline) as it arrives.
         stdin_data: bytes written to the child's stdin (stdin is /dev/null otherwise).
+        on_start: called with the child's pid (also its process-group id) once it started,
+            so a caller running children from worker threads can stop them on Ctrl-C.
 
     Raises:
         ToolMissingError: the program does not exist.
@@ -115,6 +118,8 @@ def run(
         except FileNotFoundError as exc:
             raise ToolMissingError(f"program not found: {argv[0]}", where=str(cwd),
                                    fix="install it or put it on PATH") from exc
+        if on_start is not None:
+            on_start(proc.pid)
         chunks: list[bytes] = []
         reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line), daemon=True)
         reader.start()

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ds4sync.errors import NeedsPersonError, StateError
@@ -46,6 +45,7 @@ class PhaseState(BaseModel):
     started_at: str | None = None
     finished_at: str | None = None
     pid: int | None = None
+    attempts: int = 0
     message: str = ""
 
 
@@ -249,6 +249,8 @@ class RecordStore:
         Raises:
             StateError: another live ds4sync command holds the lock.
         """
+        import filelock  # only commands that change state pay for it
+
         self.root.mkdir(parents=True, exist_ok=True)
         info_path = self.root / "lock.json"
         lock = filelock.FileLock(str(self.root / "lock"), timeout=0)

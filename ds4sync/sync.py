@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ds4sync.errors import GitError, StateError
 from ds4sync.mergeplan import MergeSummary, plan_merge
-from ds4sync.phases.merge import MERGE_PHASES, accept_person_resolutions, backup_branch_name
 from ds4sync.pipeline import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 from ds4sync.record import ForkRef, RunRecord, UpstreamRef, make_run_id
 
@@ -16,18 +15,21 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
-    return MERGE_PHASES
+    from ds4sync.patchsets import PATCHSET_PHASES
+    from ds4sync.phases.merge import MERGE_PHASES
+
+    return MERGE_PHASES + PATCHSET_PHASES
 
 
 def merge_stop_phase() -> str:
     """The last phase ``ds4sync merge`` runs before handing over to later commands."""
-    return MERGE_PHASES[-1].name
+    return "verify"
 
 
-def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
     branch = require_branch(ws)
     fork_sha = ws.repo.branch_head(branch)
-    upstream_sha = resolve_upstream(ws, ref)
+    upstream_sha = resolve_upstream(ws, ref, fetch=fetch)
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise GitError(f"'{ref}' and '{branch}' share no history", where=str(ws.repo.path),
@@ -35,13 +37,13 @@ def _preflight(ws: Workspace, ref: str) -> tuple[str, str, str, str]:
     return branch, fork_sha, upstream_sha, base
 
 
-def plan(ws: Workspace, ref: str) -> MergeSummary:
+def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
-    _, fork_sha, upstream_sha, base = _preflight(ws, ref)
+    _, fork_sha, upstream_sha, base = _preflight(ws, ref, fetch=fetch)
     return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
 
 
-def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
+def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fetch: bool = False,
                 phases: Sequence[Phase] | None = None, stop_after: str | None = None) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -53,13 +55,21 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
         GitError, ConfigError, StateError: bad input; nothing was changed.
         NeedsPersonError: another run waits for a person or was interrupted.
     """
-    with ws.store.lock(f"merge {ref}"):
+    say = progress or (lambda _m: None)
+    with ws.store.lock(f"merge {ref}") as stale:
+        _report_stale(stale, say)
         ws.store.require_no_active_run()
-        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref)
+        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
             raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
                              where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
+        from ds4sync.phases.merge import backup_branch_name
+
         run_id = make_run_id(upstream_sha)
+        suffix = 1
+        while ws.store.run_dir(run_id).exists():
+            suffix += 1
+            run_id = f"{make_run_id(upstream_sha)}-{suffix}"
         config = ws.config
         record = RunRecord(
             run_id=run_id, repo=str(ws.repo.path), state_dir=str(ws.store.root), profile=str(ws.profile),
@@ -72,9 +82,17 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None,
             backup_ref=f"refs/ds4sync/backup/{run_id}",
             backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
         )
+        if stale:
+            record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        ctx = RunContext(ws, record, say)
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after or merge_stop_phase())
+
+
+def _report_stale(stale: dict | None, say: Progress) -> None:
+    if stale:
+        say(f"warning: a ds4sync command (pid {stale.get('pid')}, `{stale.get('command')}` since "
+            f"{stale.get('since')}) died holding this repository's lock; checking its run")
 
 
 def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[Phase] | None = None,
@@ -88,13 +106,16 @@ def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[
         StateError: no active run.
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
-    with ws.store.lock("resume"):
+    with ws.store.lock("resume") as stale:
+        _report_stale(stale, progress or (lambda _m: None))
         record = ws.store.current()
         if record is None:
             raise StateError("no run to resume", where=str(ws.store.root),
                              fix="start one with `ds4sync merge <upstream-ref>`")
         ctx = RunContext(ws, record, progress or (lambda _m: None))
         if record.phase("resolve").status == "needs-person":
+            from ds4sync.phases.merge import accept_person_resolutions
+
             accept_person_resolutions(ctx)
             ws.store.save(record)
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after)

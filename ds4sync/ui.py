@@ -40,7 +40,7 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
         for column in ("path", "kind", "resolution"):
             table.add_column(column)
         for conflict in summary.conflicts[:MAX_ROWS]:
-            how = conflict.resolution or "-"
+            how: str = conflict.resolution or "-"
             if conflict.rule:
                 how += f" ({conflict.rule})"
             table.add_row(conflict.path, conflict.kind, how)

@@ -11,6 +11,7 @@ Each phase can be re-entered after a kill: it looks at the worktree before actin
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,32 +23,42 @@ from ds4sync.rerere import ResolutionStore, forget
 
 
 def prepare(ctx: RunContext) -> PhaseOutcome:
-    """Back up the fork head and create the sync worktree (idempotent)."""
+    """Back up the fork head, create the sync worktree and predict the merge (idempotent).
+
+    The prediction (``git merge-tree``, diffs) runs beside the worktree checkout: the
+    checkout is I/O and one core, the prediction the other.
+    """
     record, repo = ctx.record, ctx.ws.repo
     repo.update_ref(record.backup_ref, record.fork.head_before, message=f"ds4sync backup {record.run_id}")
     if record.backup_branch and not repo.ref_exists(f"refs/heads/{record.backup_branch}"):
         repo.update_ref(f"refs/heads/{record.backup_branch}", record.fork.head_before,
                         message="ds4sync pre-sync backup")
+    base = repo.merge_base(record.fork.head_before, record.upstream.sha)
+    assert base is not None, "preflight checks for a merge-base"
     worktree = Path(record.worktree)
-    if not (worktree / ".git").exists():
-        repo.worktree_remove(worktree)
-        repo.delete_branch(record.sync_branch)
-        ctx.progress(f"creating worktree {worktree}")
-        repo.worktree_add(worktree, record.sync_branch, record.fork.head_before)
-    return PhaseOutcome("done", f"worktree {worktree} on {record.sync_branch}")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        planned = pool.submit(plan_merge, repo, fork_sha=record.fork.head_before,
+                              upstream_sha=record.upstream.sha, merge_base=base)
+        if not (worktree / ".git").exists():
+            repo.worktree_remove(worktree)
+            repo.delete_branch(record.sync_branch)
+            ctx.progress(f"creating worktree {worktree}")
+            repo.worktree_add(worktree, record.sync_branch, record.fork.head_before)
+        summary = planned.result()
+    return PhaseOutcome("done", f"worktree {worktree} on {record.sync_branch}; {len(summary.conflicts)} conflicts "
+                                f"predicted", result=summary)
 
 
 def merge(ctx: RunContext) -> PhaseOutcome:
-    """Predict the merge, import recorded resolutions, and run ``git merge --no-ff --no-commit``."""
+    """Import recorded resolutions and run ``git merge --no-ff --no-commit`` with rerere on."""
     record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    base = repo.merge_base(record.fork.head_before, record.upstream.sha)
-    assert base is not None, "preflight checks for a merge-base"
-    summary = plan_merge(repo, fork_sha=record.fork.head_before, upstream_sha=record.upstream.sha, merge_base=base)
+    summary = MergeSummary.model_validate(record.results["merge"])
     imported = ResolutionStore(ctx.ws.resolutions_dir).import_into(repo.common_dir / "rr-cache")
     if wt.merge_head() == record.upstream.sha:
         ctx.progress("merge already in progress in the worktree; going on")
     else:
-        _reset_to_fork_head(wt, record.fork.head_before)
+        if record.phase("merge").attempts > 1:
+            _reset_to_fork_head(wt, record.fork.head_before)
         ctx.progress(f"merging {record.upstream.sha[:12]} ({summary.upstream_commits} upstream commits)")
         wt.merge_no_commit(record.upstream.sha)
     return PhaseOutcome("done", f"{len(summary.conflicts)} conflicted files, {imported} recorded resolutions "
@@ -85,9 +96,9 @@ def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged
         return conflict.model_copy(update={"resolution": "person"})
     if conflict.resolution == "unresolved":
         return conflict  # resume decides about these
-    rule = ctx.ws.config.merge.rule_for(conflict.path)
-    if rule is not None and _apply_rule(wt, conflict, rule.strategy):
-        return conflict.model_copy(update={"resolution": "rule", "rule": f"{rule.glob} -> {rule.strategy}"})
+    for rule in ctx.ws.config.merge.rules_for(conflict.path):
+        if _apply_rule(wt, conflict, rule.strategy):
+            return conflict.model_copy(update={"resolution": "rule", "rule": f"{rule.glob} -> {rule.strategy}"})
     return conflict.model_copy(update={"resolution": "unresolved"})
 
 
@@ -127,6 +138,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
                     for c in summary.conflicts)
     ctx.record.results["merge"] = summary.model_copy(update={"conflicts": entries}).model_dump(mode="json")
     ctx.record.phases["resolve"].status = "done"
+    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
 
 
@@ -172,5 +184,5 @@ def backup_branch_name(template: str | None, *, branch: str, when: datetime | No
     return template.format(branch=branch.replace("/", "-"), date=date)
 
 
-MERGE_PHASES = (Phase("prepare", prepare), Phase("merge", merge), Phase("resolve", resolve),
-                Phase("commit", commit))
+MERGE_PHASES = (Phase("prepare", prepare, "merge"), Phase("merge", merge), Phase("resolve", resolve, "merge"),
+                Phase("commit", commit, "merge"))

@@ -90,10 +90,12 @@ def prepare_trees(repo: GitRepo, sha: str, *, base_ref: str, base_tree: Path | N
     repo.worktree_remove(path)
     repo.delete_branch(branch)
     candidate = repo.worktree_add(path, branch, base_ref)
-    if not candidate.cherry_pick(sha):
+    picked, conflicted = candidate.cherry_pick(sha)
+    if not picked:
         repo.worktree_remove(path)
         repo.delete_branch(branch)
-        return f"does not apply cleanly on {base_ref} (cherry-pick conflict); adapt it by hand"
+        return (f"does not apply cleanly on {base_ref} (cherry-pick conflict in {', '.join(conflicted) or '?'}); "
+                "adapt it by hand")
     if base_tree is None:
         base_path = work_dir / f"base-{sha[:10]}"
         repo.worktree_remove(base_path)
@@ -176,11 +178,15 @@ def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_r
 
 
 def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Sequence[str], patch_dir: Path) -> Path:
-    """``<patch_dir>/backport-<sha10>/`` with ``patchset.yaml`` (kind backport, provenance, rationale) and the patch."""
+    """``<patch_dir>/backport-<sha10>/`` with ``patchset.yaml`` (a :class:`PatchSet` of kind backport,
+    upstream provenance, dropped once upstream has the commit) and the ``git format-patch`` file."""
+    from ds4sync.patchsets.model import DropWhen, PatchSet, Upstream
+
     folder = patch_dir / f"backport-{upstream_sha[:10]}"
-    patch = tree.format_patch(commit, folder)
-    subject = tree.out("log", "-1", "--format=%s", commit)
-    meta = {"id": folder.name, "title": subject, "kind": "backport", "upstream": {"sha": upstream_sha},
-            "rationale": "; ".join(reasons), "patches": [patch.name]}
-    (folder / "patchset.yaml").write_text(yaml.safe_dump(meta, sort_keys=False), encoding="utf-8")
+    patches = tree.format_patch(f"{commit}~1..{commit}", folder)
+    meta = PatchSet(id=folder.name, title=tree.out("log", "-1", "--format=%s", commit), kind="backport",
+                    rationale="kept by measurement: " + "; ".join(reasons), upstream=Upstream(commit=upstream_sha),
+                    drop_when=DropWhen(upstream_has_commit=upstream_sha), patches=tuple(p.name for p in patches))
+    data = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    (folder / "patchset.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return folder

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import MODEL_NAME, server_config
+from servinghelp import MODEL_NAME, server_config
 
 from ds4sync.cli import main
 from ds4sync.proc import pid_alive

@@ -1,0 +1,181 @@
+"""Gate definitions: ``gates/<tier>.yaml`` in the profile, validated into frozen models.
+
+File shape (one file per tier)::
+
+    tier: unit
+    env_failures:            # rules shared by every gate of the file
+      - {name: hf-gated-403, category: gated-model-403, pattern: "403 Client Error|GatedRepoError"}
+    gates:
+      - name: focused-unit
+        kind: pytest         # a key of ds4sync.gates.kinds.KIND_MODULES
+        run: {paths: [...], k: "...", deselect: [...], maxfail: 15}
+        source_file_dependencies: [vllm/v1/core/, "!vllm/v1/core/sched/"]
+        timeout: 1800        # seconds
+        env: {VLLM_TARGET_DEVICE: cuda}
+        required: true
+        rerun_failures: 1
+        devices: 0           # GPUs the gate needs; 0 = CPU only
+
+``run`` is validated by the kind's own ``Spec`` model. Every error is one line naming
+the file and the key path (``gates.2.run.maxfail: ...``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from ds4sync.config import FrozenModel, describe_validation_error, read_yaml, validate
+from ds4sync.errors import ConfigError
+from ds4sync.gates.model import TIERS
+
+
+class EnvFailureRule(FrozenModel):
+    """An environment-only failure: ``pattern`` (Python regex, searched) on the failure text or log.
+
+    ``where``: ``failure`` (the test's message and traceback), ``log`` (the whole gate
+    output) or ``any``. A match moves the failure to ``env_only`` under ``category``
+    (gated-model-403, host-topology, cuda-oom, network, ...).
+    """
+
+    name: str
+    category: str
+    pattern: str
+    where: str = Field(default="failure", pattern="^(failure|log|any)$")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression ({exc})") from exc
+        return value
+
+    def matches(self, *, failure_text: str, log_text: str = "") -> bool:
+        """Whether the rule's pattern occurs where it looks."""
+        texts = {"failure": (failure_text,), "log": (log_text,), "any": (failure_text, log_text)}[self.where]
+        rx = re.compile(self.pattern, re.MULTILINE)
+        return any(rx.search(text) for text in texts if text)
+
+
+class GateDef(FrozenModel):
+    """One gate as written in the profile (common fields; ``run`` is kind-specific)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    tier: str | None = None
+    kind: str
+    run: dict[str, Any] = Field(default_factory=dict)
+    description: str = ""
+    source_file_dependencies: tuple[str, ...] = ()
+    timeout: float = Field(default=1800.0, gt=0, description="seconds")
+    env: dict[str, str] = Field(default_factory=dict)
+    required: bool = True
+    env_failures: tuple[EnvFailureRule, ...] = ()
+    rerun_failures: int = Field(default=0, ge=0, le=5)
+    devices: int = Field(default=0, ge=0)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_strings(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+
+class GateFile(FrozenModel):
+    """The whole of one ``gates/<tier>.yaml``."""
+
+    tier: str
+    env_failures: tuple[EnvFailureRule, ...] = ()
+    gates: tuple[GateDef, ...] = ()
+
+    @field_validator("tier")
+    @classmethod
+    def _known_tier(cls, value: str) -> str:
+        if value not in TIERS:
+            raise ValueError(f"must be one of {', '.join(TIERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GateFile:
+        names = [g.name for g in self.gates]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"gate names must be unique (repeated: {', '.join(dupes)})")
+        for gate in self.gates:
+            if gate.tier is not None and gate.tier != self.tier:
+                raise ValueError(f"gate '{gate.name}' says tier '{gate.tier}' in the '{self.tier}' file")
+        return self
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A loaded gate: its definition, its kind's validated ``spec``, the file-level rules and its source."""
+
+    definition: GateDef
+    spec: BaseModel
+    tier: str
+    source: Path
+    shared_rules: tuple[EnvFailureRule, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The gate's name."""
+        return self.definition.name
+
+    @property
+    def rules(self) -> tuple[EnvFailureRule, ...]:
+        """The gate's own environment-only rules, then the file's shared ones."""
+        return self.definition.env_failures + self.shared_rules
+
+    def fingerprint_data(self) -> dict[str, Any]:
+        """Everything of the definition that changes what the gate does (for the cache key)."""
+        return {"definition": self.definition.model_dump(mode="json"), "spec": self.spec.model_dump(mode="json"),
+                "rules": [r.model_dump(mode="json") for r in self.rules], "tier": self.tier}
+
+
+def gates_dir(profile: Path) -> Path:
+    """The folder holding ``<tier>.yaml`` files in a profile (``<profile>/gates``, or the folder itself)."""
+    return profile / "gates" if (profile / "gates").is_dir() else profile
+
+
+def load_tier(profile: Path, tier: str) -> tuple[Gate, ...]:
+    """Load and validate ``<profile>/gates/<tier>.yaml``.
+
+    Raises:
+        ConfigError: unknown tier, missing file, malformed YAML, a bad field, an unknown
+            kind, or a ``run`` section the kind rejects; the line names file and key path.
+    """
+    if tier not in TIERS:
+        raise ConfigError(f"unknown tier '{tier}'", where="--tier", fix=f"use one of {', '.join(TIERS)}")
+    path = gates_dir(profile) / f"{tier}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no gate file for tier '{tier}'", where=str(path),
+                          fix="create it or point --profile at a folder that has gates/<tier>.yaml")
+    data = read_yaml(path)
+    if isinstance(data, dict) and "tier" not in data:
+        data = {"tier": tier, **data}
+    parsed = validate(GateFile, data, source=path)
+    if parsed.tier != tier:
+        raise ConfigError(f"tier: file says '{parsed.tier}', expected '{tier}'", where=str(path))
+    return tuple(_load_gate(parsed, index, gate, path) for index, gate in enumerate(parsed.gates))
+
+
+def _load_gate(parsed: GateFile, index: int, gate: GateDef, path: Path) -> Gate:
+    from ds4sync.gates.kinds import KIND_MODULES, kind_module
+
+    if gate.kind not in KIND_MODULES:
+        raise ConfigError(f"gates.{index}.kind: unknown kind '{gate.kind}' (known: {', '.join(sorted(KIND_MODULES))})",
+                          where=str(path))
+    spec_model: type[BaseModel] = kind_module(gate.kind).Spec
+    try:
+        spec = spec_model.model_validate(gate.run)
+    except ValidationError as exc:
+        raise ConfigError(f"gates.{index}.run.{describe_validation_error(exc)}", where=str(path),
+                          fix=f"see the {spec_model.__module__}.Spec fields") from exc
+    return Gate(definition=gate, spec=spec, tier=parsed.tier, source=path, shared_rules=parsed.env_failures)

@@ -1,0 +1,90 @@
+"""The ``command`` kind: run an argv, compare its exit code, look for output patterns.
+
+Example (vLLM's Docker metadata check)::
+
+    - name: versions-json
+      kind: command
+      run: {argv: ["{python}", tools/generate_versions_json.py, --check], expect_exit: 0}
+
+``{python}`` in argv is replaced by the target environment's interpreter. A failing
+command whose output matches an environment-only rule makes the gate ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ds4sync.config import FrozenModel
+from ds4sync.errors import ToolMissingError
+from ds4sync.gates.definition import Gate
+from ds4sync.gates.envrules import classify
+from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+
+TAIL_CHARS = 2000
+
+
+class Spec(FrozenModel):
+    """The ``run:`` section of a command gate.
+
+    ``argv``: program and arguments (``{python}`` = target interpreter); ``expect_exit``:
+    the exit code that means success; ``must_match`` / ``must_not_match``: regexes searched
+    in the combined output.
+    """
+
+    argv: tuple[str, ...] = Field(min_length=1)
+    expect_exit: int = 0
+    must_match: tuple[str, ...] = ()
+    must_not_match: tuple[str, ...] = ()
+
+    @field_validator("must_match", "must_not_match")
+    @classmethod
+    def _compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            re.compile(pattern)
+        return value
+
+
+def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
+    """Run the command gate; passed when the exit code and every pattern check hold."""
+    spec: Spec = gate.spec  # type: ignore[assignment]
+    argv = [part.replace("{python}", ctx.python) for part in spec.argv]
+    log = ctx.log_path(gate)
+    env = ctx.env_overrides(gate)
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="command", required=gate.definition.required,
+                  command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices, log_path=str(log),
+                  details={"display_command": shlex.join(argv)})
+    try:
+        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
+    except ToolMissingError as exc:
+        return GateResult(status="error", reason=exc.one_line(), **common)
+    common["duration_s"] = res.duration_s
+    if res.timed_out:
+        return GateResult(status="error", reason=f"timed out after {gate.definition.timeout:g}s", **common)
+    if res.interrupted:
+        return GateResult(status="error", reason="interrupted", **common)
+    problems = check_output(spec, res.returncode, res.output)
+    if not problems:
+        return GateResult(status="passed", reason=f"exit {res.returncode}", counts=TestCounts(passed=1), **common)
+    text = "; ".join(problems)
+    rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
+    failure = TestFailure(node_id=gate.name, message=f"{text}\n{res.output[-TAIL_CHARS:]}",
+                          env_category=rule.category if rule else None, env_rule=rule.name if rule else None)
+    if rule:
+        return GateResult(status="incomplete", reason=f"{text} [{rule.category}]", counts=TestCounts(env_only=1),
+                          failures=(failure,), **common)
+    return GateResult(status="failed", reason=text, counts=TestCounts(failed=1), failures=(failure,), **common)
+
+
+def check_output(spec: Spec, returncode: int | None, output: str) -> list[str]:
+    """What is wrong with a finished command (empty when it passed)."""
+    problems = []
+    if returncode != spec.expect_exit:
+        problems.append(f"exit {returncode}, expected {spec.expect_exit}")
+    problems += [f"output lacks /{p}/" for p in spec.must_match if not re.search(p, output, re.MULTILINE)]
+    problems += [f"output has /{p}/" for p in spec.must_not_match if re.search(p, output, re.MULTILINE)]
+    return problems

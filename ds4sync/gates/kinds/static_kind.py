@@ -1,0 +1,152 @@
+"""The ``static`` kind: built-in checks over the fork's delta against upstream.
+
+- ``ruff-check`` / ``ruff-format``: ``ruff check`` and ``ruff format --check`` on the
+  Python files that differ between the base (the upstream commit) and the work tree,
+  not the whole tree; ruff comes from the target environment (``{python} -m ruff``).
+- ``diff-check``: ``git diff --check <base>`` (whitespace errors, conflict markers).
+- ``pip-check``: ``pip check`` (or ``uv pip check --python``) in the target environment.
+
+The base is ``run.base`` or the runner's base ref (the run's upstream SHA, else
+``--changed-since``); without one the delta checks end in ``error``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from typing import Any, Literal
+
+from ds4sync.config import FrozenModel
+from ds4sync.errors import GitError, ToolMissingError
+from ds4sync.gates.definition import Gate
+from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.gitrepo import GitRepo
+
+Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
+_RUFF_LINE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
+# "Would reformat: PATH" (ruff <= 0.14) or "unformatted: ..." then " --> PATH:LINE:COL" (newer ruff).
+_REFORMAT = re.compile(r"^(?:Would reformat: (?P<path>.+)|--> (?P<arrow>[^:]+):\d+:\d+)$")
+_DIFF_CHECK = re.compile(r"^(?P<path>[^+\s][^:]*):(?P<line>\d+): (?P<msg>.+)$")
+
+
+class Spec(FrozenModel):
+    """The ``run:`` section of a static gate.
+
+    ``check``: which built-in; ``base``: the ref the delta is taken against (default: the
+    runner's base ref); ``suffixes``: which files count as Python; ``ruff``: argv prefix of
+    ruff; ``installer``: ``pip`` or ``uv`` for pip-check.
+    """
+
+    check: Check
+    base: str | None = None
+    suffixes: tuple[str, ...] = (".py", ".pyi")
+    ruff: tuple[str, ...] = ("{python}", "-m", "ruff")
+    installer: Literal["pip", "uv"] = "pip"
+
+
+def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
+    """Run one built-in static check."""
+    spec: Spec = gate.spec  # type: ignore[assignment]
+    start = time.monotonic()
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="static", required=gate.definition.required,
+                  cwd=str(ctx.cwd), env_overrides=ctx.env_overrides(gate))
+    try:
+        result = _CHECKS[spec.check](gate, ctx, spec, common)
+    except (GitError, ToolMissingError) as exc:
+        result = GateResult(status="error", reason=exc.one_line(), **common)
+    return result.model_copy(update={"duration_s": time.monotonic() - start})
+
+
+def delta_files(repo: GitRepo, base: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Files that exist now and differ from ``base`` (committed or not) with one of ``suffixes``."""
+    out = repo.out("diff", "--name-only", "--diff-filter=ACMR", "--no-renames", base)
+    return [p for p in out.splitlines() if p.endswith(suffixes) and (repo.path / p).is_file()]
+
+
+def _base(ctx: GateContext, spec: Spec) -> str:
+    base = spec.base or ctx.base_ref
+    if not base:
+        raise GitError("no base ref for the fork's delta", where="static gate",
+                       fix="pass --changed-since REF (e.g. the upstream commit) or run inside a sync run")
+    return base
+
+
+def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+    base = _base(ctx, spec)
+    files = delta_files(GitRepo(ctx.cwd), base, spec.suffixes)
+    if not files:
+        return GateResult(status="passed", reason=f"no Python files changed since {base[:12]}", **common)
+    prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
+    sub = ["check", "--no-fix", "--output-format", "concise"] if spec.check == "ruff-check" else ["format", "--check"]
+    argv = [*prefix, *sub, *files]
+    log = ctx.log_path(gate)
+    res = ctx.run(argv, gate=gate, log_path=log)
+    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={
+        "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>", "base": base,
+        "files": len(files)})
+    if res.timed_out or res.returncode not in (0, 1):
+        why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
+        return GateResult(status="error", reason=why, **common, **info)
+    failures = _failures(_RUFF_LINE, res.output) if spec.check == "ruff-check" else _unformatted(res.output)
+    bad_files = {f.node_id.split(":", 1)[0] for f in failures}
+    counts = TestCounts(passed=len(files) - len(bad_files), failed=len(bad_files))
+    if res.returncode == 1 and not failures:
+        failures = (TestFailure(node_id=gate.name, message=res.output.strip()[-2000:]),)
+    status: GateStatus = "failed" if res.returncode == 1 else "passed"
+    reason = f"{len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
+    return GateResult(status=status, reason=reason, counts=counts, failures=failures, **common, **info)
+
+
+def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+    base = _base(ctx, spec)
+    repo = GitRepo(ctx.cwd)
+    start = time.monotonic()
+    status, out, err = repo.run("diff", "--check", base, ok_codes=(0, 1, 2), strip=False)
+    log = ctx.log_path(gate)
+    log.write_text(out + err)
+    failures = _failures(_DIFF_CHECK, out)
+    info: dict[str, Any] = dict(command=("git", "diff", "--check", base), log_path=str(log),
+                                duration_s=time.monotonic() - start,
+                                details={"display_command": f"git diff --check {base}", "base": base})
+    if status == 0:
+        return GateResult(status="passed", reason="no whitespace errors or conflict markers", **common, **info)
+    return GateResult(status="failed", reason=f"{len(failures)} problems", counts=TestCounts(failed=len(failures)),
+                      failures=failures, **common, **info)
+
+
+def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+    argv = ([ctx.python, "-m", "pip", "check"] if spec.installer == "pip"
+            else ["uv", "pip", "check", "--python", ctx.python])
+    log = ctx.log_path(gate)
+    res = ctx.run(argv, gate=gate, log_path=log)
+    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={"display_command": shlex.join(argv)})
+    if res.timed_out:
+        return GateResult(status="error", reason="timed out", **common, **info)
+    if res.returncode == 0:
+        return GateResult(status="passed", reason=res.output.strip().splitlines()[-1] if res.output.strip() else "ok",
+                          counts=TestCounts(passed=1), **common, **info)
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    failures = tuple(TestFailure(node_id=line.split(" ", 1)[0], message=line) for line in lines[:200])
+    return GateResult(status="failed", reason=f"{len(lines)} incompatible requirements",
+                      counts=TestCounts(failed=len(lines)), failures=failures, **common, **info)
+
+
+def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
+    found = []
+    for line in output.splitlines():
+        match = pattern.match(line.strip())
+        if match:
+            where = ":".join(match.group(g) for g in ("path", "line", "col") if g in match.groupdict())
+            found.append(TestFailure(node_id=where, message=match.groupdict().get("msg") or line))
+    return tuple(found)
+
+
+def _unformatted(output: str) -> tuple[TestFailure, ...]:
+    paths = [m.group("path") or m.group("arrow") for m in map(_REFORMAT.match, map(str.strip, output.splitlines()))
+             if m]
+    return tuple(TestFailure(node_id=p, message="would be reformatted") for p in dict.fromkeys(paths))
+
+
+_CHECKS = {"ruff-check": _ruff, "ruff-format": _ruff, "diff-check": _diff_check, "pip-check": _pip_check}

@@ -1,0 +1,145 @@
+"""Result values of the gate tier: one :class:`GateResult` per gate, one :class:`TierResult` per tier.
+
+Cheap to import (pydantic only), so every gate kind (pytest, command, static, kernel,
+serving, perf) builds the same result. Status words follow DESIGN.md: ``passed``,
+``failed``, ``incomplete`` (only environment-only failures; never counted as passing),
+``skipped`` (not affected by the change, with the reason), ``cached`` (the same inputs
+passed before) and ``error`` (timeout, crash, malformed JUnit).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ds4sync.config import FrozenModel
+
+RESULT_SCHEMA_VERSION = 1
+
+GateStatus = Literal["passed", "failed", "incomplete", "skipped", "cached", "error"]
+TIERS: tuple[str, ...] = ("static", "unit", "gpu", "kernel", "serving", "perf")
+# Statuses that let a tier count as green; `incomplete` is deliberately absent.
+GREEN: frozenset[str] = frozenset({"passed", "cached", "skipped"})
+
+
+class TestCounts(FrozenModel):
+    """Per-test counts of one gate run.
+
+    ``failed`` and ``errors`` hold only real failures; a failure matched by an
+    environment-only rule counts in ``env_only`` instead, a test that failed and then
+    passed on rerun counts in ``flaky`` (not in ``passed``). ``deselected`` comes from
+    pytest's own summary line (``-k`` and ``--deselect``).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    deselected: int = 0
+    env_only: int = 0
+    flaky: int = 0
+
+    def summary(self) -> str:
+        """pytest-style text such as ``309 passed, 25 deselected`` (zeros left out)."""
+        words = [("passed", self.passed), ("failed", self.failed), ("errors", self.errors),
+                 ("skipped", self.skipped), ("deselected", self.deselected), ("env-only", self.env_only),
+                 ("flaky", self.flaky)]
+        return ", ".join(f"{n} {w}" for w, n in words if n) or "no tests"
+
+
+class TestFailure(FrozenModel):
+    """One failing test (or one failed check) of a gate.
+
+    ``node_id`` is pytest's node id (``tests/x.py::TestA::test_b[p]``) or a check name;
+    ``env_category`` is set when an environment-only rule matched (e.g. ``gated-model-403``),
+    with the rule's name in ``env_rule``.
+    """
+
+    __test__ = False
+
+    node_id: str
+    kind: Literal["failure", "error"] = "failure"
+    message: str = ""
+    env_category: str | None = None
+    env_rule: str | None = None
+    duration_s: float = 0.0
+
+
+class GateResult(FrozenModel):
+    """What one gate ended with: status, counts, failures, and how it was run.
+
+    ``command`` is the exact argv run (first run), ``env_overrides`` the variables set on
+    top of the inherited environment (secrets never appear: only the gate's own ``env`` and
+    ``CUDA_VISIBLE_DEVICES``). ``details`` holds kind-specific data (kernel bench tables,
+    serving probes, per-test durations). Durations are in seconds.
+    """
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    name: str
+    tier: str
+    kind: str
+    status: GateStatus
+    required: bool = True
+    reason: str = ""
+    counts: TestCounts = TestCounts()
+    failures: tuple[TestFailure, ...] = ()
+    flaky: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    command: tuple[str, ...] = ()
+    cwd: str = ""
+    env_overrides: dict[str, str] = Field(default_factory=dict)
+    devices: tuple[str, ...] = ()
+    log_path: str | None = None
+    cache_key: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.status in GREEN
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this result fails its tier (a required gate that is not green)."""
+        return self.required and self.status not in GREEN
+
+    @property
+    def env_categories(self) -> tuple[str, ...]:
+        """The distinct environment-only categories among the failures, in order seen."""
+        seen = dict.fromkeys(f.env_category for f in self.failures if f.env_category)
+        return tuple(seen)
+
+
+class TierResult(FrozenModel):
+    """All gates of one tier as run once; stored at ``record.results["gates"][tier]``."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    tier: str
+    repo: str
+    head: str | None = None
+    started_at: str
+    duration_s: float
+    changed_since: str | None = None
+    changed_files: int | None = None
+    run_all_reason: str | None = None
+    python: str | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    gates: tuple[GateResult, ...] = ()
+
+    def __bool__(self) -> bool:
+        return not any(g.blocking for g in self.gates)
+
+    @property
+    def status(self) -> Literal["passed", "failed", "incomplete"]:
+        """``failed`` when a required gate failed or errored, ``incomplete`` when one had only
+        environment-only failures, else ``passed``."""
+        blocking = [g for g in self.gates if g.blocking]
+        if any(g.status != "incomplete" for g in blocking):
+            return "failed"
+        return "incomplete" if blocking else "passed"
+
+    def totals(self) -> TestCounts:
+        """Counts summed over every gate (cached gates count what they counted when they ran)."""
+        fields = TestCounts.model_fields
+        return TestCounts(**{name: sum(getattr(g.counts, name) for g in self.gates) for name in fields})

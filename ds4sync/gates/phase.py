@@ -1,0 +1,32 @@
+"""The ``gate`` phase of the sync pipeline: run the tiers named in ds4sync.yaml (``gates.tiers``).
+
+Results go to ``record.results["gates"][tier]`` (the same place `ds4sync gate` writes inside a
+run). The phase is done when every tier passed, needs a person when only environment-only
+failures stand in the way (fix the host, then `ds4sync resume`), and failed otherwise.
+"""
+
+from __future__ import annotations
+
+from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
+
+
+def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
+    """Run each configured tier in the run's worktree and record it."""
+    lines, statuses = [], []
+    for tier in ctx.ws.config.gates.tiers:
+        ctx.progress(f"gates: tier {tier}")
+        result = run_tier(ctx.ws, TierOptions(tier=tier), record=ctx.record)
+        ctx.record.results.setdefault("gates", {})[tier] = result.model_dump(mode="json")
+        statuses.append(result.status)
+        lines.append(f"tier {tier}: {result.status} ({result.totals().summary()})")
+    if "failed" in statuses:
+        return PhaseOutcome("failed", "a required gate failed", details=tuple(lines),
+                            next_steps=("see `ds4sync status`; rerun one tier with `ds4sync gate --tier TIER`",))
+    if "incomplete" in statuses:
+        return PhaseOutcome("needs-person", "gates hit environment-only failures (not counted as passing)",
+                            details=tuple(lines), next_steps=("fix the environment, then `ds4sync resume`",))
+    return PhaseOutcome("done", "; ".join(lines) or "no tiers configured", details=tuple(lines))
+
+
+GATE_PHASES = (Phase("gate", run_gate_phase),)

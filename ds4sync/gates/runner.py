@@ -1,0 +1,315 @@
+"""Run one tier: load its gates, select the affected ones, serve unchanged ones from cache,
+run the rest in parallel (CPU gates up to ``jobs`` at once, GPU gates on disjoint devices),
+and record the :class:`TierResult` into the active run, if any.
+
+Ctrl-C stops every running child's process group, then re-raises KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from ds4sync.errors import ConfigError, ToolMissingError
+from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
+from ds4sync.gates.definition import Gate, load_tier
+from ds4sync.gates.kinds import GateContext, kind_module, runner_for
+from ds4sync.gates.model import GateResult, TestFailure, TierResult
+from ds4sync.gates.selection import Selected, changed_files, select
+from ds4sync.gitrepo import GitRepo
+from ds4sync.pipeline import Workspace
+from ds4sync.record import RunRecord, now_iso
+
+STOP_GRACE_S = 3.0
+
+
+@dataclass(frozen=True)
+class TierOptions:
+    """What `ds4sync gate` asked for; None/empty fields fall back to ds4sync.yaml's ``gates:``."""
+
+    tier: str
+    names: tuple[str, ...] = ()
+    changed_since: str | None = None
+    run_all: bool = False
+    jobs: int | None = None
+    gpus: tuple[str, ...] | None = None
+    use_cache: bool = True
+    python: str | None = None
+    target: Path | None = None
+
+
+@dataclass(frozen=True)
+class GateEvent:
+    """Progress of one gate: queued, started (with devices), progress (tests so far), finished (result)."""
+
+    gate: str
+    kind: Literal["queued", "started", "progress", "finished"]
+    tests: int = 0
+    devices: tuple[str, ...] = ()
+    result: GateResult | None = None
+
+
+Progress = Callable[[GateEvent], None]
+
+
+def resolve_python(explicit: str | None, target: Path, fork: Path) -> str:
+    """The target environment's interpreter: ``explicit``, else ``<checkout>/.venv/bin/python``,
+    else the fork checkout's, else the python running ds4sync.
+
+    Raises:
+        ToolMissingError: ``explicit`` names no existing program.
+    """
+    if explicit:
+        path = Path(explicit)
+        found = str(path if path.is_absolute() else target / path) if "/" in explicit else shutil.which(explicit)
+        if not found or not Path(found).exists():
+            raise ToolMissingError(f"python not found: {explicit}", where="gates.python / --python",
+                                   fix="point it at the target environment's interpreter")
+        return found
+    for root in (target, fork):
+        candidate = root / ".venv" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    return sys.executable
+
+
+@dataclass
+class _Children:
+    """Process groups started by gate threads, so that Ctrl-C can stop them all."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    groups: set[int] = field(default_factory=set)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def add(self, pgid: int) -> None:
+        with self.lock:
+            self.groups.add(pgid)
+        if self.cancelled.is_set():  # started while stopping: stop it too
+            self.stop()
+
+    def stop(self) -> None:
+        self.cancelled.set()
+        with self.lock:
+            groups = list(self.groups)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pgid in groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, sig)
+            if sig == signal.SIGTERM:
+                time.sleep(min(STOP_GRACE_S, 0.5 if groups else 0))
+
+
+class _Devices:
+    """Disjoint GPU assignment: a gate takes ``n`` ids and gives them back when done."""
+
+    def __init__(self, ids: tuple[str, ...]) -> None:
+        self.free = list(ids)
+        self.total = len(ids)
+        self.cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def take(self, count: int):
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.free) >= count)
+            got, self.free = tuple(self.free[:count]), self.free[count:]
+        try:
+            yield got
+        finally:
+            with self.cond:
+                self.free = sorted([*self.free, *got], key=lambda d: (len(d), d))
+                self.cond.notify_all()
+
+
+def run_tier(ws: Workspace, options: TierOptions, *, record: RunRecord | None = None,
+             progress: Progress | None = None) -> TierResult:
+    """Run the gates of ``options.tier`` and return their results (recorded into ``record`` when given).
+
+    Runs in ``options.target``, else the run's worktree, else the checkout of ``ws``.
+
+    Raises:
+        ConfigError: bad gate file, unknown tier or gate name.
+        ToolMissingError: the target python does not exist.
+        KeyboardInterrupt: after every child was stopped.
+    """
+    started_at, start = now_iso(), time.monotonic()
+    emit = progress or (lambda _event: None)
+    target = options.target or (Path(record.worktree) if record else ws.repo.path)
+    repo = GitRepo(target)
+    gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
+    settings = ws.config.gates
+    changed = changed_files(repo, options.changed_since) if options.changed_since else None
+    decisions, run_all_reason = select(gates, changed, run_all=options.run_all, patterns=settings.run_all_patterns,
+                                       excludes=settings.run_all_exclude_patterns)
+    python = resolve_python(options.python or settings.python, target, ws.repo.path)
+    fingerprint = environment_fingerprint(python)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    log_dir = (ws.store.log_dir(record.run_id) / "gates" if record
+               else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}")
+    base_ref = record.upstream.sha if record else (options.changed_since or _upstream_ref(ws, repo))
+    plan = _Plan(repo=repo, cache=GateCache(ws.store.root / "gate-cache"), fingerprint=fingerprint,
+                 use_cache=options.use_cache, emit=emit, children=_Children(),
+                 devices=_Devices(_gpus(options.gpus, settings.gpus)),
+                 cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
+                 context=GateContext(cwd=target, python=python, log_dir=log_dir, base_ref=base_ref))
+    results = plan.execute(decisions)
+    return TierResult(tier=options.tier, repo=str(target), head=repo.head(), started_at=started_at,
+                      duration_s=time.monotonic() - start, changed_since=options.changed_since,
+                      changed_files=None if changed is None else len(changed), run_all_reason=run_all_reason,
+                      python=python, environment=dict(fingerprint), gates=tuple(results))
+
+
+def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
+    """Write ``result`` to ``record.results["gates"][tier]`` (re-read first) and save atomically."""
+    fresh = ws.store.load(record.run_id)
+    fresh.results.setdefault("gates", {})[result.tier] = result.model_dump(mode="json")
+    return ws.store.save(fresh)
+
+
+@dataclass
+class _Plan:
+    repo: GitRepo
+    cache: GateCache
+    fingerprint: tuple[tuple[str, str], ...]
+    use_cache: bool
+    emit: Progress
+    children: _Children
+    devices: _Devices
+    cpu_slots: threading.Semaphore
+    context: GateContext
+
+    def execute(self, decisions: list[Selected]) -> list[GateResult]:
+        results: dict[str, GateResult] = {}
+        todo: list[tuple[Gate, str | None, str]] = []
+        for item in decisions:
+            gate = item.gate
+            if not item.runs:
+                results[gate.name] = _plain(gate, "skipped", item.skip_reason or "not affected")
+                self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
+                continue
+            key = cache_key(gate, self.repo, self.fingerprint)
+            hit = self.cache.get(key) if key and self.use_cache else None
+            if hit is not None:
+                results[gate.name] = hit.model_copy(update={
+                    "status": "cached", "reason": f"same inputs passed before ({hit.counts.summary()})",
+                    "cache_key": key, "details": {**hit.details, "cached_duration_s": hit.duration_s},
+                    "duration_s": 0.0})
+                self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
+                continue
+            todo.append((gate, key, item.reason))
+            self.emit(GateEvent(gate.name, "queued"))
+        if todo:
+            self._run_all(todo, results)
+        return [results[item.gate.name] for item in decisions]
+
+    def _run_all(self, todo: list[tuple[Gate, str | None, str]], results: dict[str, GateResult]) -> None:
+        workers = max(1, len(todo))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gate") as pool:
+            futures: dict[Future[GateResult], str] = {
+                pool.submit(self._one, gate, key, why): gate.name for gate, key, why in todo}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        results[futures[fut]] = fut.result()
+            except KeyboardInterrupt:
+                self.children.stop()
+                wait(pending, timeout=30)
+                raise
+
+    def _one(self, gate: Gate, key: str | None, why: str) -> GateResult:
+        need = gate.definition.devices
+        if self.children.cancelled.is_set():
+            return _plain(gate, "error", "interrupted before it started")
+        if need > self.devices.total:
+            return _plain(gate, "incomplete", f"needs {need} GPUs, {self.devices.total} given (--gpus)",
+                          failure=TestFailure(node_id=gate.name, message="not enough GPUs on this host",
+                                              env_category="host-topology", env_rule="devices"))
+        slot = self.devices.take(need) if need else _semaphore(self.cpu_slots)
+        with slot as devices:
+            if self.children.cancelled.is_set():
+                return _plain(gate, "error", "interrupted before it started")
+            result = self._execute(gate, tuple(devices or ()), why)
+        if key and result.status == "passed":
+            result = result.model_copy(update={"cache_key": key})
+            self.cache.put(key, result)
+        self.emit(GateEvent(gate.name, "finished", result=result))
+        return result
+
+    def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
+        counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
+        seen = [0]
+
+        def on_line(line: str) -> None:
+            if counter is not None:
+                n = counter(line)
+                if n:
+                    seen[0] += n
+                    self.emit(GateEvent(gate.name, "progress", tests=seen[0], devices=devices))
+
+        ctx = GateContext(cwd=self.context.cwd, python=self.context.python, log_dir=self.context.log_dir,
+                          devices=devices, base_ref=self.context.base_ref, on_line=on_line,
+                          on_start=self.children.add)
+        self.emit(GateEvent(gate.name, "started", devices=devices))
+        try:
+            result = runner_for(gate.definition.kind)(gate, ctx)
+        except ToolMissingError as exc:
+            result = _plain(gate, "error", exc.one_line())
+        if self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
+            result = result.model_copy(update={"status": "error", "reason": f"interrupted ({result.reason})"})
+        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
+
+
+@contextlib.contextmanager
+def _semaphore(sem: threading.Semaphore):
+    with sem:
+        yield ()
+
+
+def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None = None) -> GateResult:
+    from ds4sync.gates.model import TestCounts
+
+    counts = TestCounts(env_only=1) if failure and failure.env_category else TestCounts()
+    return GateResult(name=gate.name, tier=gate.tier, kind=gate.definition.kind, status=status,  # type: ignore[arg-type]
+                      required=gate.definition.required, reason=reason, counts=counts,
+                      failures=(failure,) if failure else ())
+
+
+def _gpus(asked: tuple[str, ...] | None, configured: tuple[str, ...]) -> tuple[str, ...]:
+    """--gpus, else gates.gpus in ds4sync.yaml, else this process's CUDA_VISIBLE_DEVICES (none when unset)."""
+    if asked is not None:
+        return asked
+    if configured:
+        return configured
+    return tuple(d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip())
+
+
+def _named(gates: tuple[Gate, ...], names: tuple[str, ...], profile: Path) -> tuple[Gate, ...]:
+    if not names:
+        return gates
+    known = {g.name for g in gates}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"no gate named {', '.join(unknown)} in this tier (known: {', '.join(sorted(known))})",
+                          where=str(profile), fix="check --gate")
+    return tuple(g for g in gates if g.name in names)
+
+
+def _upstream_ref(ws: Workspace, repo: GitRepo) -> str | None:
+    """``<remote>/<ref>`` of the configured upstream when it resolves here (the delta's base)."""
+    upstream = ws.config.upstream
+    for ref in (f"{upstream.remote}/{upstream.ref}", upstream.ref if upstream.remote == "." else None):
+        if ref and repo.resolve_commit(ref):
+            return ref
+    return None

@@ -1,0 +1,36 @@
+"""The ``gates:`` section of ds4sync.yaml (imported by ds4sync.config; depends on pydantic only).
+
+Run-all patterns are vLLM's (``.buildkite/ci_config.yaml``): a changed file that
+``re.match``-es a run-all pattern and no exclude pattern selects every gate.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
+VLLM_RUN_ALL_PATTERNS: tuple[str, ...] = (
+    "docker/Dockerfile", "CMakeLists.txt", "requirements/common.txt", "requirements/cuda.txt",
+    "requirements/kv_connectors.txt", "requirements/build/cuda.txt", "requirements/test/cuda.txt", "setup.py",
+    "csrc/", "cmake/")
+VLLM_RUN_ALL_EXCLUDE_PATTERNS: tuple[str, ...] = (
+    "docker/Dockerfile.", "csrc/cpu/", "csrc/rocm/", "cmake/hipify.py", "cmake/cpu_extension.cmake")
+
+
+class GatesConfig(BaseModel):
+    """How gates run: the target interpreter, parallelism, GPUs, and run-all patterns.
+
+    ``python``: the target environment's interpreter (relative paths are taken from the
+    checkout; default ``<checkout>/.venv/bin/python``, else the fork checkout's, else the
+    python running ds4sync). ``gpus``: device ids for GPU gates (default: none). ``tiers``:
+    what the pipeline's ``gate`` phase runs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    python: str | None = None
+    tiers: tuple[str, ...] = ("static", "unit")
+    jobs: int = Field(default=2, ge=1)
+    gpus: tuple[str, ...] = ()
+    run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS
+    run_all_exclude_patterns: tuple[str, ...] = VLLM_RUN_ALL_EXCLUDE_PATTERNS

@@ -1,0 +1,318 @@
+"""Typed models of ``patchset.yaml``: a fork feature, backport, fixup or removal as one unit.
+
+A patch-set is a folder ``<profile>/patches/<id>/`` holding ``patchset.yaml`` and the
+``.patch`` files of ``git format-patch``. The yaml is validated once, here, into frozen
+models; a bad file is one line naming the file and the key path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ds4sync.config import FrozenModel, read_yaml, validate
+from ds4sync.errors import ConfigError
+
+PATCHSET_FILE = "patchset.yaml"
+CATALOGUE_FILE = "catalogue.yaml"
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+Severity = Literal["blocking", "advisory"]
+Globs = Annotated[tuple[str, ...], Field(min_length=1)]
+
+
+def _as_tuple(value: object) -> object:
+    return (value,) if isinstance(value, str) else value
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc})") from exc
+    return pattern
+
+
+class _InvariantBase(FrozenModel):
+    """Fields every invariant has: an optional id, its severity and a note.
+
+    ``advisory`` invariants are evaluated and reported but never fail a sync: use it for
+    inferred invariants that were not yet confirmed against a fork checkout.
+    """
+
+    id: str | None = None
+    severity: Severity = "blocking"
+    note: str = ""
+
+
+class ContainsInvariant(_InvariantBase):
+    """A regular expression (Python ``re``, MULTILINE) must match in the files of ``files``.
+
+    ``files`` is a path or glob (``**`` crosses folders, ``{a,b}`` alternatives) or a list
+    of them. ``every_file``: each matched file must match (default: at least one);
+    ``min_count``: total matches needed across the files.
+    """
+
+    kind: Literal["contains"]
+    files: Globs
+    pattern: str
+    every_file: bool = False
+    min_count: int = Field(default=1, ge=1)
+
+    _files = field_validator("files", mode="before")(_as_tuple)
+    _pattern = field_validator("pattern")(_compiles)
+
+
+class AbsentInvariant(_InvariantBase):
+    """A regular expression must match in none of the files of ``files`` (no files: holds)."""
+
+    kind: Literal["absent"]
+    files: Globs
+    pattern: str
+
+    _files = field_validator("files", mode="before")(_as_tuple)
+    _pattern = field_validator("pattern")(_compiles)
+
+
+class FileExistsInvariant(_InvariantBase):
+    """A file (or at least one file of a glob) must exist."""
+
+    kind: Literal["file_exists"]
+    path: str
+
+
+class FileAbsentInvariant(_InvariantBase):
+    """No file may exist at ``path`` (or match it, for a glob)."""
+
+    kind: Literal["file_absent"]
+    path: str
+
+
+class SymbolInvariant(_InvariantBase):
+    """A Python name must be defined: ``pkg.mod:Class.method``, read with ``ast``, never imported.
+
+    ``pkg.mod`` resolves to ``pkg/mod.py`` or ``pkg/mod/__init__.py`` under ``root`` (a folder
+    of the tree, default the top). Module-level names bound by ``def``, ``class``,
+    assignment or ``from ... import`` (a re-export) count.
+    """
+
+    kind: Literal["symbol"]
+    symbol: str
+    root: str = ""
+
+    @field_validator("symbol")
+    @classmethod
+    def _shape(cls, value: str) -> str:
+        module, sep, qualname = value.partition(":")
+        ok = re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module or "-")
+        if not sep or not ok or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", qualname or "-"):
+            raise ValueError("expected 'package.module:Name' or 'package.module:Class.method'")
+        return value
+
+
+class RefSide(FrozenModel):
+    """One side of a cross reference: files (globs) and a regular expression.
+
+    On the source side the pattern has one group (or a group named ``name``) giving the
+    name; on the target side ``{name}`` stands for the escaped name.
+    """
+
+    files: Globs
+    pattern: str
+
+    _files = field_validator("files", mode="before")(_as_tuple)
+    _pattern = field_validator("pattern")(_compiles)
+
+
+class CrossRefInvariant(_InvariantBase):
+    """Every name extracted from ``source`` must appear, through ``target.pattern``, in ``target``.
+
+    The by-hand audits of vLLM forks after a sync: every ``ops.impl`` has its ``ops.def``,
+    every env var declared has its runtime entry. ``min_names``: fewer names extracted is
+    a violation (an empty source proves nothing).
+    """
+
+    kind: Literal["cross_ref"]
+    source: RefSide
+    target: RefSide
+    min_names: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _placeholder(self) -> CrossRefInvariant:
+        if "{name}" not in self.target.pattern:
+            raise ValueError("target.pattern must contain the {name} placeholder")
+        _compiles(self.target.pattern.replace("{name}", "x"))
+        if re.compile(self.source.pattern).groups < 1:
+            raise ValueError("source.pattern needs a group that captures the name")
+        return self
+
+
+class TestInvariant(_InvariantBase):
+    """A pytest node id that must pass; run by the gate phase, listed here for the report."""
+
+    __test__ = False  # not a pytest class
+
+    kind: Literal["test"]
+    node: str
+
+
+Invariant = Annotated[
+    ContainsInvariant | AbsentInvariant | FileExistsInvariant | FileAbsentInvariant | SymbolInvariant
+    | CrossRefInvariant | TestInvariant,
+    Field(discriminator="kind"),
+]
+
+
+class Upstream(FrozenModel):
+    """Where a backport comes from: repository, PR number and commit."""
+
+    repo: str | None = None
+    pr: int | None = None
+    commit: str | None = None
+
+
+class DropWhen(FrozenModel):
+    """When upstream makes the patch-set unnecessary (any one that is set and holds).
+
+    ``upstream_has_commit``: the upstream SHA being synced contains this commit.
+    ``invariants_hold_on_upstream``: the patch-set's own blocking invariants hold on the
+    upstream tree alone. ``upstream_invariants``: these invariants hold on the upstream tree.
+    """
+
+    upstream_has_commit: str | None = None
+    invariants_hold_on_upstream: bool = False
+    upstream_invariants: tuple[Invariant, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """Whether no condition is set."""
+        return not (self.upstream_has_commit or self.invariants_hold_on_upstream or self.upstream_invariants)
+
+
+class PatchSet(FrozenModel):
+    """One ``patchset.yaml``: a fork carry that every sync proves still present.
+
+    ``patches`` lists the ``.patch`` files (relative to the folder) in apply order; empty
+    means metadata and invariants only (``note`` says why). ``folder`` is filled by the loader.
+    """
+
+    id: str
+    title: str
+    kind: Literal["fork-feature", "backport", "fixup", "removal"]
+    owner: str = ""
+    rationale: str = ""
+    note: str = ""
+    upstream: Upstream | None = None
+    depends_on: tuple[str, ...] = ()
+    drop_when: DropWhen | None = None
+    invariants: tuple[Invariant, ...] = ()
+    tests: tuple[str, ...] = ()
+    patches: tuple[str, ...] = ()
+    folder: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not ID_RE.match(value):
+            raise ValueError("must be lower case letters, digits, '.', '_' or '-'")
+        return value
+
+    def invariant_ids(self) -> list[str]:
+        """Each invariant's id: its own, else ``<kind>-<n>`` (1-based within the patch-set)."""
+        return [inv.id or f"{inv.kind}-{i}" for i, inv in enumerate(self.invariants, 1)]
+
+    def patch_files(self) -> list[Path]:
+        """The ``.patch`` files, absolute, in apply order."""
+        assert self.folder is not None
+        return [self.folder / name for name in self.patches]
+
+
+class Catalogue(FrozenModel):
+    """Optional ``patches/catalogue.yaml``: when the catalogue applies to a tree at all.
+
+    ``applies_when`` invariants are checked on the tree first; when one does not hold the
+    patch-sets are reported as not applicable instead of as violations (a catalogue for
+    one fork run against another project's tree).
+    """
+
+    name: str = ""
+    applies_when: tuple[Invariant, ...] = ()
+
+
+def load_patchset(folder: Path) -> PatchSet:
+    """Load ``<folder>/patchset.yaml``.
+
+    Raises:
+        ConfigError: malformed YAML, an unknown key, a bad regex, an id that differs from
+            the folder name, a listed patch file that is missing.
+    """
+    path = folder / PATCHSET_FILE
+    patchset = validate(PatchSet, read_yaml(path), source=path)
+    if patchset.id != folder.name:
+        raise ConfigError(f"id: '{patchset.id}' differs from the folder name '{folder.name}'", where=str(path),
+                          fix="rename the folder or the id")
+    for name in patchset.patches:
+        if not (folder / name).is_file():
+            raise ConfigError(f"patches: file '{name}' does not exist", where=str(path),
+                              fix="run `ds4sync patches refresh` or fix the list")
+    return patchset.model_copy(update={"folder": folder})
+
+
+def load_catalogue(patches_dir: Path) -> tuple[Catalogue, list[PatchSet]]:
+    """Every patch-set under ``patches_dir`` in dependency order, plus the catalogue settings.
+
+    A missing folder is an empty catalogue.
+
+    Raises:
+        ConfigError: a malformed file, duplicate ids, an unknown dependency, a cycle.
+    """
+    if not patches_dir.is_dir():
+        return Catalogue(), []
+    cat_path = patches_dir / CATALOGUE_FILE
+    catalogue = validate(Catalogue, read_yaml(cat_path), source=cat_path) if cat_path.is_file() else Catalogue()
+    found = [load_patchset(p.parent) for p in sorted(patches_dir.glob(f"*/{PATCHSET_FILE}"))]
+    return catalogue, dependency_order(found, where=str(patches_dir))
+
+
+def dependency_order(patchsets: Sequence[PatchSet], *, where: str = "patches") -> list[PatchSet]:
+    """Patch-sets sorted so each comes after those it ``depends_on`` (ties: by id).
+
+    Raises:
+        ConfigError: an unknown dependency, or a cycle (named in full, e.g. ``a -> b -> a``).
+    """
+    by_id: dict[str, PatchSet] = {}
+    for ps in patchsets:
+        if ps.id in by_id:
+            raise ConfigError(f"two patch-sets have the id '{ps.id}'", where=where)
+        by_id[ps.id] = ps
+    for ps in patchsets:
+        for dep in ps.depends_on:
+            if dep not in by_id:
+                raise ConfigError(f"depends_on: unknown patch-set '{dep}'", where=_source(ps),
+                                  fix=f"known ids: {', '.join(sorted(by_id)) or '(none)'}")
+    ordered: list[PatchSet] = []
+    state: dict[str, str] = {}
+
+    def visit(ps: PatchSet, path: list[str]) -> None:
+        if state.get(ps.id) == "done":
+            return
+        if state.get(ps.id) == "open":
+            cycle = [*path[path.index(ps.id):], ps.id]
+            raise ConfigError(f"depends_on forms a cycle: {' -> '.join(cycle)}", where=where,
+                              fix="remove one of these dependencies")
+        state[ps.id] = "open"
+        for dep in sorted(ps.depends_on):
+            visit(by_id[dep], [*path, ps.id])
+        state[ps.id] = "done"
+        ordered.append(ps)
+
+    for ps in sorted(patchsets, key=lambda p: p.id):
+        visit(ps, [])
+    return ordered
+
+
+def _source(ps: PatchSet) -> str:
+    return str(ps.folder / PATCHSET_FILE) if ps.folder else ps.id

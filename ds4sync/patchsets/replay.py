@@ -1,0 +1,239 @@
+"""The ``replay`` and ``verify`` phases: re-apply patch-sets after the merge, then prove them.
+
+replay   in dependency order, per patch-set: drop_when holds on upstream -> landed-upstream;
+         invariants hold -> retained; else ``git apply --3way`` of its patches -> reapplied
+         (one commit with a ``Patch-set: <id>`` trailer); apply fails -> needs-adaptation
+         (stops for a person; ``ds4sync resume`` commits the adapted tree and goes on).
+verify   every invariant of every patch-set on the final tree; a blocking violation fails.
+
+Both run in the sync worktree (``record.worktree``) after the merge commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ds4sync.config import FrozenModel
+from ds4sync.errors import ConfigError
+from ds4sync.gitrepo import GitRepo
+from ds4sync.patchsets.check import CheckReport, applies, check_tree, drop_evidence, status_of
+from ds4sync.patchsets.invariants import InvariantResult, evaluate
+from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
+from ds4sync.patchsets.tree import CommitTree, FolderTree
+from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
+
+REPLAY_SCHEMA_VERSION = 1
+TRAILER = "Patch-set"
+ReplayStatus = Literal["retained", "landed-upstream", "reapplied", "needs-adaptation", "adapted"]
+
+
+class ReplayEntry(FrozenModel):
+    """What replay did with one patch-set.
+
+    ``evidence``: upstream facts for landed-upstream; ``conflicted``/``rejects``: what a
+    person must adapt; ``invariants``: the results that decided it.
+    """
+
+    id: str
+    title: str
+    status: ReplayStatus
+    detail: str
+    commit: str | None = None
+    evidence: tuple[str, ...] = ()
+    conflicted: tuple[str, ...] = ()
+    rejects: tuple[str, ...] = ()
+    invariants: tuple[InvariantResult, ...] = ()
+
+
+class ReplayResult(FrozenModel):
+    """The replay phase's record entry; ``pending`` names the patch-set waiting for a person."""
+
+    schema_version: int = REPLAY_SCHEMA_VERSION
+    patches_dir: str
+    applicable: bool = True
+    applies_detail: str = ""
+    entries: tuple[ReplayEntry, ...] = ()
+    pending: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Patch-sets per replay status."""
+        out: dict[str, int] = {}
+        for entry in self.entries:
+            out[entry.status] = out.get(entry.status, 0) + 1
+        return out
+
+
+def patches_dir(ctx: RunContext) -> Path:
+    """``<profile>/patches`` of the run's workspace."""
+    return ctx.ws.profile / "patches"
+
+
+def _catalogue_or_stop(ctx: RunContext) -> tuple[Catalogue, list[PatchSet]] | PhaseOutcome:
+    """The catalogue, or a needs-person outcome naming the malformed file (fix it, then resume)."""
+    try:
+        return load_catalogue(patches_dir(ctx))
+    except ConfigError as exc:
+        return PhaseOutcome("needs-person", exc.one_line(), details=(exc.one_line(),),
+                            next_steps=("fix the patch-set file, then `ds4sync resume`",))
+
+
+def replay(ctx: RunContext) -> PhaseOutcome:
+    """Replay every patch-set onto the merged tree; stop at the first that needs adaptation."""
+    folder = patches_dir(ctx)
+    loaded = _catalogue_or_stop(ctx)
+    if isinstance(loaded, PhaseOutcome):
+        return loaded
+    catalogue, patchsets = loaded
+    wt = ctx.worktree
+    ok, detail = applies(FolderTree(wt.path), catalogue)
+    if not ok:
+        result = ReplayResult(patches_dir=str(folder), applicable=False, applies_detail=detail)
+        return PhaseOutcome("skipped", detail, result=result)
+    prior = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    entries = {e.id: e for e in prior.entries} if prior else {}
+    by_id = {ps.id: ps for ps in patchsets}
+    if prior and prior.pending in by_id:
+        entry = accept_adaptation(ctx, wt, by_id[prior.pending], entries[prior.pending])
+        entries[entry.id] = entry
+        if entry.status == "needs-adaptation":
+            return _stop(ctx, folder, entries, entry)
+    for ps in patchsets:
+        if ps.id in entries and entries[ps.id].status != "needs-adaptation":
+            continue
+        ctx.progress(f"replay {ps.id}")
+        entry = replay_one(ctx, wt, ps)
+        entries[ps.id] = entry
+        if entry.status == "needs-adaptation":
+            return _stop(ctx, folder, entries, entry)
+    result = ReplayResult(patches_dir=str(folder), entries=tuple(entries[ps.id] for ps in patchsets))
+    counts = ", ".join(f"{n} {status}" for status, n in result.counts().items()) or "no patch-sets"
+    return PhaseOutcome("done", f"patch-sets: {counts}", result=result,
+                        details=tuple(f"{e.id}: {e.status}: {e.detail}" for e in result.entries))
+
+
+def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
+    """Decide and do one patch-set: landed-upstream, retained, reapplied or needs-adaptation."""
+    results = tuple(evaluate(FolderTree(wt.path), ps))
+    upstream_sha = ctx.record.upstream.sha
+    drop = ps.drop_when
+    has_commit = None
+    if drop and drop.upstream_has_commit:
+        sha = ctx.ws.repo.resolve_commit(drop.upstream_has_commit)
+        has_commit = sha is not None and ctx.ws.repo.is_ancestor(sha, upstream_sha)
+    evidence = drop_evidence(drop, ps, upstream=CommitTree(ctx.ws.repo, upstream_sha), has_commit=has_commit)
+    base: dict[str, Any] = {"id": ps.id, "title": ps.title, "invariants": results}
+    if evidence:
+        return ReplayEntry(**base, status="landed-upstream", evidence=tuple(evidence),
+                           detail="upstream makes it unnecessary: candidate to delete from the catalogue")
+    checked = [r for r in results if r.status != "deferred"]
+    if checked and status_of(results) != "violated":
+        return ReplayEntry(**base, status="retained", detail=f"{len(checked)} invariant(s) hold on the merged tree")
+    if not checked and ps.patches and all(wt.apply_check(p, reverse=True) for p in ps.patch_files()):
+        return ReplayEntry(**base, status="retained", detail="its patches are already in the merged tree")
+    failing = "; ".join(r.detail for r in results if r.blocking_violation)
+    if not ps.patches:
+        return ReplayEntry(**base, status="needs-adaptation",
+                           detail=f"metadata-only patch-set and its invariants do not hold: {failing}")
+    return _apply(wt, ps, base)
+
+
+def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
+    for patch in ps.patch_files():
+        outcome = wt.apply_3way(patch)
+        if not outcome.ok:
+            what = (f"conflicts in {', '.join(outcome.conflicted)}" if outcome.conflicted else
+                    f"rejected hunks in {', '.join(outcome.rejects) or 'the patch'}")
+            return ReplayEntry(**base, status="needs-adaptation", conflicted=outcome.conflicted,
+                               rejects=outcome.rejects, detail=f"{patch.name} does not apply: {what}")
+    after = tuple(evaluate(FolderTree(wt.path), ps))
+    note = "" if status_of(after) != "violated" else "; its invariants still fail (see verify)"
+    if not wt.has_staged_changes():
+        return ReplayEntry(**{**base, "invariants": after}, status="retained",
+                           detail=f"its patches are already in the merged tree{note}")
+    sha = wt.commit(commit_message(ps, "Reapplied by ds4sync replay after the upstream merge."))
+    return ReplayEntry(**{**base, "invariants": after}, status="reapplied", commit=sha,
+                       detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}")
+
+
+def commit_message(ps: PatchSet, body: str) -> str:
+    """``<title>`` + body + the ``Patch-set: <id>`` trailer."""
+    return f"{ps.title}\n\n{body}\n\n{TRAILER}: {ps.id}\n"
+
+
+def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayEntry) -> ReplayEntry:
+    """On resume: commit the person's adapted tree for ``ps`` with the trailer.
+
+    Refused (the entry stays needs-adaptation) while conflict markers remain or the
+    patch-set's blocking invariants still fail.
+    """
+    for rej in entry.rejects:
+        (wt.path / rej).unlink(missing_ok=True)
+    changed = sorted({line[3:].split(" -> ")[-1] for line in wt.status_porcelain()} | set(entry.conflicted))
+    marked = [path for path in changed if wt.has_markers(path)]
+    if marked:
+        return entry.model_copy(update={"detail": f"conflict markers remain in {', '.join(marked)}"})
+    results = tuple(evaluate(FolderTree(wt.path), ps))
+    failing = [r for r in results if r.blocking_violation]
+    if failing:
+        return entry.model_copy(update={"invariants": results, "detail": "invariants still fail after adaptation: "
+                                        + "; ".join(r.detail for r in failing)})
+    wt.add_all()
+    sha = None
+    if wt.has_staged_changes():
+        sha = wt.commit(commit_message(ps, f"Adapted by a person during ds4sync run {ctx.record.run_id}."))
+    return entry.model_copy(update={"status": "adapted", "commit": sha, "invariants": results,
+                                    "detail": "adapted by a person; run `ds4sync patches refresh "
+                                              f"{ps.id}` to update its patches"})
+
+
+def _stop(ctx: RunContext, folder: Path, entries: dict[str, ReplayEntry], entry: ReplayEntry) -> PhaseOutcome:
+    result = ReplayResult(patches_dir=str(folder), entries=tuple(entries.values()), pending=entry.id)
+    listed = [*(f"conflict: {p}" for p in entry.conflicted), *(f"rejected hunks: {p}" for p in entry.rejects)]
+    return PhaseOutcome(
+        "needs-person", f"patch-set {entry.id} needs adaptation in {ctx.record.worktree}: {entry.detail}",
+        result=result, details=tuple(listed) or (entry.detail,),
+        next_steps=(f"adapt the tree in {ctx.record.worktree} until the invariants of {entry.id} hold "
+                    "(delete conflict markers; .rej files are removed for you)",
+                    "then `ds4sync resume` (it commits the adapted tree with a Patch-set trailer)",
+                    f"afterwards `ds4sync patches refresh {entry.id}` rewrites its patches"))
+
+
+def verify(ctx: RunContext) -> PhaseOutcome:
+    """Every invariant of every patch-set on the final tree; a blocking violation fails the run."""
+    folder = patches_dir(ctx)
+    loaded = _catalogue_or_stop(ctx)
+    if isinstance(loaded, PhaseOutcome):
+        return loaded
+    catalogue, patchsets = loaded
+    replayed = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
+    report = check_tree(FolderTree(ctx.worktree.path), catalogue, patchsets, patches_dir=str(folder), landed=landed)
+    counts = report.counts()
+    if not report.applicable:
+        return PhaseOutcome("skipped", report.applies_detail, result=VerifyResult.of(report))
+    message = (f"{counts['holds']} of {counts['invariants']} invariants hold across {counts['patchsets']} patch-sets"
+               f" ({counts['violated']} violated, {counts['advisory']} advisory, {counts['deferred']} deferred "
+               "to gates)")
+    if not report.ok:
+        return PhaseOutcome("failed", message, result=VerifyResult.of(report),
+                            details=tuple(r.line() for r in report.violations()),
+                            next_steps=("fix the fork features in the sync worktree and start a new sync",
+                                        "or mark an unconfirmed invariant `severity: advisory` in its patchset.yaml"))
+    return PhaseOutcome("done", message, result=VerifyResult.of(report))
+
+
+class VerifyResult(CheckReport):
+    """The verify phase's record entry: the check report plus its counts."""
+
+    totals: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, report: CheckReport) -> VerifyResult:
+        """Wrap a check report, freezing its counts into the JSON form."""
+        return cls(**report.model_dump(), totals=report.counts())
+
+
+PATCHSET_PHASES = (Phase("replay", replay), Phase("verify", verify))

@@ -1,0 +1,104 @@
+"""Where reports come from and go: the profile's templates, notes files, and the run folder.
+
+The only module of the report package that touches the file system; rendering itself
+(:mod:`ds4sync.report.render`) stays pure.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ds4sync.config import shipped_profile
+from ds4sync.errors import ConfigError
+from ds4sync.record import RecordStore, RunRecord
+from ds4sync.report.render import Format, Kind, render_report
+
+REPORT_TEMPLATE = "pr.md.j2"
+_SUFFIX = {"md": "md", "html": "html", "json": "json"}
+
+
+def templates_dir(profile: Path | None) -> Path:
+    """The ``reports/`` folder of ``profile``, else the shipped DS4 profile's.
+
+    Raises:
+        ConfigError: neither holds ``pr.md.j2``.
+    """
+    for candidate in (profile, shipped_profile()):
+        if candidate is not None and (candidate / "reports" / REPORT_TEMPLATE).is_file():
+            return candidate / "reports"
+    raise ConfigError(f"no report templates ({REPORT_TEMPLATE})", where=str((profile or Path(".")) / "reports"),
+                      fix="pass --profile DIR with a reports/ folder, or reinstall ds4sync")
+
+
+def read_notes(path: Path | None) -> str | None:
+    """A person's notes (Markdown) for the report, or None.
+
+    Raises:
+        ConfigError: the file cannot be read.
+    """
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read notes ({exc.strerror})", where=str(path), fix="check --notes") from exc
+
+
+def write_report(store: RecordStore, record: RunRecord, profile: Path | None, *, fmt: Format = "md",
+                 public: bool = False, notes: str | None = None) -> Path:
+    """Render ``record``'s PR description into its run folder and return the file's path.
+
+    Writes ``<state>/runs/<run-id>/report.<md|html|json>`` and, next to it, ``summary.json``
+    (the JSON summary, schema: ``ds4sync schema``). Both are written atomically.
+
+    Raises:
+        ConfigError: no report templates in ``profile`` nor in the shipped profile.
+    """
+    folder = store.run_dir(record.run_id)
+    templates = templates_dir(profile)
+    path = folder / f"report.{_SUFFIX[fmt]}"
+    _write_text(path, render_report(record, templates_dir=templates, fmt=fmt, public=public, notes=notes))
+    if fmt != "json":
+        _write_text(folder / "summary.json", render_report(record, templates_dir=templates, fmt="json",
+                                                           public=public, notes=notes))
+    return path
+
+
+def report_text(store: RecordStore, profile: Path | None, *, run_id: str | None, fmt: Format = "md",
+                public: bool = False, notes: str | None = None, kind: Kind = "pr") -> str:
+    """The report of run ``run_id`` (else the active run, else the latest) as text.
+
+    Raises:
+        StateError: no such run, or no run at all.
+        ConfigError: no report templates.
+    """
+    record = store.resolve(run_id)
+    return render_report(record, templates_dir=templates_dir(profile), fmt=fmt, public=public, notes=notes,
+                         kind=kind)
+
+
+def compare_text(store: RecordStore, profile: Path | None, run_a: str, run_b: str, *, fmt: Format = "md",
+                 public: bool = False) -> str:
+    """What changed from run ``run_a`` to run ``run_b`` (counts, statuses, timings).
+
+    Raises:
+        StateError: either run does not exist.
+    """
+    from ds4sync.report.render import render_compare
+
+    return render_compare(store.load(run_a), store.load(run_b), templates_dir=templates_dir(profile),
+                          fmt=fmt, public=public)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,340 @@
+"""The report view: the run record normalised into exactly what the report templates need.
+
+Phase modules own their result models; the report reads their JSON defensively
+(:mod:`ds4sync.report.build`) into these frozen models, so a renamed field upstream of
+the report changes one builder function, never a template. ``ReportView`` is also the
+published JSON summary (``ds4sync report --format json``; schema: ``ds4sync schema``).
+
+Units: durations in seconds (float), percentages in percent (float), counts as ints.
+A section that did not run is ``None`` (or an empty list) and renders as "not run".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA_VERSION = 1
+SCHEMA_ID = "urn:ds4sync:report-summary:v1"
+
+GATE_TIERS: tuple[str, ...] = ("static", "unit", "gpu", "kernel", "serving", "perf")
+COUNT_KEYS: tuple[str, ...] = ("passed", "failed", "errors", "skipped", "deselected", "env_only", "flaky")
+
+
+class View(BaseModel):
+    """Base of every report view model: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Side(View):
+    """One side of the merge: display name (``owner/repo``), branch or ref, SHA."""
+
+    name: str
+    ref: str
+    sha: str
+    url: str | None = None
+
+
+class RunInfo(View):
+    """The run itself: id, status, timestamps (ISO 8601, UTC), refs it created."""
+
+    run_id: str
+    status: str
+    created_at: str
+    updated_at: str
+    sync_branch: str
+    backup_ref: str
+    backup_branch: str | None = None
+    profile: str | None = None
+
+
+class PhaseView(View):
+    """One pipeline phase: name, status (pending, running, done, needs-person, failed, skipped)."""
+
+    name: str
+    status: str
+    finished_at: str | None = None
+    message: str = ""
+
+
+class Tally(View):
+    """A count of one label (conflict kind, resolution, status)."""
+
+    label: str
+    count: int
+
+
+class ConflictView(View):
+    """One conflicted path, its kind and how it was resolved (``rule`` names the rule)."""
+
+    path: str
+    kind: str
+    resolution: str
+    rule: str | None = None
+
+
+class OverlapView(View):
+    """A semantic overlap: both sides changed the file, git merged it cleanly; lines added+deleted."""
+
+    path: str
+    upstream_lines: int
+    fork_lines: int
+
+
+class MergeView(View):
+    """The merge: commit, counts, conflicts by kind and resolution, semantic overlaps."""
+
+    merge_commit: str | None = None
+    merge_base: str | None = None
+    upstream_sha: str | None = None
+    upstream_commits: int | None = None
+    fork_commits: int | None = None
+    conflicts: tuple[ConflictView, ...] = ()
+    conflict_kinds: tuple[Tally, ...] = ()
+    resolutions: tuple[Tally, ...] = ()
+    overlaps: tuple[OverlapView, ...] = ()
+    remerge_diff_paths: tuple[str, ...] = ()
+
+
+class InvariantView(View):
+    """One invariant of a patch-set and whether it holds on the merged tree."""
+
+    name: str
+    status: str
+    detail: str = ""
+
+
+class PatchsetView(View):
+    """A patch-set's outcome: retained, reapplied, adapted, needs-adaptation, landed-upstream, removed."""
+
+    id: str
+    title: str = ""
+    kind: str = ""
+    status: str
+    rationale: str = ""
+    upstream: str = ""
+    detail: str = ""
+    invariants: tuple[InvariantView, ...] = ()
+    invariants_held: int = 0
+
+
+class RuleUse(View):
+    """A resolution rule from ds4sync.yaml and the conflicted paths it resolved."""
+
+    rule: str
+    paths: tuple[str, ...]
+
+
+class IntegrationView(View):
+    """Integration choices: rules used, recorded and person resolutions, patch-set outcomes."""
+
+    rules: tuple[RuleUse, ...] = ()
+    recorded: tuple[str, ...] = ()
+    person: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    patchsets: tuple[PatchsetView, ...] = ()
+    patchset_tally: tuple[Tally, ...] = ()
+    patchsets_ran: bool = False
+    verify_status: str | None = None
+
+
+class OpenPR(View):
+    """An open pull request seen by the duplicate-work check."""
+
+    number: int | None = None
+    title: str = ""
+    url: str = ""
+    relation: str = ""
+
+
+class DuplicateView(View):
+    """The duplicate-work check the publish phase ran before opening the PR."""
+
+    repo: str = ""
+    checked_at: str = ""
+    open_prs: tuple[OpenPR, ...] = ()
+    conclusion: str = ""
+    pr_url: str = ""
+
+
+class Fact(View):
+    """A label and a value, e.g. ("CUDA", "13.3")."""
+
+    label: str
+    value: str
+
+
+class FailureView(View):
+    """A failed test: node id, category (e.g. gated-model-403) and the reason."""
+
+    test: str
+    category: str = ""
+    reason: str = ""
+    env_only: bool = False
+
+
+class CommandView(View):
+    """An exact command as run: environment overrides, argv, and where it ran."""
+
+    label: str
+    env: tuple[Fact, ...] = ()
+    argv: tuple[str, ...] = ()
+    text: str = ""
+    cwd: str = ""
+
+
+class GateView(View):
+    """One gate result with its counts (tests), duration (s) and exact command."""
+
+    name: str
+    tier: str
+    kind: str = ""
+    status: str
+    description: str = ""
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    deselected: int = 0
+    env_only: int = 0
+    flaky: int = 0
+    duration_s: float | None = None
+    reason: str = ""
+    failures: tuple[FailureView, ...] = ()
+    env_categories: tuple[Tally, ...] = ()
+    command: CommandView | None = None
+
+
+class TierView(View):
+    """The gates of one tier and the tier's status (worst of its gates)."""
+
+    tier: str
+    status: str
+    gates: tuple[GateView, ...]
+
+
+class CheckView(View):
+    """A build check group, e.g. imports 7/7 or op schemas 4/4, with failed items named."""
+
+    name: str
+    passed: int
+    total: int
+    failed: tuple[str, ...] = ()
+
+
+class BuildView(View):
+    """The native build: status, profile, duration (s), log path, import/op-schema checks."""
+
+    status: str
+    profile: str = ""
+    duration_s: float | None = None
+    log: str = ""
+    version: str = ""
+    message: str = ""
+    checks: tuple[CheckView, ...] = ()
+    command: CommandView | None = None
+    log_tail: tuple[str, ...] = ()
+
+
+class ProbeView(View):
+    """A kernel check or serving probe: measured value against its baseline, in ``unit``."""
+
+    name: str
+    status: str
+    value: str = ""
+    baseline: str = ""
+    unit: str = ""
+    detail: str = ""
+
+
+class ABRow(View):
+    """An A/B metric: medians, relative delta (%) and its confidence interval (%), verdict."""
+
+    metric: str
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    delta_pct: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    verdict: str = ""
+
+
+class ProbeGroup(View):
+    """A tier of probes (kernels, serving) with its A/B rows."""
+
+    name: str
+    status: str = ""
+    probes: tuple[ProbeView, ...] = ()
+    ab: tuple[ABRow, ...] = ()
+
+
+class ValidationView(View):
+    """Environment, build, gates by tier, kernel checks and serving probes."""
+
+    environment: tuple[Fact, ...] = ()
+    build: BuildView | None = None
+    tiers: tuple[TierView, ...] = ()
+    tiers_not_run: tuple[str, ...] = ()
+    probes: tuple[ProbeGroup, ...] = ()
+
+    @property
+    def gates(self) -> tuple[GateView, ...]:
+        """Every gate of every tier, in tier order."""
+        return tuple(g for tier in self.tiers for g in tier.gates)
+
+
+class RemainingItem(View):
+    """Something not run or not green: what it is and why it is listed."""
+
+    kind: Literal["tier", "gate", "build", "patch-set", "conflict", "overlap", "phase", "review"]
+    text: str
+
+
+class BackportView(View):
+    """A commit a follow-up added: short SHA, title, upstream provenance, how it was adapted."""
+
+    sha: str = ""
+    title: str = ""
+    upstream: str = ""
+    note: str = ""
+
+
+class FollowupView(View):
+    """A dated follow-up on the same sync branch (newest last), with its own validation."""
+
+    date: str
+    title: str
+    head: str = ""
+    text: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    backports: tuple[BackportView, ...] = ()
+    excluded: tuple[BackportView, ...] = ()
+    merge: MergeView | None = None
+    validation: ValidationView | None = None
+    commands: tuple[CommandView, ...] = ()
+
+
+class ReportView(View):
+    """The report summary of one run: what ``--format json`` emits and the templates render."""
+
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema", serialization_alias="$schema")
+    report_schema_version: int = REPORT_SCHEMA_VERSION
+    record_schema_version: int
+    public: bool = False
+    title: str
+    run: RunInfo
+    upstream: Side
+    fork: Side
+    phases: tuple[PhaseView, ...] = ()
+    merge: MergeView | None = None
+    integration: IntegrationView = IntegrationView()
+    duplicate: DuplicateView | None = None
+    validation: ValidationView = ValidationView()
+    commands: tuple[CommandView, ...] = ()
+    remaining: tuple[RemainingItem, ...] = ()
+    followups: tuple[FollowupView, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

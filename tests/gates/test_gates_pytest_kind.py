@@ -1,0 +1,82 @@
+"""The pytest kind on the sample project: exact counts, env-only failures, flaky reruns, timeouts, bad JUnit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gates_helpers import PYTHON, workspace, write_gates
+
+from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.gates.sample import EXPECTED_MAIN, UNIT_YAML
+from ds4sync.proc import pid_alive
+from ds4sync.repobuild import RepoBuilder
+
+
+def _run(repo: RepoBuilder, *names: str, **kw):
+    return run_tier(workspace(repo), TierOptions(tier="unit", names=names, python=PYTHON, **kw))
+
+
+def test_sample_counts_come_out_exactly(sample: RepoBuilder) -> None:
+    result = _run(sample, "main")
+    gate = result.gates[0]
+    assert gate.counts.model_dump() == EXPECTED_MAIN
+    assert gate.status == "failed" and result.status == "failed" and not result
+    by_node = {f.node_id: f for f in gate.failures}
+    assert set(by_node) == {"tests/test_fail.py::test_add_is_wrong", "tests/test_env.py::test_gated_model_fixture",
+                            "tests/test_env.py::test_pipeline_parallel_4"}
+    assert by_node["tests/test_env.py::test_gated_model_fixture"].env_category == "gated-model-403"
+    assert by_node["tests/test_env.py::test_pipeline_parallel_4"].env_category == "host-topology"
+    assert by_node["tests/test_fail.py::test_add_is_wrong"].env_category is None
+    assert "calc.add disagrees" in by_node["tests/test_fail.py::test_add_is_wrong"].message
+    assert gate.flaky == ("tests/test_flaky.py::test_flaky_once",)
+    assert gate.command[:5] == (PYTHON, "-m", "pytest", "-q", "--tb=short")
+    assert "--deselect=tests/test_hang.py" in gate.command and gate.command[-5:-3] == ("-k", "not slow")
+    assert Path(gate.log_path).read_text().count("passed") >= 1
+    assert gate.details["display_command"].endswith("-k 'not slow'")
+
+
+def test_only_env_failures_make_the_gate_incomplete(sample: RepoBuilder) -> None:
+    write_gates(sample, "unit", UNIT_YAML.replace("k: not slow", "k: not slow and not wrong"))
+    gate = _run(sample, "main").gates[0]
+    assert gate.status == "incomplete"
+    assert (gate.counts.failed, gate.counts.env_only, gate.counts.flaky) == (0, 2, 1)
+    assert gate.env_categories == ("gated-model-403", "host-topology")
+
+
+def test_without_reruns_a_flaky_test_is_a_failure(sample: RepoBuilder) -> None:
+    write_gates(sample, "unit", UNIT_YAML.replace("rerun_failures: 1", "rerun_failures: 0"))
+    gate = _run(sample, "main").gates[0]
+    assert (gate.counts.failed, gate.counts.flaky) == (2, 0)
+
+
+def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: Path) -> None:
+    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 2"))
+    result = _run(sample, "hang")
+    gate = result.gates[0]
+    assert gate.status == "error" and gate.reason == "timed out after 2s"
+    assert not gate.required and result.status == "passed"  # an optional gate does not fail the tier
+    pytest_pid, grandchild = (int(p) for p in (tmp_path / "pids").read_text().split())
+    assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
+
+
+@pytest.mark.parametrize(("run", "reason"), [
+    ("{paths: [tests/test_pass.py], args: [--no-such-flag]}", "JUnit XML not written"),
+    ("{paths: [tests/test_pass.py], k: nothing_matches_this}", "no tests ran (6 deselected)"),
+])
+def test_pytest_that_reports_nothing_is_an_error(sample: RepoBuilder, run: str, reason: str) -> None:
+    write_gates(sample, "unit", f"tier: unit\ngates:\n  - {{name: odd, kind: pytest, run: {run}}}\n")
+    gate = _run(sample).gates[0]
+    assert gate.status == "error"
+    assert reason in gate.reason
+
+
+def test_malformed_junit_is_an_error(sample: RepoBuilder) -> None:
+    # A conftest that overwrites the report at session end: pytest "succeeds", the XML is garbage.
+    sample.commit({"tests/conftest.py": (
+        "import pytest\n\n\n@pytest.hookimpl(trylast=True)\ndef pytest_unconfigure(config):\n"
+        "    path = config.option.xmlpath\n    if path:\n        open(path, 'w').write('<testsuites><oops')\n")},
+        "break the junit report")
+    write_gates(sample, "unit", "gates:\n  - {name: ok, kind: pytest, run: {paths: [tests/test_pass.py]}}\n")
+    gate = _run(sample).gates[0]
+    assert gate.status == "error" and "malformed JUnit XML" in gate.reason

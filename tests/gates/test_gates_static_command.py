@@ -1,0 +1,116 @@
+"""The static built-ins (ruff on the delta, diff-check, pip-check) and the command kind."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from gates_helpers import PYTHON, workspace, write_gates
+
+from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.repobuild import RepoBuilder
+
+STATIC_YAML = """\
+tier: static
+gates:
+  - {name: ruff-check, kind: static, run: {check: ruff-check}}
+  - {name: ruff-format, kind: static, run: {check: ruff-format}}
+  - {name: diff-check, kind: static, run: {check: diff-check}}
+  - {name: pip-check, kind: static, run: {check: pip-check}}
+"""
+
+COMMAND_YAML = """\
+tier: static
+env_failures:
+  - {name: net, category: network, pattern: "Temporary failure in name resolution"}
+gates:
+  - name: versions
+    kind: command
+    run: {argv: ["{python}", tools/check.py, --check], must_not_match: ["out of sync"]}
+  - name: wants-exit-3
+    kind: command
+    run: {argv: ["{python}", -c, "import sys; sys.exit(3)"], expect_exit: 3}
+  - name: offline
+    kind: command
+    run: {argv: ["{python}", -c, "raise SystemExit('Temporary failure in name resolution')"]}
+  - name: no-such-program
+    kind: command
+    run: {argv: [definitely-not-a-program-ds4sync]}
+"""
+
+
+@pytest.fixture
+def upstream_and_fork(builder: RepoBuilder) -> tuple[RepoBuilder, str]:
+    """An upstream commit with badly formatted code, then fork commits on top (the delta)."""
+    builder.commit({"up/legacy.py": "import os,sys\nx=1\n", "profile/gates/static.yaml": STATIC_YAML}, "upstream")
+    base = builder.head()
+    builder.commit({"fork/good.py": "X = 1\n", "fork/unused.py": "import os\n\nY = 2\n",
+                    "fork/ugly.py": "Z=[1,\n 2]\n", "fork/notes.txt": "trailing space \n"}, "fork delta")
+    return builder, base
+
+
+def _run(repo: RepoBuilder, base: str | None, **kw):
+    return run_tier(workspace(repo), TierOptions(tier="static", python=PYTHON, changed_since=base, **kw))
+
+
+def test_static_checks_look_only_at_the_forks_delta(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    repo, base = upstream_and_fork
+    gates = {g.name: g for g in _run(repo, base).gates}
+    ruff = gates["ruff-check"]
+    assert ruff.status == "failed" and ruff.counts.passed == 2 and ruff.counts.failed == 1
+    assert [f.node_id for f in ruff.failures] == ["fork/unused.py:1:8"] and "F401" in ruff.failures[0].message
+    assert all("up/legacy.py" not in part for part in ruff.command)
+    fmt = gates["ruff-format"]
+    assert fmt.status == "failed" and [f.node_id for f in fmt.failures] == ["fork/ugly.py"]
+    diff = gates["diff-check"]
+    assert diff.status == "failed" and [f.node_id for f in diff.failures] == ["fork/notes.txt:1"]
+    assert "trailing whitespace" in diff.failures[0].message
+    assert gates["pip-check"].status == "passed" and gates["pip-check"].command[:2] == (PYTHON, "-m")
+
+
+def test_clean_delta_passes(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    repo, base = upstream_and_fork
+    repo.commit({"fork/unused.py": "Y = 2\n", "fork/ugly.py": "Z = [1, 2]\n", "fork/notes.txt": "ok\n"}, "fix")
+    result = _run(repo, base, names=("ruff-check", "ruff-format", "diff-check"))
+    assert [g.status for g in result.gates] == ["passed", "passed", "passed"] and result
+
+
+def test_delta_checks_need_a_base(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    repo, _ = upstream_and_fork
+    gate = _run(repo, None, names=("ruff-check",)).gates[0]
+    assert gate.status == "error" and "no base ref" in gate.reason
+
+
+def test_command_kind(builder: RepoBuilder) -> None:
+    builder.commit({"tools/check.py": "import sys\nprint('docker/versions.json is out of sync with Dockerfile')\n",
+                    "profile/gates/static.yaml": COMMAND_YAML}, "tools")
+    gates = {g.name: g for g in _run(builder, None).gates}
+    assert gates["versions"].status == "failed" and "output has /out of sync/" in gates["versions"].reason
+    assert gates["wants-exit-3"].status == "passed"
+    assert gates["offline"].status == "incomplete" and gates["offline"].env_categories == ("network",)
+    assert gates["no-such-program"].status == "error" and "program not found" in gates["no-such-program"].reason
+    builder.commit({"tools/check.py": "print('in sync')\n"}, "fix")
+    assert _run(builder, None, names=("versions",)).gates[0].status == "passed"
+
+
+def test_python_default_is_the_checkouts_venv(builder: RepoBuilder, tmp_path: Path) -> None:
+    from ds4sync.gates.runner import resolve_python
+
+    assert resolve_python(None, builder.path, builder.path) == sys.executable
+    venv_python = builder.path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(sys.executable)
+    assert resolve_python(None, tmp_path, builder.path) == str(venv_python)
+    assert resolve_python(None, builder.path, tmp_path) == str(venv_python)
+    write_gates(builder, "static", "gates: []\n")
+
+
+@pytest.mark.parametrize("output", [
+    "Would reformat: fork/ugly.py\n1 file would be reformatted, 2 files already formatted\n",  # ruff 0.14
+    "unformatted: File would be reformatted\n --> fork/ugly.py:1:2\n  |\n1 file would be reformatted\n",  # newer
+])
+def test_ruff_format_output_of_either_version(output: str) -> None:
+    from ds4sync.gates.kinds.static_kind import _unformatted
+
+    assert [f.node_id for f in _unformatted(output)] == ["fork/ugly.py"]

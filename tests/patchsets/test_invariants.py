@@ -1,0 +1,126 @@
+"""Every invariant kind, holding and violated, on a folder and on a commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ds4sync.gitrepo import GitRepo
+from ds4sync.patchsets.invariants import InvariantResult, evaluate
+from ds4sync.patchsets.model import PatchSet
+from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree, expand_braces, match_paths
+from ds4sync.repobuild import RepoBuilder
+
+FILES = {
+    "vllm/__init__.py": "",
+    "vllm/envs.py": 'env = {\n    "VLLM_A": lambda: 1,\n    "VLLM_B": lambda: 2,\n}\n',
+    "vllm/runtime.py": 'USED = ["VLLM_A"]\n',
+    "vllm/models/dsv4/attention.py": (
+        "import torch\nfrom .rope import build_rope\n\n\nclass Attention:\n    _scratch: dict = {}\n\n"
+        "    def reserve(self):\n        return None\n\n    class Inner:\n        def deep(self):\n            pass\n\n"
+        "if torch.cuda.is_available():\n    def cuda_only():\n        pass\n"),
+    "vllm/models/dsv4/rope.py": "def build_rope(x):\n    return x\n",
+    "vllm/models/dsv4/broken.py": "def oops(:\n",
+    "csrc/bindings.cpp": 'ops.def("foo(Tensor x) -> ()");\nops.impl("foo", &foo);\nops.impl("bar", &bar);\n',
+    "requirements/cuda.txt": "flashinfer-python==0.6.18\nflashinfer-cubin==0.6.18\n",
+}
+
+
+@pytest.fixture(scope="module", params=["folder", "commit"])
+def tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Tree:
+    """The same files as a folder, and as a commit whose work tree has moved on (built once per module)."""
+    root = tmp_path_factory.mktemp(f"tree-{request.param}")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HOME", str(root))
+        env.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        builder = RepoBuilder(root / "repo")
+        sha = builder.commit(FILES, "tree")
+        if request.param == "folder":
+            return FolderTree(builder.path)
+        builder.commit({"vllm/envs.py": None}, "change the work tree after the commit")
+    return CommitTree(GitRepo(builder.path), sha)
+
+
+def _one(tree: Tree, invariant: dict) -> InvariantResult:
+    ps = PatchSet.model_validate({"id": "ps", "title": "t", "kind": "fork-feature", "invariants": [invariant]})
+    return evaluate(tree, ps)[0]
+
+
+CASES = [
+    # (invariant, expected status, fragment of detail or evidence)
+    ({"kind": "contains", "files": "vllm/envs.py", "pattern": r'^\s+"VLLM_B":'}, "holds", "vllm/envs.py:3"),
+    ({"kind": "contains", "files": "vllm/envs.py", "pattern": r"VLLM_C"}, "violated", "/VLLM_C/ not found"),
+    ({"kind": "contains", "files": "vllm/nope.py", "pattern": "x"}, "violated", "no file matches vllm/nope.py"),
+    ({"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 2},
+     "holds", "found 2 time(s)"),
+    ({"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 3},
+     "violated", "found 2 time(s), need 3"),
+    ({"kind": "contains", "files": "vllm/models/**/*.py", "pattern": r"^def build_rope", "every_file": True},
+     "violated", "not found in vllm/models/dsv4/attention.py"),
+    ({"kind": "contains", "files": "vllm/models/dsv4/{rope,attention}.py", "pattern": r"[\s\S]{0,40}build_rope\("},
+     "holds", "2 file(s)"),
+    ({"kind": "absent", "files": "vllm/**/*.py", "pattern": r"eager_scratch"}, "holds", "absent from"),
+    ({"kind": "absent", "files": "vllm/**/*.py", "pattern": r"_scratch: dict"}, "violated",
+     "vllm/models/dsv4/attention.py:6"),
+    ({"kind": "absent", "files": "gone/*.py", "pattern": "x"}, "holds", "absent from 0 file(s)"),
+    ({"kind": "file_exists", "path": "vllm/models/dsv4/rope.py"}, "holds", "exists"),
+    ({"kind": "file_exists", "path": "vllm/models/dsv4"}, "holds", "exists"),  # a folder with files
+    ({"kind": "file_exists", "path": "vllm/eager_scratch.py"}, "violated", "does not exist"),
+    ({"kind": "file_absent", "path": "vllm/eager_scratch.py"}, "holds", "is absent"),
+    ({"kind": "file_absent", "path": "vllm/**/rope.py"}, "violated", "vllm/models/dsv4/rope.py"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.reserve"}, "holds", "FunctionDef"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention._scratch"}, "holds", "defined in"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.Inner.deep"}, "holds", "defined in"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:cuda_only"}, "holds", "defined in"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:build_rope"}, "holds", "re-exported"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.missing"}, "violated",
+     "Attention.missing is not defined in vllm/models/dsv4/attention.py"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.nope:X"}, "violated", "module vllm.models.dsv4.nope not found"),
+    ({"kind": "symbol", "symbol": "vllm:env"}, "violated", "env is not defined in vllm/__init__.py"),
+    ({"kind": "symbol", "symbol": "vllm.models.dsv4.broken:oops"}, "violated", "does not parse"),
+    ({"kind": "symbol", "symbol": "vllm.envs:env.x"}, "violated", "is not a class or function"),
+    ({"kind": "cross_ref", "source": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("(\w+)\('},
+      "target": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("{name}"'}}, "holds", "foo"),
+    ({"kind": "cross_ref", "source": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("(?P<name>\w+)"'},
+      "target": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("{name}\('}}, "violated",
+     "bar (from csrc/bindings.cpp)"),
+    ({"kind": "cross_ref", "source": {"files": "vllm/envs.py", "pattern": r'^\s+"(VLLM_\w+)":'},
+      "target": {"files": "vllm/runtime.py", "pattern": r'"{name}"'}}, "violated", "VLLM_B (from vllm/envs.py)"),
+    ({"kind": "cross_ref", "source": {"files": "vllm/runtime.py", "pattern": r'"(NOPE_\w+)"'},
+      "target": {"files": "vllm/envs.py", "pattern": r'"{name}"'}}, "violated", "0 name(s) extracted"),
+    ({"kind": "test", "node": "tests/test_a.py::test_b"}, "deferred", "run by the gate phase"),
+]
+
+
+@pytest.mark.parametrize(("invariant", "status", "fragment"), CASES,
+                         ids=[f"{c[0]['kind']}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_invariant(tree: Tree, invariant: dict, status: str, fragment: str) -> None:
+    result = _one(tree, invariant)
+    assert result.status == status, result.detail
+    assert fragment in result.detail + " ".join(result.evidence)
+    assert result.patchset == "ps" and result.invariant == f"{invariant['kind']}-1"
+
+
+def test_result_line_names_patchset_invariant_and_file(tree: Tree) -> None:
+    result = _one(tree, {"kind": "contains", "id": "pin", "files": "requirements/cuda.txt", "pattern": "0.6.12"})
+    assert result.line() == "ps / pin [contains]: /0.6.12/ not found in requirements/cuda.txt"
+    assert result.files == ("requirements/cuda.txt",)
+
+
+def test_advisory_violation_does_not_block(tree: Tree) -> None:
+    result = _one(tree, {"kind": "file_exists", "path": "nope", "severity": "advisory"})
+    assert result.status == "violated" and not result.blocking_violation
+
+
+def test_braces_and_double_star() -> None:
+    assert expand_braces("a/{b,c}/{d,e}.py") == ["a/b/d.py", "a/b/e.py", "a/c/d.py", "a/c/e.py"]
+
+
+def test_match_paths_double_star_matches_top_level(tmp_path: Path) -> None:
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    for rel in ("a.py", "x/b.py", "x/y/c.py", "x/y/d.txt"):
+        (tmp_path / rel).write_text("")
+    tree = FolderTree(tmp_path)
+    assert match_paths(tree, ["**/*.py"]) == ["a.py", "x/b.py", "x/y/c.py"]
+    assert match_paths(tree, ["x/*.py"]) == ["x/b.py"]

@@ -1,0 +1,141 @@
+"""`ds4sync report`, `report --compare` and `schema` on a real repository with stored runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ds4sync.cli import main
+from ds4sync.gitrepo import GitRepo
+from ds4sync.pipeline import RunContext, open_workspace, run_phases
+from ds4sync.record import RecordStore, RunRecord
+from ds4sync.repobuild import RepoBuilder
+from ds4sync.report import report_schema
+from tests.report.conftest import ROOT
+from tests.report.records import failing_record, rich_record
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A fork checkout with two stored runs (rich, then failing); returns (repo, state dir)."""
+    builder = RepoBuilder(tmp_path / "fork")
+    builder.commit({"README.md": "fork\n"}, "fork: initial")
+    state = tmp_path / "state"
+    store = RecordStore(state)
+    for data in (rich_record(), failing_record()):
+        store.save(RunRecord.model_validate(data))
+    return builder.path, state
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_report_of_the_latest_run_is_printed(repo, capsys) -> None:
+    path, state = repo
+    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state),
+                        "--profile", str(ROOT))
+    assert code == 0
+    assert out.startswith("# Sync jasl/vllm:codex/ds4-sm120-min-enable with vllm-project/vllm main")
+    assert "run `20260911-060000-537af2c3a4`" in out, "the latest run is the failing one"
+
+
+def test_report_by_run_id_to_a_file_as_json(repo, capsys, tmp_path: Path) -> None:
+    path, state = repo
+    target = tmp_path / "summary.json"
+    code, out, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
+                          "--run", "20260910-081500-537af2c3a4", "--format", "json", "--out", str(target))
+    assert code == 0 and out == "" and str(target) in err
+    summary = json.loads(target.read_text())
+    jsonschema.validate(summary, report_schema())
+    assert summary["run"]["run_id"] == "20260910-081500-537af2c3a4"
+    assert [g["passed"] for g in summary["validation"]["tiers"][1]["gates"]] == [309, 75]
+
+
+def test_public_report_with_notes(repo, capsys, tmp_path: Path) -> None:
+    path, state = repo
+    notes = tmp_path / "notes.md"
+    notes.write_text("Reviewed on /home/alexbi/box by a person.\n")
+    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
+                        "--run", "20260910-081500-537af2c3a4", "--public", "--notes", str(notes), "--format", "html")
+    assert code == 0 and out.startswith("<!doctype html>")
+    assert "Reviewed on ~/box by a person." in out and "/home/" not in out
+
+
+def test_compare_two_runs(repo, capsys) -> None:
+    path, state = repo
+    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
+                        "--compare", "20260910-081500-537af2c3a4", "20260911-060000-537af2c3a4")
+    assert code == 0
+    assert "| gate focused-unit | passed | 309 | 301 | -8 |" in out
+    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
+                        "--compare", "20260910-081500-537af2c3a4", "20260911-060000-537af2c3a4", "--format", "json")
+    data = json.loads(out)
+    assert {"section": "build", "item": "status", "before": "passed", "after": "failed", "delta": None} \
+        in data["changed"]
+
+
+def test_schema_command_prints_the_published_schema(capsys) -> None:
+    code, out, _ = _run(capsys, "schema")
+    assert code == 0
+    assert json.loads(out) == json.loads((ROOT / "reports" / "schema" / "report-summary.schema.json").read_text())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--run", "nope"), "no run named nope"),
+    (("--format", "pdf"), "unknown format 'pdf'"),
+    (("--notes", "missing.md"), "cannot read notes"),
+])
+def test_usage_errors_exit_2_with_one_line(repo, capsys, args, message) -> None:
+    path, state = repo
+    code, _, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
+                        *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_run_at_all_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    builder = RepoBuilder(tmp_path / "fresh")
+    builder.commit({"a.txt": "a\n"}, "initial")
+    code, _, err = _run(capsys, "report", "--repo", str(builder.path), "--state-dir", str(tmp_path / "none"))
+    assert code == 2 and "no ds4sync run in this repository yet" in err
+
+
+def test_report_phase_writes_report_and_summary(repo) -> None:
+    path, state = repo
+    from ds4sync.phases.report import REPORT_PHASES
+
+    ws = open_workspace(path, state_dir=state, profile=ROOT)
+    record = ws.store.load("20260910-081500-537af2c3a4")
+    outcome = run_phases(RunContext(ws, record), REPORT_PHASES)
+    written = Path(outcome.record.results["report"]["path"])
+    assert written == ws.store.run_dir(record.run_id) / "report.md"
+    assert written.read_text().startswith("# Sync jasl/vllm")
+    assert json.loads(written.with_name("summary.json").read_text())["run"]["run_id"] == record.run_id
+    assert ws.store.load(record.run_id).phases["report"].status == "done"
+    assert "phase report" not in written.read_text()
+
+
+def test_report_of_a_real_merge_run(builder: RepoBuilder, capsys) -> None:
+    """A record written by the real merge phases renders; the rest says not run."""
+    builder.commit({"a.txt": "one\n", "b.txt": "b\n", "c.txt": "c\n"}, "base")
+    builder.branch("fork")
+    builder.commit({"b.txt": "b fork\n", "c.txt": "c fork\n"}, "fork change")
+    builder.checkout("main")
+    builder.commit({"a.txt": "one upstream\n"}, "upstream change")
+    upstream = builder.commit({"c.txt": "c upstream\n"}, "upstream conflicting change")
+    code = main(["merge", upstream, "--repo", str(builder.path), "--branch", "fork"])
+    assert code == 4  # c.txt conflicts and no rule resolves it
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "report", "--repo", str(builder.path), "--profile", str(ROOT))
+    assert code == 0
+    fork_head = GitRepo(builder.path).resolve_commit("fork")
+    assert f"Merge upstream:{upstream} at `{upstream}` into fork:fork at `{fork_head}`." in out
+    assert "It brings in 2 upstream commits on top of 1 fork-only commit." in out
+    assert "resolving 1 conflicted file (1 content; resolutions: unresolved 1)" in out
+    assert "- **Still unresolved** (1): `c.txt`." in out
+    assert "- Native build: not run." in out and "Not run: the publish phase has not run" in out

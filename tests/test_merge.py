@@ -1,0 +1,229 @@
+"""The merge phase on real repositories: conflict kinds, resolutions, plan vs merge, commit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+
+from ds4sync.cli import main
+from tests.scenarios import BRANCH, lines, make_pair
+
+ALL_KINDS_BASE = {
+    "content.py": lines("a", "b", "c"),
+    "modified_in_fork.py": lines("x"),
+    "deleted_in_fork.py": lines("y"),
+    "renamed.py": lines("r1", "r2", "r3"),
+    "renamed_both.py": lines("s1", "s2", "s3"),
+    "blob.bin": b"\x00\x01base",
+    "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8"),
+}
+
+
+def all_kinds_pair(tmp_path: Path):
+    return make_pair(
+        tmp_path, ALL_KINDS_BASE,
+        upstream_changes=[{
+            "content.py": lines("a", "UPSTREAM", "c"),
+            "added_both.py": lines("upstream version"),
+            "modified_in_fork.py": None,
+            "deleted_in_fork.py": lines("y", "upstream edit"),
+            "renamed.py": None,
+            "blob.bin": b"\x00\x02upstream",
+            "overlap.py": lines("1 upstream", "2", "3", "4", "5", "6", "7", "8"),
+        }],
+        fork_changes=[{
+            "content.py": lines("a", "FORK", "c"),
+            "added_both.py": lines("fork version"),
+            "modified_in_fork.py": lines("x", "fork edit"),
+            "deleted_in_fork.py": None,
+            "renamed.py": lines("r1", "r2", "r3", "fork edit"),
+            "blob.bin": b"\x00\x03fork",
+            "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8 fork"),
+        }],
+        upstream_renames=(("renamed_both.py", "renamed_up.py"),),
+        fork_renames=(("renamed_both.py", "renamed_fork.py"),),
+    )
+
+
+EXPECTED_KINDS = {
+    "content.py": "content",
+    "added_both.py": "add/add",
+    "modified_in_fork.py": "modify/delete",
+    "deleted_in_fork.py": "delete/modify",
+    "renamed.py": "modify/delete",
+    "blob.bin": "binary",
+    "renamed_fork.py": "rename/rename",
+    "renamed_up.py": "rename/rename",
+}
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_plan_names_every_conflict_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = all_kinds_pair(tmp_path)
+    code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    assert code == 0
+    data = json.loads(out)
+    kinds = {c["path"]: c["kind"] for c in data["conflicts"]}
+    for path, kind in EXPECTED_KINDS.items():
+        assert kinds[path] == kind, path
+    assert data["overlaps"] == [{"path": "overlap.py", "upstream_lines": 2, "fork_lines": 2}]
+    assert data["upstream_commits"] == 2 and data["fork_commits"] == 2
+    assert data["merge_base"] == pair.base
+
+
+def test_rename_delete_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"old.py": lines("1", "2", "3")}, upstream_changes=[{"old.py": None}],
+                     fork_changes=[], fork_renames=(("old.py", "new.py"),))
+    code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    assert code == 0
+    assert [c["kind"] for c in json.loads(out)["conflicts"]] == ["rename/delete"]
+
+
+def test_plan_predicts_exactly_what_merge_finds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = all_kinds_pair(tmp_path)
+    repo_args = ("--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    _, planned, _ = run_cli(capsys, "plan", "upstream/main", *repo_args)
+    code, merged, _ = run_cli(capsys, "merge", "upstream/main", *repo_args)
+    assert code == 4  # nothing resolves these: a person must act
+    plan, merge = json.loads(planned), json.loads(merged)
+    for key in ("upstream_sha", "fork_sha", "merge_base", "upstream_commits", "fork_commits", "overlaps"):
+        assert plan[key] == merge[key], key
+    assert [(c["path"], c["kind"]) for c in plan["conflicts"]] == [(c["path"], c["kind"]) for c in merge["conflicts"]]
+    assert all(c["resolution"] == "unresolved" for c in merge["conflicts"])
+    worktree = git.Repo(merge["worktree"])
+    unmerged = set(worktree.git.diff("--name-only", "--diff-filter=U").split())
+    assert unmerged == {c["path"] for c in merge["conflicts"]}
+
+
+def test_merge_never_touches_fork_branch_or_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    fork_head = pair.fork.repo.commit(BRANCH).hexsha
+    checkout_head = pair.fork.head()
+    (pair.repo / "untracked.txt").write_text("mine\n")
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert pair.fork.repo.commit(BRANCH).hexsha == fork_head
+    assert pair.fork.head() == checkout_head and pair.fork.repo.active_branch.name == "main"
+    assert (pair.repo / "untracked.txt").read_text() == "mine\n"
+    merge_commit = pair.fork.repo.commit(data["merge_commit"])
+    assert [p.hexsha for p in merge_commit.parents] == [fork_head, data["upstream_sha"]]
+    assert data["upstream_sha"][:12] in merge_commit.message and BRANCH in merge_commit.message
+    assert "Upstream commits brought in: 1" in merge_commit.message
+    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
+
+
+def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = {"keep/a.py": lines("a"), "take/b.py": lines("b"), "both/c.txt": lines("c"), "gone/d.py": lines("d")}
+    pair = make_pair(tmp_path, base,
+                     [{"keep/a.py": lines("a up"), "take/b.py": lines("b up"), "both/c.txt": lines("c up"),
+                       "gone/d.py": None}],
+                     [{"keep/a.py": lines("a fork"), "take/b.py": lines("b fork"), "both/c.txt": lines("c fork"),
+                       "gone/d.py": lines("d fork")}])
+    config = {"fork": {"branch": BRANCH}, "merge": {"rules": [
+        {"glob": "keep/*", "strategy": "ours"}, {"glob": "take/*", "strategy": "theirs"},
+        {"glob": "both/*", "strategy": "union"}, {"glob": "gone/*", "strategy": "theirs"}]}}
+    (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert {c["path"]: c["resolution"] for c in data["conflicts"]} == {
+        "keep/a.py": "rule", "take/b.py": "rule", "both/c.txt": "rule", "gone/d.py": "rule"}
+    merged = pair.fork.repo.commit(data["merge_commit"])
+    assert merged.tree["keep/a.py"].data_stream.read().decode() == lines("a fork")
+    assert merged.tree["take/b.py"].data_stream.read().decode() == lines("b up")
+    assert merged.tree["both/c.txt"].data_stream.read().decode() == lines("c fork", "c up")
+    assert "gone/d.py" not in {b.path for b in merged.tree.traverse()}
+    assert set(data["remerge_diff_paths"]) == {"keep/a.py", "take/b.py", "both/c.txt", "gone/d.py"}
+
+
+def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"envs.py": lines("A = 1")}, [{"envs.py": lines("A = 1", "UP = 2")}],
+                     [{"envs.py": lines("A = 1", "FORK = 3")}])
+    profile = tmp_path / "profile"
+    config = tmp_path / "ds4sync.yaml"
+    config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))
+    args = ("--repo", str(pair.repo), "--config", str(config), "--json")
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)
+    assert code == 4
+    worktree = Path(json.loads(out)["worktree"])
+    resolved = lines("A = 1", "FORK = 3", "UP = 2")
+    (worktree / "envs.py").write_text(resolved)
+    code, out, _ = run_cli(capsys, "resume", *args)
+    assert code == 0, out
+    assert [c["resolution"] for c in json.loads(out)["conflicts"]] == ["person"]
+    assert len(list((profile / "patches" / "resolutions").iterdir())) == 1
+
+    # The nightly job's own clone: empty rr-cache, the same conflict, the shared store.
+    nightly = git.Repo.clone_from(str(pair.repo), str(tmp_path / "nightly"))
+    nightly.git.branch(BRANCH, f"origin/{BRANCH}")
+    nightly.git.fetch("-q", str(pair.upstream.path), "main")
+    upstream_sha = nightly.git.rev_parse("FETCH_HEAD")
+    assert not (Path(nightly.git_dir) / "rr-cache").exists()
+    code, out, err = run_cli(capsys, "merge", upstream_sha, "--repo", str(tmp_path / "nightly"), "--config",
+                             str(config), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [(c["path"], c["resolution"]) for c in data["conflicts"]] == [("envs.py", "recorded")]
+    assert nightly.commit(data["merge_commit"]).tree["envs.py"].data_stream.read().decode() == resolved
+
+
+def test_resume_refuses_leftover_markers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"f.py": lines("a")}, [{"f.py": lines("up")}], [{"f.py": lines("fork")}])
+    args = ("--repo", str(pair.repo), "--branch", BRANCH)
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    worktree = Path(json.loads(out)["worktree"])
+    code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 4
+    assert "conflict markers remain" in err and "f.py" in err and len(err.strip().splitlines()) == 1
+    assert "<<<<<<<" in (worktree / "f.py").read_text()  # nothing was changed
+    (worktree / "f.py").write_text(lines("fork", "up"))
+    code, _, _ = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 0
+    code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
+    assert json.loads(out)["status"] == "done"
+
+
+def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"f.py": lines("a")}, [{"f.py": lines("up")}], [{"f.py": lines("fork")}])
+    before_refs = pair.fork.repo.git.for_each_ref("refs/heads")
+    fork_head = pair.fork.repo.commit(BRANCH).hexsha
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    data = json.loads(out)
+    assert code == 4 and Path(data["worktree"]).exists()
+    code, out, _ = run_cli(capsys, "abort", "--repo", str(pair.repo))
+    assert code == 0 and "aborted" in out
+    assert not Path(data["worktree"]).exists()
+    assert pair.fork.repo.git.for_each_ref("refs/heads") == before_refs
+    assert pair.fork.repo.commit(BRANCH).hexsha == fork_head
+    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
+    assert pair.fork.repo.git.worktree("list").count("\n") == 0
+    code, _, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 4  # a new run may start again after the abort; it stops on the same conflict
+
+
+def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a"), "b.py": lines("b")},
+                     [{"a.py": lines("a up"), "b.py": None}], [{"a.py": lines("a fork"), "b.py": lines("b fork")}])
+    config = {"fork": {"branch": BRANCH}, "merge": {"rules": [
+        {"glob": "*", "strategy": "union"}, {"glob": "*.py", "strategy": "ours"}]}}
+    (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
+    assert code == 0
+    conflicts = {c["path"]: c for c in json.loads(out)["conflicts"]}
+    assert conflicts["a.py"]["kind"] == "content" and conflicts["b.py"]["kind"] == "modify/delete"
+    record = json.loads((Path(json.loads(out)["record"])).read_text())["results"]["merge"]
+    rules = {c["path"]: c["rule"] for c in record["conflicts"]}
+    assert rules == {"a.py": "* -> union", "b.py": "*.py -> ours"}
+    merged = pair.fork.repo.commit(json.loads(out)["merge_commit"])
+    assert merged.tree["b.py"].data_stream.read().decode() == lines("b fork")

@@ -1,0 +1,59 @@
+"""Promote moves the fork branch forward only when the run is green and the fork did not move."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ds4sync.cli import main
+from tests.scenarios import BRANCH, lines, make_pair
+
+
+@pytest.fixture
+def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
+    return pair, json.loads(capsys.readouterr().out)
+
+
+def test_promote_fast_forwards_and_keeps_rollback(merged, capsys: pytest.CaptureFixture[str]) -> None:
+    pair, data = merged
+    old = pair.fork.repo.commit(BRANCH).hexsha
+    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    assert pair.fork.repo.commit(BRANCH).hexsha == data["merge_commit"]
+    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/rollback/{data['run_id']}") == old
+    record = json.loads(Path(data["record"]).read_text())
+    assert record["results"]["promote"]["new_head"] == data["merge_commit"]
+
+
+def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[str]) -> None:
+    pair, _ = merged
+    pair.fork.checkout(BRANCH)
+    moved = pair.fork.commit({"c.py": lines("c")}, "someone pushed to the fork")
+    pair.fork.checkout("main")
+    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert "moved since the run started" in capsys.readouterr().err
+    assert pair.fork.repo.commit(BRANCH).hexsha == moved
+
+
+def test_promote_refuses_a_checked_out_branch(merged, capsys: pytest.CaptureFixture[str]) -> None:
+    pair, _ = merged
+    pair.fork.checkout(BRANCH)
+    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert "is checked out in" in capsys.readouterr().err
+
+
+def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]) -> None:
+    pair, data = merged
+    path = Path(data["record"])
+    record = json.loads(path.read_text())
+    record["results"]["gates"] = {"unit": [{"name": "focused-unit", "status": "failed", "required": True}]}
+    path.write_text(json.dumps(record))
+    old = pair.fork.repo.commit(BRANCH).hexsha
+    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert "required gate unit/focused-unit is failed" in capsys.readouterr().err
+    assert pair.fork.repo.commit(BRANCH).hexsha == old
+    assert main(["promote", "--repo", str(pair.repo), "--allow-blockers"]) == 0
+    assert "promoted despite" in json.loads(path.read_text())["notes"][-1]
