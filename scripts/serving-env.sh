@@ -18,11 +18,14 @@ if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$WANT" ]] && "$VENV/bin/python" -c 
     echo "serving env ready: $VENV"
     exit 0
 fi
+pip_quiet() {  # pip, minus the per-package notes about absent local index folders
+    "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; }
+}
 python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "$TORCH_PIN"
-"$VENV/bin/python" -m pip install -q "$TORCH_PIN" "$VLLM_PIN"
-"$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+pip_quiet install -q --upgrade pip
+pip_quiet install -q "$TORCH_PIN"
+pip_quiet install -q "$TORCH_PIN" "$VLLM_PIN"
+pip_quiet uninstall -q -y torchvision torchaudio torchcodec
 "$VENV/bin/python" - <<'PY'
 import torch
 import vllm
