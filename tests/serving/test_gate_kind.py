@@ -40,3 +40,14 @@ def test_probes_become_counts_failures_and_details(tmp_path: Path) -> None:
 def test_missing_config_is_an_error(tmp_path: Path) -> None:
     result = run_gate(_gate(Spec()), GateContext(cwd=tmp_path, python="python", log_dir=tmp_path))
     assert result.status == "error" and "no serving config" in result.reason
+
+
+def test_falls_back_to_the_checkouts_ds4sync_yaml(tmp_path: Path) -> None:
+    server = ScriptedServer(healthy_routes())
+    try:
+        (tmp_path / "ds4sync.yaml").write_text(f"serving:\n  server: {{base_url: '{server.url}', model: m}}\n"
+                                               "  probes: [health]\n")
+        result = run_gate(_gate(Spec()), GateContext(cwd=tmp_path, python="python", log_dir=tmp_path / "logs"))
+    finally:
+        server.close()
+    assert result.status == "passed" and result.counts.passed == 1 and result.reason == "1 probes passed"

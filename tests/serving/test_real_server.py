@@ -191,3 +191,19 @@ def test_cli_gate_json_attached_and_recorded(vllm_server: ServerHandle, tmp_path
     assert kv["unit"] == "tokens" and kv["baseline"] == 1 and kv["value"] > 1
     recorded = store.load("r1").results["serving"]
     assert recorded["probes"][1]["details"]["cases"][0]["content"] == "187"
+
+
+def test_live_ab_runs_interleaved_bench_rows(vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path,
+                                             tmp_path: Path) -> None:
+    from ds4sync.serving.ab import run_ab
+
+    config = BenchConfig(command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")), tokenizer=str(tiny_model),
+                         metrics_interval_s=0.5, timeout_s=300,
+                         rows=(BenchRow(name="d", input_len=16, output_len=16, num_prompts=4, concurrency=2),))
+    result = run_ab([vllm_server.url], [vllm_server.url], pairs=2, out_dir=tmp_path, bench_config=config,
+                    model=MODEL_NAME)
+    assert result.order == ("A", "B", "B", "A")
+    assert {r.metric for r in result.rows} == {"d.output_throughput", "d.median_tpot_ms", "d.median_ttft_ms"}
+    assert all(r.pairs == 2 and r.verdict in ("improvement", "neutral", "regression", "inconclusive")
+               for r in result.rows)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step00-A", "step01-B", "step02-B", "step03-A"]

@@ -11,7 +11,8 @@ Example (``gates/serving.yaml``)::
           probes: [health, exact, tool_call, reasoning, kv_capacity]
 
 ``run`` may also hold the section inline (``serving: {...}``); with neither, the runner's
-``ctx.extra["serving_config"]`` (the ``serving:`` section of ds4sync.yaml) is used. Each
+``ctx.extra["serving_config"]`` is used, else the ``serving:`` section of ``ds4sync.yaml`` in
+the checkout. Each
 probe counts as one test: passed, failed or skipped; a server that does not start makes the
 gate ``error``. Details carry every probe as ``{name, status, value, baseline, unit}``.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ds4sync.config import FrozenModel, read_yaml, validate
+from ds4sync.config import CONFIG_NAME, FrozenModel, load_config, read_yaml, validate
 from ds4sync.errors import ConfigError
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
@@ -50,6 +51,10 @@ def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
     found = ctx.extra.get("serving_config")
     if isinstance(found, ServingConfig):
         return found
+    if (ctx.cwd / CONFIG_NAME).is_file():
+        loaded = load_config(ctx.cwd / CONFIG_NAME).serving
+        if loaded is not None:
+            return loaded
     raise ConfigError("serving gate has no serving config", where="run",
                       fix="set run.config_file, run.serving, or the serving: section of ds4sync.yaml")
 
