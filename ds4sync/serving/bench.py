@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from ds4sync.config import FrozenModel
+from ds4sync.errors import ToolMissingError
 from ds4sync.proc import run
 from ds4sync.serving.client import OpenAIClient
 from ds4sync.serving.config import BenchConfig, BenchRow
@@ -75,8 +76,12 @@ def run_row(config: BenchConfig, row: BenchRow, *, client: OpenAIClient, out_dir
     log_path = out_dir / f"{row.name}.log"
     result_path = out_dir / f"{row.name}.json"
     result_path.unlink(missing_ok=True)
-    with MetricsSampler(client.metrics_text, interval_s=config.metrics_interval_s) as sampler:
-        proc = run(argv, cwd=out_dir, timeout_s=config.timeout_s, log_path=log_path)
+    try:
+        with MetricsSampler(client.metrics_text, interval_s=config.metrics_interval_s) as sampler:
+            proc = run(argv, cwd=out_dir, timeout_s=config.timeout_s, log_path=log_path)
+    except ToolMissingError as exc:
+        return BenchRowResult(name=row.name, ok=False, detail=f"{exc.one_line()} (serving.bench.command)",
+                              command=tuple(argv))
     common = {"name": row.name, "command": tuple(argv), "log_path": str(log_path),
               "server_metrics": sampler.summary()}
     if proc.timed_out or proc.returncode != 0:

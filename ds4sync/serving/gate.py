@@ -7,7 +7,6 @@ instead of hanging on it. The server log is kept beside the run's other logs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -104,7 +103,3 @@ def cold_boot_line(result: ServingResult) -> str:
         return "attached to a running server"
     return f"cold boot {result.cold_boot_s:.1f} s" if result.started else f"ready check {result.cold_boot_s:.1f} s"
 
-
-def elapsed(start: float) -> float:
-    """Seconds since ``start`` (monotonic)."""
-    return time.monotonic() - start

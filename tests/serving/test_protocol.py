@@ -238,3 +238,11 @@ def test_bench_row_fails_when_not_all_prompts_completed(scripted: ScriptedServer
     assert json.loads((tmp_path / "decode.json").read_text())["completed"] == 4
     argv = rows["decode"]["command"]
     assert argv[argv.index("--base-url") + 1] == scripted.url and "--save-result" in argv
+
+
+def test_missing_bench_tool_fails_the_row_not_the_gate(scripted: ScriptedServer, tmp_path: Path) -> None:
+    config = BenchConfig(command=("no-such-vllm-binary", "bench", "serve"),
+                         rows=(BenchRow(name="decode", input_len=8, output_len=8),))
+    with client_for(scripted) as client:
+        result = bench.probe_throughput(client, config, out_dir=tmp_path)
+    assert result.status == "failed" and "program not found: no-such-vllm-binary" in result.summary
