@@ -5,7 +5,7 @@ effect and realistic noise: 1 % run-to-run jitter (log-normal), a slow linear dr
 machine across the session (0.5 % per run), and a 5 % chance per run of an outlier 4-8 %
 slow (a background job, a thermal dip). Each trial is judged by ds4sync's verdict
 (threshold 1 %, higher is better) with the expanded percentile bootstrap it ships and, side
-by side, the plain percentile bootstrap it rejected.
+by side, the same with a 20 %-trimmed mean of the paired deltas, and the plain percentile bootstrap.
 
     python benchmarks/bench_ab_stats.py [--trials 2000] [--pairs 5] [--seed 1]
 
@@ -42,13 +42,15 @@ def simulate(rng: random.Random, pairs: int, effect_pct: float, *, jitter_pct: f
     return a, b
 
 
-def rates(trials: int, pairs: int, effect_pct: float, method: str, seed: int, noise: dict) -> dict[str, float]:
+def rates(trials: int, pairs: int, effect_pct: float, method: str, seed: int, noise: dict, *,
+          estimator: str = "mean") -> dict[str, float]:
     """Share of trials per verdict."""
     rng = random.Random(seed)
     counts = {"improvement": 0, "neutral": 0, "regression": 0, "inconclusive": 0}
     for i in range(trials):
         a, b = simulate(rng, pairs, effect_pct, **noise)
-        row = compare_metric("decode tok/s", a, b, RULE, seed=i, method=method)  # type: ignore[arg-type]
+        row = compare_metric("decode tok/s", a, b, RULE, seed=i, method=method,  # type: ignore[arg-type]
+                             estimator=estimator)  # type: ignore[arg-type]
         counts[row.verdict] += 1
     return {k: v / trials for k, v in counts.items()}
 
@@ -63,19 +65,20 @@ def main() -> None:
     noise = {"jitter_pct": args.jitter_pct, "drift_pct": 0.5, "outlier_p": 0.05}
     print(f"{args.trials} simulated sessions per cell, {args.pairs} pairs, threshold 1 %, noise {noise}")
     print(f"{'method':<11} {'effect':>7} {'improve':>8} {'neutral':>8} {'regress':>8} {'inconcl':>8}  judged")
-    for method in ("expanded", "percentile"):
+    for label, method, estimator in (("expanded", "expanded", "mean"), ("exp+trim", "expanded", "trimmed"),
+                                     ("percentile", "percentile", "mean")):
         start = time.perf_counter()
         for effect in (0.0, 2.0, -2.0):
-            r = rates(args.trials, args.pairs, effect, method, args.seed, noise)
+            r = rates(args.trials, args.pairs, effect, method, args.seed, noise, estimator=estimator)
             if effect == 0:
                 judged = f"false alarm {r['improvement'] + r['regression']:.1%}"
             elif effect > 0:
                 judged = f"miss {1 - r['improvement']:.1%} (wrong way {r['regression']:.1%})"
             else:
                 judged = f"miss {1 - r['regression']:.1%} (wrong way {r['improvement']:.1%})"
-            print(f"{method:<11} {effect:>+6.1f}% {r['improvement']:>8.1%} {r['neutral']:>8.1%} "
+            print(f"{label:<11} {effect:>+6.1f}% {r['improvement']:>8.1%} {r['neutral']:>8.1%} "
                   f"{r['regression']:>8.1%} {r['inconclusive']:>8.1%}  {judged}")
-        print(f"{method:<11} {time.perf_counter() - start:.1f} s for {3 * args.trials} verdicts")
+        print(f"{label:<11} {time.perf_counter() - start:.1f} s for {3 * args.trials} verdicts")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
 Direction = Literal["higher", "lower"]
 Side = Literal["A", "B"]
 IntervalMethod = Literal["expanded", "percentile"]
+Estimator = Literal["mean", "trimmed"]
 
 # Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -117,9 +118,21 @@ def t_quantile_975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
+def trimmed_mean(values: Sequence[float], *, trim: float = 0.2) -> float:
+    """Mean after dropping ``trim`` of the values from each end (at least one each from 5 values on)."""
+    ordered = sorted(values)
+    cut = max(1, int(trim * len(ordered))) if len(ordered) >= 5 else 0
+    return statistics.fmean(ordered[cut:len(ordered) - cut])
+
+
+def estimate(values: Sequence[float], estimator: Estimator) -> float:
+    """The location estimate of paired deltas: plain or 20 %-trimmed mean."""
+    return statistics.fmean(values) if estimator == "mean" else trimmed_mean(values)
+
+
 def bootstrap_mean_ci(values: Sequence[float], *, resamples: int = 4000, seed: int = 0,
-                      method: IntervalMethod = "expanded") -> tuple[float, float]:
-    """A two-sided 95 % bootstrap interval of the mean of ``values``.
+                      method: IntervalMethod = "expanded", estimator: Estimator = "mean") -> tuple[float, float]:
+    """A two-sided 95 % bootstrap interval of the mean (or trimmed mean) of ``values``.
 
     ``expanded`` widens the percentile levels for small n (Hesterberg 2015); ``percentile``
     is the plain percentile bootstrap. Deterministic for a given ``seed``.
@@ -133,7 +146,7 @@ def bootstrap_mean_ci(values: Sequence[float], *, resamples: int = 4000, seed: i
     if n == 1:
         return (values[0], values[0])
     rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(resamples))
+    means = sorted(estimate(rng.choices(values, k=n), estimator) for _ in range(resamples))
     tail = 0.025
     if method == "expanded":
         z = math.sqrt(n / (n - 1)) * t_quantile_975(n - 1)
@@ -161,7 +174,8 @@ def judge(ci: tuple[float, float], mean_delta_pct: float, rule: MetricRule) -> V
 
 
 def compare_metric(metric: str, baseline: Sequence[float], candidate: Sequence[float], rule: MetricRule, *,
-                   unit: str = "", seed: int = 0, method: IntervalMethod = "expanded") -> MetricComparison:
+                   unit: str = "", seed: int = 0, method: IntervalMethod = "expanded",
+                   estimator: Estimator = "mean") -> MetricComparison:
     """Compare paired samples of one metric and decide its verdict.
 
     Raises:
@@ -170,8 +184,8 @@ def compare_metric(metric: str, baseline: Sequence[float], candidate: Sequence[f
     deltas = paired_deltas_pct(baseline, candidate)
     if not deltas:
         raise ValueError(f"{metric}: no pairs")
-    ci = bootstrap_mean_ci(deltas, seed=seed, method=method)
-    mean_delta = statistics.fmean(deltas)
+    ci = bootstrap_mean_ci(deltas, seed=seed, method=method, estimator=estimator)
+    mean_delta = estimate(deltas, estimator)
     med_a, med_b = statistics.median(baseline), statistics.median(candidate)
     return MetricComparison(
         metric=metric, unit=unit, direction=rule.direction, threshold_pct=rule.threshold_pct, pairs=len(deltas),
