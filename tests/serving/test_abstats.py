@@ -81,3 +81,13 @@ def test_overall_verdict_and_default_directions() -> None:
     rules = rules_for(["c1.median_tpot_ms", "c1.output_throughput"], {})
     assert rules["c1.median_tpot_ms"].direction == "lower"
     assert rules["c1.output_throughput"].direction == "higher"
+
+
+def test_trimmed_estimator_drops_the_extremes() -> None:
+    from ds4sync.serving.abstats import trimmed_mean
+
+    assert trimmed_mean([1.0, 2.0, 3.0, 4.0, 100.0]) == 3.0
+    assert trimmed_mean([1.0, 3.0]) == 2.0
+    row = compare_metric("m", [300.0] * 5, [306.0, 306.0, 306.0, 306.0, 270.0], HIGHER, estimator="trimmed")
+    plain = compare_metric("m", [300.0] * 5, [306.0, 306.0, 306.0, 306.0, 270.0], HIGHER)
+    assert row.mean_delta_pct == pytest.approx(2.0) and plain.mean_delta_pct == pytest.approx(-0.4)
