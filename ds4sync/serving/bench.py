@@ -82,7 +82,7 @@ def run_row(config: BenchConfig, row: BenchRow, *, client: OpenAIClient, out_dir
     except ToolMissingError as exc:
         return BenchRowResult(name=row.name, ok=False, detail=f"{exc.one_line()} (serving.bench.command)",
                               command=tuple(argv))
-    common = {"name": row.name, "command": tuple(argv), "log_path": str(log_path),
+    common: dict[str, Any] = {"name": row.name, "command": tuple(argv), "log_path": str(log_path),
               "server_metrics": sampler.summary()}
     if proc.timed_out or proc.returncode != 0:
         tail = "\n".join(proc.output.splitlines()[-5:])

@@ -136,7 +136,8 @@ class OpenAIClient:
         start = time.monotonic()
         parts: list[str] = []
         stamps: list[float] = []
-        finish, usage = None, {}
+        finish: str | None = None
+        usage: dict[str, Any] = {}
         try:
             with self._http.stream("POST", "/v1/chat/completions", json=body,
                                    timeout=timeout_s or self.timeout_s) as resp:

@@ -16,7 +16,9 @@ from pydantic import Field, model_validator
 from ds4sync.config import FrozenModel
 from ds4sync.serving.abstats import MetricRule
 
-PROBE_ORDER = ("health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput")
+ProbeName = Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput"]
+PROBE_ORDER: tuple[ProbeName, ...] = ("health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval",
+                                      "throughput")
 
 
 class ServerConfig(FrozenModel):
@@ -183,8 +185,7 @@ class ServingConfig(FrozenModel):
     """The whole ``serving:`` section: server, probe selection and per-probe settings."""
 
     server: ServerConfig
-    probes: tuple[Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval",
-                          "throughput"], ...] = PROBE_ORDER
+    probes: tuple[ProbeName, ...] = PROBE_ORDER
     exact: tuple[ExactCase, ...] = ()
     exact_file: Path | None = None
     tool_call: ToolCallCase | None = None

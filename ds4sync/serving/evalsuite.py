@@ -79,7 +79,7 @@ def run_eval(client: OpenAIClient, cases: Sequence[ExactCase], config: EvalConfi
         outcomes = list(pool.map(lambda c: score_one(client, c, max_tokens=config.max_tokens,
                                                      timeout_s=config.timeout_s), jobs))
     counts = Counter(outcomes)
-    return EvalScore(total=len(jobs), wall_s=time.monotonic() - start, **counts)
+    return EvalScore(total=len(jobs), wall_s=time.monotonic() - start, **{str(k): n for k, n in counts.items()})
 
 
 def probe_eval(client: OpenAIClient, config: EvalConfig) -> ProbeResult:

@@ -37,7 +37,7 @@ def build_prompt(lines: int, *, seed: int = 7) -> RecallPrompt:
     target_id, building = "K-4217", "North"
     answer = f"{rng.choice(_WORDS)}-{rng.randint(10, 99)}"
     near = [(target_id, "South"), ("K-4271", "North"), ("K-2417", "North")]
-    distractors = []
+    distractors: list[str] = []
     body = []
     for i in range(max(lines, 8)):
         if i == max(1, lines // 10):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ds4sync.config import CONFIG_NAME, FrozenModel, load_config, read_yaml, validate
 from ds4sync.errors import ConfigError
@@ -62,7 +63,8 @@ def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
 def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run the serving probes; passed when the server started and no probe failed."""
     spec: Spec = gate.spec  # type: ignore[assignment]
-    common = dict(name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required, cwd=str(ctx.cwd))
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required,
+                                  cwd=str(ctx.cwd))
     start = time.monotonic()
     try:
         config = _serving_config(spec, ctx)
