@@ -191,6 +191,7 @@ def serving_gate(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir:
     else:
         for line in render.serving_lines(result):
             out.print(line, markup=False)
+        out.print(render.summary_line(result), markup=False)
     if not result:
         raise typer.Exit(int(ExitCode.FAILED))
 

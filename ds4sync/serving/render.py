@@ -17,3 +17,17 @@ def serving_lines(result: ServingResult) -> list[str]:
     if result.server_log:
         lines.append(f"server log: {result.server_log}")
     return lines
+
+
+def summary_line(result: ServingResult) -> str:
+    """The write-up's one-line form: ``cold boot 41.2 s; health 200; 1/1 exact; unchanged 1.00 GiB / ...``.
+
+    Skipped probes are left out; failed ones are marked ``FAILED``.
+    """
+    parts = [cold_boot_line(result)]
+    for probe in result.probes:
+        if probe.status == "passed":
+            parts.append(probe.summary.split(";")[0] if probe.name == "health" else probe.summary)
+        elif probe.status == "failed":
+            parts.append(f"{probe.name} FAILED ({probe.summary})")
+    return "; ".join(parts)
