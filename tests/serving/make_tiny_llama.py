@@ -40,6 +40,7 @@ def build_tokenizer(out: Path) -> None:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    fast.add_tokens(["<think>", "</think>"])  # so reasoning parsers find their markers as single tokens
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
 

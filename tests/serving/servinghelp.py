@@ -24,6 +24,8 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAG
 
 # JSON arguments without free whitespace: a random model would otherwise pad them with newlines forever.
 STRUCTURED_OUTPUTS = '{"backend": "xgrammar", "disable_any_whitespace": true}'
+# The same, enforced inside the reasoning section too (for the reasoning/final routing test).
+REASONING_OUTPUTS = '{"backend": "xgrammar", "disable_any_whitespace": true, "enable_in_reasoning": true}'
 
 def serving_python() -> Path | None:
     """The serving environment's interpreter, or None when it was never created."""

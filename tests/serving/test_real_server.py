@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from servinghelp import MODEL_NAME, server_config
+from servinghelp import MODEL_NAME, REASONING_OUTPUTS, server_config, vllm_command
 
 from ds4sync.cli import main
 from ds4sync.proc import pid_alive
@@ -26,6 +26,7 @@ from ds4sync.serving.config import (
     EvalConfig,
     ExactCase,
     KvBaseline,
+    ReasoningCase,
     RecallConfig,
     ServingConfig,
     ToolCallCase,
@@ -150,13 +151,26 @@ def test_port_already_served_is_refused(vllm_server: ServerHandle, tmp_path: Pat
     assert info.value.kind == "port-busy"
 
 
-def test_a_stopped_engine_is_wedged_and_later_probes_are_skipped(vllm_python: Path, tiny_model: Path,
-                                                                  tmp_path: Path) -> None:
-    config = server_config(vllm_python, tiny_model, request_timeout_s=3, guard_timeout_s=3, stop_grace_s=2)
+def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, tiny_model: Path,
+                                                            tmp_path: Path) -> None:
+    # A second server with a reasoning parser; structured outputs (also inside reasoning) pin the answer shape.
+    command = vllm_command(vllm_python, tiny_model, "--reasoning-parser", "deepseek_r1",
+                           "--structured-outputs-config", REASONING_OUTPUTS)
+    config = server_config(vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3,
+                           stop_grace_s=2)
     handle = start_server(config, log_path=tmp_path / "server.log")
     try:
         wait_ready(handle)
         assert guard(handle).ok
+        thinking = {"temperature": 0, "max_tokens": 40, "structured_outputs": {"regex": "<think>[a-z]{3,8}</think>56"}}
+        case = ReasoningCase(messages=({"role": "user", "content": "7 * 8?"},), sampling=thinking,
+                             expect_pattern="^56$")
+        with handle.client() as client:
+            routed = probes.probe_reasoning(client, case)
+            wrong_field = probes.probe_reasoning(client, case.model_copy(update={"fields": ("reasoning_content",)}))
+        assert routed.status == "passed", routed.summary
+        assert routed.details["content"] == "56" and routed.details["reasoning"]
+        assert wrong_field.status == "failed" and "no reasoning in reasoning_content" in wrong_field.summary
         os.killpg(handle.proc.pid, signal.SIGSTOP)  # alive but answering nothing: a wedge
         serving = ServingConfig(server=config, exact=(forced("a", "42", "42"),))
         results, wedged = run_probes(serving, handle, ["exact", "kv_capacity", "health"], out_dir=tmp_path)
