@@ -25,6 +25,8 @@ config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
 serving_app = typer.Typer(no_args_is_help=True, help="Serving gates against an OpenAI-compatible server.")
 app.add_typer(serving_app, name="serving")
+kernels_app = typer.Typer(no_args_is_help=True, help="Kernel tier: DeepSeek op checks and benchmarks.")
+app.add_typer(kernels_app, name="kernels")
 patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
 app.add_typer(patches_app, name="patches")
 
@@ -108,6 +110,32 @@ def promote(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: Stat
 
     result = promote_mod.promote(_workspace(repo, config, None, state_dir), run_id=run, allow=allow_blockers)
     out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
+
+
+@app.command()
+def nightly(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+            profile: ProfileOpt = None,
+            ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
+            ) -> None:
+    """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
+    from ds4sync.nightly import run_nightly
+
+    ws = _workspace(repo, config, None, state_dir, profile)
+    result = run_nightly(ws, ref=ref, progress=_progress(False))
+    out.print(result.message, markup=False)
+    if result.outcome is not None and "report" in result.outcome.record.results:
+        out.print(f"report: {result.outcome.record.results['report'].get('path')}", markup=False)
+    if result.exit_code:
+        raise typer.Exit(int(result.exit_code))
+
+
+@app.command()
+def cron(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+         at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30") -> None:
+    """Print the crontab line that runs `ds4sync nightly` on this repository."""
+    from ds4sync.nightly import cron_line
+
+    out.print(cron_line(_workspace(repo, config, None, state_dir), at=at), markup=False)
 
 
 @app.command()
@@ -256,6 +284,50 @@ def backport_evaluate(ref: Annotated[str, typer.Argument(help="Upstream commit t
         ui.print_json(out, decision.model_dump(mode="json"))
     else:
         out.print(decision.line(), markup=False)
+@kernels_app.command("check")
+def kernels_check(
+        op: Annotated[list[str] | None, typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, "
+                                                     "mhc_post (repeatable; default: the first four).")] = None,
+        candidate: Annotated[str | None, typer.Option("--candidate", help="module:function[@adapter] to check "
+                                                      "instead of our kernels (one --op).")] = None,
+        bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
+        device: Annotated[str | None, typer.Option("--device", help="cuda or cpu (default: cuda if present; "
+                                                   "cpu runs the Triton interpreter on the small grid).")] = None,
+        profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+    """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
+    from ds4sync import kernelsuite, ui
+
+    result = kernelsuite.run_kernel_suite(ops=op, candidate=candidate, bench=bench, device=device, profile=profile)
+    if json_out:
+        ui.print_json(out, result.model_dump(mode="json"))
+    else:
+        _render_kernels(result)
+    if not result.ok:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _render_kernels(result) -> None:
+    from rich.table import Table
+
+    env = result.environment
+    out.print(f"kernel suite on {env.gpu or env.device} (torch {env.torch}, triton {env.triton}, "
+              f"{'interpreter, ' if env.interpreter else ''}grid {result.scale})")
+    table = Table("op", "implementation", "pass", "fail", "error", "skip")
+    for op in result.ops:
+        table.add_row(op.op, op.impl, *(str(op.count(s)) for s in ("pass", "fail", "error", "skip")))
+    out.print(table)
+    for op in result.ops:
+        for case in op.cases:
+            if case.status in ("fail", "error"):
+                out.print(f"[red]{op.op} {case.name}: {case.status}[/]: {case.detail}")
+    if result.bench:
+        bench = Table("op", "case", "µs", "ref µs", "speed-up", "GB/s", "TFLOP/s", "% roofline", "flags")
+        for r in result.bench:
+            bench.add_row(r.op, r.case, f"{r.time_us:.1f}", f"{r.ref_time_us:.1f}", f"{r.speedup:.1f}x",
+                          f"{r.gb_per_s:.0f}", f"{r.tflop_per_s:.1f}", f"{r.pct_roof:.1%}", "; ".join(r.flags) or "ok")
+        out.print(bench)
+    out.print("[green]kernels: ok[/]" if result.ok else "[red]kernels: FAILED[/]")
+
 
 ReportFormat = Annotated[str, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).",
                                            case_sensitive=False)]
@@ -386,7 +458,9 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
          gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
          python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
          no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
-         = False, json_out: JsonOpt = False) -> None:
+         = False, bench: Annotated[bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks "
+                                                      "(never served from the cache).")] = False,
+         json_out: JsonOpt = False) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
     import json
@@ -397,7 +471,7 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
     record = ws.store.current()
     options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
                           jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
-                          use_cache=not no_cache, python=python)
+                          use_cache=not (no_cache or bench), python=python, bench=bench)
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if json_out:
             result = run_tier(ws, options, record=record)

@@ -25,7 +25,7 @@ import yaml
 
 from ds4sync.errors import ExitCode
 from ds4sync.mergeplan import MergeSummary
-from ds4sync.pipeline import Workspace, open_workspace
+from ds4sync.pipeline import RunOutcome, Workspace, open_workspace
 from ds4sync.repobuild import RepoBuilder
 
 FORK_BRANCH = "ds4-sm120"
@@ -119,6 +119,7 @@ def write_config(fork: Path, upstream: Path, profile: Path) -> Path:
         "upstream": {"remote": "upstream", "url": str(upstream), "ref": "main", "name": "demo/upstream"},
         "fork": {"branch": FORK_BRANCH, "name": "demo/fork"},
         "profile": str(profile),
+        "gates": {"tiers": ["unit"]},
         "merge": {"backup_branch": "backup/{branch}-{date}-pre-sync", "rules": [
             {"glob": "docs/*", "strategy": "theirs", "reason": "docs follow upstream; fork notes live in the PR"},
             {"glob": "vllm/legacy/*", "strategy": "theirs", "reason": "upstream removed the legacy modules"},
@@ -136,9 +137,27 @@ def resolve_like_a_person(worktree: Path) -> None:
         '"VLLM_TRACE_PATH": lambda: os.getenv("VLLM_TRACE_PATH"),'))
 
 
+def write_demo_gates(profile: Path) -> None:
+    """The demo profile's ``unit`` tier: real gates that run on the merged tree with this python."""
+    check_envs = ('import runpy; env = runpy.run_path("vllm/envs.py")["environment_variables"]; '
+                  'missing = {"VLLM_TRITON_MLA_SPARSE", "VLLM_TRACE_PATH"} - set(env); '
+                  'assert not missing, f"lost in the merge: {sorted(missing)}"')
+    tier = {"tier": "unit", "gates": [
+        {"name": "compileall", "kind": "command", "description": "every Python file of the merged tree compiles",
+         "run": {"argv": ["{python}", "-m", "compileall", "-q", "vllm"], "expect_exit": 0}, "timeout": 120},
+        {"name": "envs-kept", "kind": "command",
+         "description": "envs.py keeps the fork's and upstream's variables after the merge",
+         "run": {"argv": ["{python}", "-c", check_envs], "expect_exit": 0}, "timeout": 60},
+        {"name": "diff-check", "kind": "static", "description": "git diff --check over the sync range",
+         "run": {"check": "diff-check"}, "timeout": 60},
+    ]}
+    (profile / "gates").mkdir(parents=True, exist_ok=True)
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump(tier, sort_keys=False))
+
+
 def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | None = None) -> DemoResult:
-    """Generate the repositories and run both syncs through the real pipeline."""
-    from ds4sync import sync
+    """Generate the repositories and run both syncs through the real pipeline, end to end."""
+    from ds4sync.patchsets.demo import adapt_like_a_person, write_demo_patchsets
 
     say = progress or (lambda _m: None)
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="ds4sync-demo-"))
@@ -149,52 +168,64 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     profile = root / "profile"
     (profile / "patches" / "resolutions").mkdir(parents=True, exist_ok=True)
     fork = build_fork(root / "fork", upstream.path, shas["base"])
-    from ds4sync.patchsets.demo import adapt_like_a_person, write_demo_patchsets
-
     patchsets = write_demo_patchsets(profile, fork, base=shas["base"])
+    write_demo_gates(profile)
     config_path = write_config(fork.path, upstream.path, profile)
     ws = open_workspace(fork.path, config_path=config_path)
 
     say("sync 1: merge an older upstream SHA; envs.py needs a person")
-    first = sync.start_merge(ws, shas["u1"], progress=say)
-    stopped = first.outcome.message if first.outcome is not None else ""
-    result.lines.append(f"sync 1 stopped: {first.status} ({stopped})")
-    resolve_like_a_person(Path(first.record.worktree))
-    first = sync.resume(_reopen(ws), progress=say)
+    first = _drive(ws, shas["u1"], result, "sync 1", {"resolve": resolve_like_a_person}, say)
     result.summaries.append(("sync 1 (a person resolved envs.py; recorded to the shared store)",
                              MergeSummary.model_validate(first.record.results["merge"])))
 
-    say("sync 2: merge a newer upstream SHA; recorded resolution, rules, overlap")
-    second = sync.start_merge(_reopen(ws), shas["u2"], progress=say)
-    if second.status == "needs-person" and second.last_phase == "replay":
-        stopped = second.outcome.message if second.outcome is not None else ""
-        result.lines.append(f"sync 2 stopped in replay: {stopped}")
-        say("sync 2: a patch-set no longer applies; the demo adapts it like a person, then resumes")
-        adapt_like_a_person(Path(second.record.worktree))
-        second = sync.resume(_reopen(ws), progress=say)
+    say("sync 2: the next night; recorded resolution, path rules, overlap, a patch-set to adapt")
+    second = _drive(ws, shas["u2"], result, "sync 2", {"replay": adapt_like_a_person}, say)
     summary = MergeSummary.model_validate(second.record.results["merge"])
     result.summaries.append(("sync 2 (the next night)", summary))
-    record_path = ws.store.record_path(second.record.run_id)
-    from ds4sync.report import write_report
-
-    report = write_report(ws.store, second.record, ws.profile)
     replayed = {e["id"]: e["status"] for e in second.record.results.get("replay", {}).get("entries", [])}
     result.lines.append("patch-sets: " + ", ".join(f"{pid} {status}" for pid, status in replayed.items()))
     if any(replayed.get(pid) != status for pid, status in patchsets.expected["u2"].items()
            if status != "needs-adaptation"):
         result.lines.append(f"unexpected patch-set outcomes (expected {patchsets.expected['u2']})")
         result.exit_code = ExitCode.FAILED
+    for tier, tier_result in second.record.results.get("gates", {}).items():
+        gates = tier_result.get("gates", [])
+        passed = sum(gate.get("status") in ("passed", "cached") for gate in gates)
+        result.lines.append(f"gates {tier}: {passed}/{len(gates)} passed")
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",
         f"worktree: {second.record.worktree}",
-        f"record: {record_path}",
+        f"record: {ws.store.record_path(second.record.run_id)}",
         f"shared resolutions: {profile / 'patches' / 'resolutions'}",
-        f"report: {report}",
+        f"report: {second.record.results.get('report', {}).get('path', '(not written)')}",
     ]
-    if second.status not in ("done", "paused"):
+    if second.status != "done":
         result.exit_code = ExitCode.FAILED
     return result
+
+
+def _drive(ws: Workspace, ref: str, result: DemoResult, name: str,
+           person: dict[str, Callable[[Path], None]], say: Callable[[str], None]) -> RunOutcome:
+    """Start a sync and take it to the end: the demo plays the person where a phase stops for one."""
+    from ds4sync import sync
+
+    outcome = sync.start_merge(_reopen(ws), ref, progress=say)
+    while outcome.status in ("needs-person", "paused"):
+        if outcome.status == "needs-person":
+            act = person.get(outcome.last_phase or "")
+            if act is None:
+                break
+            stopped = outcome.outcome.message if outcome.outcome is not None else ""
+            result.lines.append(f"{name} stopped in {outcome.last_phase}: {stopped}")
+            say(f"{name}: the demo acts as the person for {outcome.last_phase}, then resumes")
+            act(Path(outcome.record.worktree))
+            person = {k: v for k, v in person.items() if k != outcome.last_phase}
+        outcome = sync.resume(_reopen(ws), progress=say)
+    if outcome.status != "done":
+        result.exit_code = ExitCode.FAILED
+        result.lines.append(f"{name} ended {outcome.status}: {outcome.outcome.message if outcome.outcome else ''}")
+    return outcome
 
 
 def _reopen(ws: Workspace) -> Workspace:

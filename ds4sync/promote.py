@@ -37,9 +37,10 @@ def blockers(record: RunRecord) -> list[str]:
     for name, state in record.phases.items():
         if state.status in ("failed", "needs-person", "running"):
             reasons.append(f"phase '{name}' is {state.status}")
-    for tier, gates in (record.results.get("gates") or {}).items():
-        for gate in gates if isinstance(gates, list) else gates.get("gates", []):
-            if gate.get("required", True) and gate.get("status") in ("failed", "error"):
+    for tier, tier_result in (record.results.get("gates") or {}).items():
+        for gate in tier_result.get("gates", []):
+            # Environment-only failures (incomplete) never count as passing.
+            if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
                 reasons.append(f"required gate {tier}/{gate.get('name')} is {gate.get('status')}")
     return reasons
 

@@ -15,10 +15,12 @@ Progress = Callable[[str], None]
 
 def pipeline_phases() -> tuple[Phase, ...]:
     """Every phase of a sync run, in order."""
+    from ds4sync.gates.phase import GATE_PHASES
     from ds4sync.patchsets import PATCHSET_PHASES
     from ds4sync.phases.merge import MERGE_PHASES
+    from ds4sync.phases.report import REPORT_PHASES
 
-    return MERGE_PHASES + PATCHSET_PHASES
+    return MERGE_PHASES + PATCHSET_PHASES + GATE_PHASES + REPORT_PHASES
 
 
 def merge_stop_phase() -> str:
@@ -82,11 +84,33 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fe
             backup_ref=f"refs/ds4sync/backup/{run_id}",
             backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
         )
+        _require_free_sync_branch(ws, record.sync_branch)
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
         ctx = RunContext(ws, record, say)
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after or merge_stop_phase())
+
+
+class SyncBranchTaken(StateError):
+    """The sync branch a new run would create belongs to an earlier run (``run_id``, ``run_status``)."""
+
+    def __init__(self, branch: str, *, run_id: str | None, run_status: str | None, where: str) -> None:
+        owner = f"run {run_id} ({run_status})" if run_id else "a branch not made by ds4sync"
+        super().__init__(f"sync branch {branch} already exists: {owner}", where=where,
+                         fix=f"promote it, or drop it with `ds4sync abort --run {run_id}`" if run_id
+                         else "delete or rename that branch, or set merge.sync_branch")
+        self.run_id = run_id
+        self.run_status = run_status
+
+
+def _require_free_sync_branch(ws: Workspace, branch: str) -> None:
+    if not ws.repo.ref_exists(f"refs/heads/{branch}"):
+        return
+    owner = next((ws.store.load(run_id) for run_id in reversed(ws.store.run_ids())
+                  if ws.store.load(run_id).sync_branch == branch), None)
+    raise SyncBranchTaken(branch, run_id=owner.run_id if owner else None,
+                          run_status=owner.status if owner else None, where=str(ws.repo.path))
 
 
 def _report_stale(stale: dict | None, say: Progress) -> None:
@@ -122,18 +146,19 @@ def resume(ws: Workspace, *, progress: Progress | None = None, phases: Sequence[
 
 
 def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
-    """Throw the active run away: remove its worktree and sync branch; keep the backup ref.
+    """Throw a run away: remove its worktree and sync branch; keep the backup ref.
 
-    The fork branch is not touched.
+    Without ``run_id``: the active run, else the latest run if it failed or finished
+    without being promoted. The fork branch is not touched.
 
     Raises:
-        StateError: there is no active run (or no run named ``run_id``).
+        StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
-        record = ws.store.load(run_id) if run_id else ws.store.current()
-        if record is None or not record.active:
-            raise StateError("no active run to abort", where=str(ws.store.root),
-                             fix="see `ds4sync status`")
+        record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
+        if record is None or record.status == "aborted" or "promote" in record.results:
+            raise StateError("no run to abort (the latest is aborted or promoted)", where=str(ws.store.root),
+                             fix="see `ds4sync status --all`")
         ws.repo.worktree_remove(Path(record.worktree))
         ws.repo.delete_branch(record.sync_branch)
         record.status = "aborted"

@@ -33,5 +33,8 @@ def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert replay == {"flashinfer-0-6-18": "landed-upstream", "larger-scratch-pool": "landed-upstream",
                       "sm120-sparse-decode": "retained", "sm120-attention-logging": "adapted"}
     assert second_record["results"]["verify"]["totals"]["violated"] == 0
+    gates = second_record["results"]["gates"]["unit"]["gates"]
+    assert [(g["name"], g["status"]) for g in gates] == [
+        ("compileall", "passed"), ("envs-kept", "passed"), ("diff-check", "passed")]
     report = Path(second_record["results"]["report"]["path"]) if "report" in second_record["results"] else None
     assert "report:" in out and (report is None or report.is_file())

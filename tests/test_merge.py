@@ -227,3 +227,17 @@ def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys
     assert rules == {"a.py": "* -> union", "b.py": "*.py -> ours"}
     merged = pair.fork.repo.commit(json.loads(out)["merge_commit"])
     assert merged.tree["b.py"].data_stream.read().decode() == lines("b fork")
+
+
+def test_second_run_for_the_same_upstream_names_the_owner_of_the_sync_branch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    args = ("--repo", str(pair.repo), "--branch", BRANCH)
+    assert run_cli(capsys, "merge", "upstream/main", *args, "--json")[0] == 0
+    code, _, err = run_cli(capsys, "merge", "upstream/main", *args)
+    assert code == 4 and "is still paused" in err and "ds4sync resume" in err  # merged; later phases remain
+    assert run_cli(capsys, "resume", "--repo", str(pair.repo))[0] == 0
+    code, _, err = run_cli(capsys, "merge", "upstream/main", *args)
+    assert code == 2 and "already exists: run" in err and "ds4sync abort --run" in err
+    assert run_cli(capsys, "abort", "--repo", str(pair.repo))[0] == 0  # the finished, unpromoted run
+    assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0

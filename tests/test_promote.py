@@ -49,11 +49,16 @@ def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]
     pair, data = merged
     path = Path(data["record"])
     record = json.loads(path.read_text())
-    record["results"]["gates"] = {"unit": [{"name": "focused-unit", "status": "failed", "required": True}]}
+    record["results"]["gates"] = {"unit": {"tier": "unit", "gates": [
+        {"name": "focused-unit", "status": "failed", "required": True},
+        {"name": "gated-fixtures", "status": "incomplete", "required": True},
+        {"name": "optional-soak", "status": "failed", "required": False}]}}
     path.write_text(json.dumps(record))
     old = pair.fork.repo.commit(BRANCH).hexsha
     assert main(["promote", "--repo", str(pair.repo)]) == 2
-    assert "required gate unit/focused-unit is failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "required gate unit/focused-unit is failed" in err
+    assert "required gate unit/gated-fixtures is incomplete" in err and "optional-soak" not in err
     assert pair.fork.repo.commit(BRANCH).hexsha == old
     assert main(["promote", "--repo", str(pair.repo), "--allow-blockers"]) == 0
     assert "promoted despite" in json.loads(path.read_text())["notes"][-1]

@@ -14,6 +14,8 @@ from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
 def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
     """Run each configured tier in the run's worktree and record it."""
     lines, statuses = [], []
+    if not ctx.ws.config.gates.tiers:
+        return PhaseOutcome("skipped", "no gate tiers configured (gates.tiers in ds4sync.yaml)")
     for tier in ctx.ws.config.gates.tiers:
         ctx.progress(f"gates: tier {tier}")
         result = run_tier(ctx.ws, TierOptions(tier=tier), record=ctx.record)

@@ -47,6 +47,7 @@ class TierOptions:
     use_cache: bool = True
     python: str | None = None
     target: Path | None = None
+    bench: bool = False  # kernel gates: also benchmark (passed to kinds as ``ctx.extra["bench"]``)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ def run_tier(ws: Workspace, options: TierOptions, *, record: RunRecord | None = 
                  use_cache=options.use_cache, emit=emit, children=_Children(),
                  devices=_Devices(_gpus(options.gpus, settings.gpus)),
                  cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
-                 context=GateContext(cwd=target, python=python, log_dir=log_dir, base_ref=base_ref))
+                 context=GateContext(cwd=target, python=python, log_dir=log_dir, base_ref=base_ref,
+                                     extra={"bench": options.bench}))
     results = plan.execute(decisions)
     return TierResult(tier=options.tier, repo=str(target), head=repo.head(), started_at=started_at,
                       duration_s=time.monotonic() - start, changed_since=options.changed_since,
@@ -260,7 +262,7 @@ class _Plan:
 
         ctx = GateContext(cwd=self.context.cwd, python=self.context.python, log_dir=self.context.log_dir,
                           devices=devices, base_ref=self.context.base_ref, on_line=on_line,
-                          on_start=self.children.add)
+                          on_start=self.children.add, extra=self.context.extra)
         self.emit(GateEvent(gate.name, "started", devices=devices))
         try:
             result = runner_for(gate.definition.kind)(gate, ctx)

@@ -23,13 +23,14 @@ class GatesConfig(BaseModel):
     ``python``: the target environment's interpreter (relative paths are taken from the
     checkout; default ``<checkout>/.venv/bin/python``, else the fork checkout's, else the
     python running ds4sync). ``gpus``: device ids for GPU gates (default: none). ``tiers``:
-    what the pipeline's ``gate`` phase runs.
+    what the pipeline's ``gate`` phase runs (none unless configured: a sync of an unknown
+    tree runs no tests by surprise).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     python: str | None = None
-    tiers: tuple[str, ...] = ("static", "unit")
+    tiers: tuple[str, ...] = ()
     jobs: int = Field(default=2, ge=1)
     gpus: tuple[str, ...] = ()
     run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS

@@ -23,6 +23,7 @@ def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
     fork_head = fork.head()
     written = write_demo_patchsets(profile, fork, base=shas["base"])
     assert fork.head() == fork_head and fork.repo.active_branch.name == demo.FORK_BRANCH
+    demo.write_demo_gates(profile)
     config = demo.write_config(fork.path, upstream.path, profile)
 
     def ws():

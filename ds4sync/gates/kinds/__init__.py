@@ -32,6 +32,7 @@ KIND_MODULES: dict[str, str] = {
     "command": "ds4sync.gates.kinds.command_kind",
     "static": "ds4sync.gates.kinds.static_kind",
     "serving": "ds4sync.gates.kinds.serving",
+    "kernel": "ds4sync.gates.kinds.kernel",
 }
 
 

@@ -1,0 +1,1 @@
+"""DeepSeek V4 op references, Triton kernels and the kernel-check suite."""

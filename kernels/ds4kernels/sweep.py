@@ -1,0 +1,97 @@
+"""Launch-configuration sweep on the benchmark shapes (GPU only): time each config, check it against
+the default config's output, print the best. Used to pick the defaults in the ``*_config`` functions."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from . import decode, prefill, routing, topk
+from .bench import _time_us, case_cost
+from .check import CHECKS
+from .grid import decode_cases, prefill_cases, routing_cases, topk_cases
+
+PREFILL = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s) for bm, bn, w, s in
+           ((64, 128, 4, 4), (64, 128, 4, 3), (64, 128, 4, 5), (128, 128, 8, 4), (64, 64, 4, 4), (64, 256, 8, 4))]
+DECODE = [dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s) for b, t, sp, w, s in
+          ((8, 64, False, 4, 3), (8, 64, True, 4, 3), (8, 64, False, 4, 4), (8, 64, True, 4, 4), (16, 64, False, 4, 4),
+           (16, 64, True, 4, 3), (4, 64, True, 4, 3), (8, 64, True, 8, 3))]
+TOPK = [dict(BLOCK=b, num_warps=w) for b, w in ((4096, 16), (2048, 8), (1024, 4), (512, 2), (1024, 2))]
+ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
+
+TARGETS = {
+    "prefill": (prefill.mqa_logits, PREFILL, ("bench-fp8-M4096-N32768", "bench-bf16-M4096-N32768")),
+    "decode": (decode.paged_mqa_logits, DECODE, ("bench-B32-n1-ctx8192", "bench-B64-n1-ctx32768",
+                                                 "bench-B64-n2-ctx32768", "bench-B256-n2-ctx8192")),
+    "topk": (topk.topk_per_row, TOPK, ("bench-R128-C32768-K1024", "bench-R4096-C8192-K2048")),
+    "routing": (routing.route, ROUTE, ("bench-T8192-E256-top6", "bench-T8192-E384-top6", "bench-hash-T8192-E256")),
+}
+CASES = {"prefill": prefill_cases, "decode": decode_cases, "topk": topk_cases, "routing": routing_cases}
+
+
+def run_sweep(ops=None, device: str = "cuda") -> list[dict]:
+    """Time every config of every target case; returns rows (op, case, config, time_us, pct_roof, ok)."""
+    rows = []
+    for op in ops or TARGETS:
+        fn, configs, names = TARGETS[op]
+        by_name = {c.name: c for c in CASES[op]("full")}
+        for name in names:
+            g = torch.Generator(device=device)
+            g.manual_seed(1)
+            args = by_name[name].build(device, g)
+            base = _in_range(op, fn(**args), args)
+            roof = case_cost(op, args).roof_seconds()
+            key = tuning_key(op, args)
+            for cfg in configs:
+                try:
+                    out = fn(**args, config=cfg)
+                    verdict = CHECKS[op](out, base, args, False)
+                    t, _ = _time_us(lambda cfg=cfg, fn=fn, a=args: fn(**a, config=cfg), heavy=False, graph=True)
+                    t *= 1e-3
+                    rows.append({"op": op, "case": name, "key": key, "config": cfg, "time_us": t * 1e3,
+                                 "pct_roof": roof / (t * 1e-3), "ok": verdict["ok"], "detail": verdict["detail"]})
+                except Exception as exc:  # a config the compiler rejects is a result of the sweep
+                    rows.append({"op": op, "case": name, "key": key, "config": cfg, "time_us": None, "pct_roof": None,
+                                 "ok": False, "detail": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            del args, base
+    return rows
+
+
+def _in_range(op: str, out, a: dict):
+    """The default config's output, -inf outside each row's range (what the checks call specified)."""
+    if op == "prefill":
+        j = torch.arange(out.shape[1], device=out.device)[None, :]
+        keep = (j >= a["ks"][:, None]) & (j < a["ke"][:, None])
+    elif op == "decode":
+        j = torch.arange(out.shape[1], device=out.device)[None, :]
+        keep = j < a["context_lens"].reshape(-1, 1).clamp(min=0)
+    else:
+        return out
+    return torch.where(keep, out.float(), float("-inf"))
+
+
+def tuning_key(op: str, a: dict) -> str:
+    """The tuned-config bucket a case falls in (the same keys the ``*_config`` functions look up)."""
+    if op == "prefill":
+        return prefill.prefill_key(a["q"].dtype)
+    if op == "decode":
+        return f"n{a['q'].shape[1]}"
+    if op == "topk":
+        return "many" if a["logits"].shape[0] >= 1024 else "few"
+    return routing.route_key(a["logits"].shape[0], a["logits"].shape[1], a["tid2eid"] is not None)
+
+
+def best_configs(rows: list[dict]) -> dict:
+    """Per op and key, the config with the least total time over that key's cases, among configs that
+    were correct on all of them: the content of a ``tuned/<GPU>.json`` file."""
+    totals: dict[tuple[str, str, str], list] = {}
+    for r in rows:
+        slot = totals.setdefault((r["op"], r["key"], json.dumps(r["config"], sort_keys=True)), [0.0, True])
+        slot[0] += r["time_us"] or 0.0
+        slot[1] = slot[1] and r["ok"] and r["time_us"] is not None
+    best: dict[str, dict] = {}
+    for (op, key, cfg), (_total, ok) in sorted(totals.items(), key=lambda kv: kv[1][0]):
+        if ok and key not in best.setdefault(op, {}):
+            best[op][key] = json.loads(cfg)
+    return best

@@ -1,0 +1,101 @@
+"""``ds4sync kernels check`` and the ``kernel`` gate kind, end to end on the CPU (Triton interpreter)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # before triton's first import: it reads the flag then
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from ds4sync.cli import main  # noqa: E402
+from ds4sync.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
+
+
+def test_cli_check_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]):
+    code = main(["kernels", "check", "--op", "routing", "--device", "cpu", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    result = KernelSuiteResult.model_validate(data)
+    assert [op.op for op in result.ops] == ["routing"] and result.ok
+
+
+def test_cli_exit_codes_for_a_failing_candidate_and_a_bad_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    cand = tmp_path / "badtopk.py"
+    cand.write_text(textwrap.dedent("""
+        import torch
+
+        def topk(logits, starts, ends, k):  # ignores the row ranges: indices are not request-local
+            return torch.arange(k, dtype=torch.int32).repeat(logits.shape[0], 1)
+    """))
+    assert main(["kernels", "check", "--op", "topk", "--device", "cpu", "--candidate", f"{cand}:topk"]) == 1
+    assert "FAILED" in capsys.readouterr().out
+    assert main(["kernels", "check", "--op", "nope", "--device", "cpu"]) == 2
+    assert "unknown op" in capsys.readouterr().err
+
+
+def _profile(tmp_path: Path, run: str) -> Path:
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    shutil.copytree(kernels_dir(), profile / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (profile / "gates" / "kernel.yaml").write_text(textwrap.dedent(f"""
+        tier: kernel
+        gates:
+          - name: deepseek-ops
+            kind: kernel
+            run: {run}
+            timeout: 600
+    """))
+    return profile
+
+
+def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    definition = pytest.importorskip("ds4sync.gates.definition")
+    kinds = pytest.importorskip("ds4sync.gates.kinds")
+    monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
+    profile = _profile(tmp_path, "{ops: [routing, topk], device: cpu}")
+    (gate,) = definition.load_tier(profile, "kernel")
+    ctx = kinds.GateContext(cwd=tmp_path, python=sys.executable, log_dir=tmp_path / "logs")
+    result = kinds.runner_for("kernel")(gate, ctx)
+    assert result.status == "passed", result.reason
+    assert result.counts.passed >= 20 and result.counts.failed == 0
+    ops = [op["op"] for op in result.details["kernel"]["ops"]]
+    assert ops == ["routing", "topk"]
+    assert "--op" in result.command and "interpreter" not in result.reason
+
+
+def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    definition = pytest.importorskip("ds4sync.gates.definition")
+    kinds = pytest.importorskip("ds4sync.gates.kinds")
+    monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
+    cand = tmp_path / "cand.py"
+    cand.write_text("def route(**kw):\n    raise RuntimeError('boom')\n")
+    profile = _profile(tmp_path, f"{{ops: [routing], device: cpu, candidate: '{cand}:route'}}")
+    (gate,) = definition.load_tier(profile, "kernel")
+    ctx = kinds.GateContext(cwd=tmp_path, python=sys.executable, log_dir=tmp_path / "logs")
+    result = kinds.runner_for("kernel")(gate, ctx)
+    assert result.status == "failed"
+    assert result.counts.errors == len(result.failures) > 0
+    assert result.failures[0].node_id.startswith("routing::") and "boom" in result.failures[0].message
+
+
+def test_kernel_gate_bench_flag_reaches_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    definition = pytest.importorskip("ds4sync.gates.definition")
+    kinds = pytest.importorskip("ds4sync.gates.kinds")
+    monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
+    profile = _profile(tmp_path, "{ops: [routing], device: cpu}")
+    (gate,) = definition.load_tier(profile, "kernel")
+    ctx = kinds.GateContext(cwd=tmp_path, python=sys.executable, log_dir=tmp_path / "logs", extra={"bench": True})
+    result = kinds.runner_for("kernel")(gate, ctx)
+    assert "--bench" in result.command
+    assert result.status == "error"  # benchmarks need a CUDA device: the child refuses, no result file
+    assert "benchmarks need a CUDA device" in result.failures[0].message

@@ -1,0 +1,194 @@
+"""Our Triton kernels under the Triton interpreter (CPU) on the small grid, checked against the references,
+and the --candidate adapter layer on deliberately right and wrong implementations."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():  # before triton's first import: it reads the flag then
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from ds4sync.kernelsuite import KernelSuiteError, KernelSuiteResult, load_kernel_tier, run_kernel_suite  # noqa: E402
+
+load_kernel_tier(device="cpu")
+
+from ds4kernels import check, decode, grid, routing  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def suite_result() -> KernelSuiteResult:
+    return run_kernel_suite(device="cpu")
+
+
+def test_every_op_passes_the_ci_grid_under_the_interpreter(suite_result: KernelSuiteResult):
+    assert [op.op for op in suite_result.ops] == ["prefill", "decode", "topk", "routing"]
+    assert suite_result.environment.interpreter is True
+    assert suite_result.scale == "ci"
+    for op in suite_result.ops:
+        bad = [(c.name, c.detail) for c in op.cases if c.status != "pass"]
+        assert not bad, f"{op.op}: {bad}"
+        assert all(c.deterministic for c in op.cases)
+        assert op.count("pass") >= 6
+    assert suite_result.ok
+
+
+def test_suite_result_round_trips_through_json(suite_result: KernelSuiteResult):
+    data = json.loads(json.dumps(suite_result.model_dump(mode="json")))
+    again = KernelSuiteResult.model_validate(data)
+    assert again == suite_result
+    assert "| routing |" in again.markdown()
+
+
+def test_the_metric_records_calc_diff_under_tolerance(suite_result: KernelSuiteResult):
+    prefill = next(op for op in suite_result.ops if op.op == "prefill")
+    bf16_out = next(c for c in prefill.cases if c.name.endswith("bf16out"))
+    assert bf16_out.tolerance == pytest.approx(3e-5)
+    assert 0.0 <= bf16_out.metric < 3e-5
+    fp32 = next(c for c in prefill.cases if c.name.startswith("causal") and c.name.endswith(("N53",)))
+    assert fp32.tolerance == pytest.approx(5e-6)
+
+
+@pytest.mark.parametrize("cfg", [{"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": False},
+                                 {"BLOCKS": 4, "TILE": 128, "HEAD_DOT": True, "SPLIT": False},
+                                 {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": True}])
+def test_paged_decode_variants_agree_with_the_reference(cfg):
+    case = next(c for c in grid.decode_cases("ci") if c.name.startswith("ragged") and "n2" in c.name)
+    g = torch.Generator()
+    g.manual_seed(5)
+    args = case.build("cpu", g)
+    out = decode.paged_mqa_logits(**args, config={**cfg, "num_warps": 4, "num_stages": 1})
+    verdict = check.check_decode(out, check.REFERENCES["decode"](args), args, clean=True)
+    assert verdict["ok"], verdict
+
+
+def test_routing_kernel_hash_bounds_never_fault_and_follow_the_policy():
+    table = torch.tensor([[0, 1], [2, 2], [3, 9]], dtype=torch.int32)
+    ids_in = torch.tensor([0, 1, 2, 3, -1, 2**31 - 1])
+    logits = torch.randn(6, 8)
+    ids, w = routing.route(logits, None, 2.0, 2, input_ids=ids_in, tid2eid=table)
+    assert ids.tolist() == [[0, 1], [2, 2], [3, -1], [-1, -1], [-1, -1], [-1, -1]]
+    assert bool((w[3:] == 0).all()) and w[2, 1].item() == 0.0
+    assert w[2, 0].item() == pytest.approx(2.0)
+
+
+def _write_candidate(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "cand.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_a_correct_candidate_passes_through_the_native_adapter(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        from ds4kernels.routing import route_ref
+
+        def route(**kw):
+            return route_ref(**kw)
+    """)
+    result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
+    assert result.ok and result.candidate == f"{path}:route"
+    assert result.ops[0].impl == f"{path}:route"
+
+
+def test_a_candidate_taking_weights_from_biased_scores_fails(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        import torch
+        from ds4kernels.routing import route_ref
+
+        def route(logits, bias, route_scale, topk, input_ids=None, tid2eid=None):
+            ids, w = route_ref(logits, bias, route_scale, topk, input_ids=input_ids, tid2eid=tid2eid)
+            if bias is None:
+                return ids, w
+            sel = torch.nn.functional.softplus(logits.float()).sqrt() + bias
+            w = sel.gather(1, ids.long())
+            return ids, w / w.sum(-1, keepdim=True) * route_scale
+    """)
+    result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
+    assert not result.ok
+    failed = [c.name for c in result.ops[0].cases if c.status == "fail"]
+    assert any(name.startswith("bigbias") for name in failed)
+    assert all(c.status == "pass" for c in result.ops[0].cases if c.name.startswith("hash"))
+
+
+def test_a_candidate_breaking_ties_toward_the_highest_id_fails_on_ties(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        import torch
+        from ds4kernels.routing import route_weights_ref, scores_ref, route_ref
+
+        def route(logits, bias, route_scale, topk, input_ids=None, tid2eid=None):
+            if tid2eid is not None:
+                return route_ref(logits, bias, route_scale, topk, input_ids=input_ids, tid2eid=tid2eid)
+            s = scores_ref(logits)
+            sel = torch.nan_to_num(s + bias, nan=-1e30).flip(1)
+            idx = sel.shape[1] - 1 - torch.sort(sel, dim=1, descending=True, stable=True).indices[:, :topk]
+            return idx.int(), route_weights_ref(s, idx.int(), route_scale)
+    """)
+    result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
+    status = {c.name: c.status for c in result.ops[0].cases}
+    assert status["ties-T7-E16"] == "fail"
+    assert status["randn-T7-E16"] == "pass"
+
+
+def test_vllm_topk_adapter_fills_a_minus_one_buffer(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        from ds4kernels.topk import topk_per_row_ref
+
+        def top_k_per_row_prefill(logits, starts, ends, out, rows, stride0, stride1, k):
+            res = topk_per_row_ref(logits, starts, ends, k)
+            out.copy_(res)
+    """)
+    result = run_kernel_suite(ops=["topk"], candidate=f"{path}:top_k_per_row_prefill@vllm-topk", device="cpu",
+                              repeats=1)
+    assert result.ok
+
+
+def test_candidate_errors_are_one_line_suite_errors(tmp_path: Path):
+    with pytest.raises(KernelSuiteError, match="module:function"):
+        run_kernel_suite(ops=["routing"], candidate="no-colon", device="cpu")
+    with pytest.raises(KernelSuiteError, match="one op"):
+        run_kernel_suite(candidate="os:getcwd", device="cpu")
+    with pytest.raises(KernelSuiteError, match="unknown adapter"):
+        run_kernel_suite(ops=["routing"], candidate="os:getcwd@nope", device="cpu")
+    with pytest.raises(KernelSuiteError, match="unknown op"):
+        run_kernel_suite(ops=["mhc"], device="cpu")
+    with pytest.raises(KernelSuiteError, match="CUDA"):
+        run_kernel_suite(ops=["routing"], bench=True, device="cpu")
+
+
+def test_a_crashing_candidate_is_an_error_case_not_a_crash(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        def route(**kw):
+            raise RuntimeError("illegal memory access")
+    """)
+    result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=0)
+    assert {c.status for c in result.ops[0].cases} == {"error"}
+    assert "illegal memory access" in result.ops[0].cases[0].detail
+
+
+def test_mhc_ops_are_opt_in_and_pass_when_named():
+    result = run_kernel_suite(ops=["mhc_pre", "mhc_post"], device="cpu", repeats=1)
+    assert result.ok and [op.op for op in result.ops] == ["mhc_pre", "mhc_post"]
+    assert "mhc_pre" not in [op.op for op in run_kernel_suite(ops=None, device="cpu", repeats=0).ops]
+
+
+def test_an_mhc_candidate_with_per_stream_rms_fails(tmp_path: Path):
+    path = _write_candidate(tmp_path, """
+        import torch
+        from ds4kernels.mhc import mhc_pre_ref
+
+        def pre(x, fn, scale, base, iters, hc_eps, rms_eps):
+            # RMS taken per stream instead of over the whole n*d vector
+            rms = x.float().pow(2).mean(-1, keepdim=True).add(rms_eps).rsqrt()
+            scaled = (x.float() * rms / rms.mean(1, keepdim=True)).bfloat16()
+            y, post, comb = mhc_pre_ref(scaled, fn, scale, base, iters, hc_eps, rms_eps)
+            return mhc_pre_ref(x, fn, scale, base, iters, hc_eps, rms_eps)[0], post, comb
+    """)
+    result = run_kernel_suite(ops=["mhc_pre"], candidate=f"{path}:pre", device="cpu", repeats=0)
+    assert not result.ok
+    assert any("calc_diff" in c.detail for c in result.ops[0].cases)
