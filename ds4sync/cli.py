@@ -23,6 +23,8 @@ app = typer.Typer(name="ds4sync", no_args_is_help=True, add_completion=False,
                   help="Keep a fork in sync with its upstream, and prove each sync.")
 config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
+serving_app = typer.Typer(no_args_is_help=True, help="Serving gates against an OpenAI-compatible server.")
+app.add_typer(serving_app, name="serving")
 kernels_app = typer.Typer(no_args_is_help=True, help="Kernel tier: DeepSeek op checks and benchmarks.")
 app.add_typer(kernels_app, name="kernels")
 patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
@@ -218,6 +220,99 @@ def demo(workdir: Annotated[Path | None, typer.Option("--workdir", help="Folder 
         raise typer.Exit(int(result.exit_code))
 
 
+ServingConfigOpt = Annotated[Path | None, typer.Option("--serving-config", dir_okay=False,
+                                                      help="YAML with the serving section (default: ds4sync.yaml).")]
+OutOpt = Annotated[Path | None, typer.Option("--out", file_okay=False,
+                                             help="Folder for server logs and bench results.")]
+
+
+@serving_app.command("gate")
+def serving_gate(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+                 serving_config: ServingConfigOpt = None, out_dir: OutOpt = None,
+                 probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe "
+                                                                 "(repeatable).")] = None,
+                 json_out: JsonOpt = False) -> None:
+    """Start (or attach to) the server and run the serving probes; exit 1 when any probe fails."""
+    from ds4sync.serving import render, runs
+    from ds4sync.serving.gate import run_serving_gate
+
+    ws = _workspace(repo, config, None, state_dir)
+    cfg = runs.load_serving_config(ws, serving_config)
+    result = run_serving_gate(cfg, out_dir=runs.output_dir(ws, "serving", out_dir), names=probe,
+                              progress=_progress(json_out))
+    run_id = runs.record_result(ws, "serving", result)
+    if json_out:
+        from ds4sync import ui
+
+        ui.print_json(out, {"status": result.status, "run_id": run_id, "probes": [p.brief() for p in result.probes]})
+    else:
+        for line in render.serving_lines(result):
+            out.print(line, markup=False)
+        out.print(render.summary_line(result), markup=False)
+    if not result:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@app.command("ab")
+def ab(baseline: Annotated[list[str], typer.Option("--baseline", help="Recorded JSON file(s), a base URL, or a "
+                                                   "serving-config YAML.")],
+       candidate: Annotated[list[str], typer.Option("--candidate", help="Same kinds as --baseline.")],
+       pairs: Annotated[int, typer.Option("--pairs", min=1, help="Interleaved pairs for live sides.")] = 5,
+       model: Annotated[str | None, typer.Option("--model", help="Served model name (URL sides).")] = None,
+       repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+       serving_config: ServingConfigOpt = None, out_dir: OutOpt = None, json_out: JsonOpt = False) -> None:
+    """Compare a baseline and a candidate: medians, mean deltas, bootstrap 95% CI, verdict per metric."""
+    from ds4sync.serving import runs
+    from ds4sync.serving.ab import run_ab
+
+    ws = _workspace(repo, config, None, state_dir)
+    cfg = ws.config.serving if serving_config is None else runs.load_serving_config(ws, serving_config)
+    result = run_ab(baseline, candidate, pairs=pairs, out_dir=runs.output_dir(ws, "ab", out_dir), model=model,
+                    bench_config=cfg.bench if cfg else None, rules=cfg.ab_metrics if cfg else None)
+    runs.record_result(ws, "ab", result)
+    if json_out:
+        from ds4sync import ui
+
+        ui.print_json(out, result.brief())
+    else:
+        for line in result.lines():
+            out.print(line, markup=False)
+        out.print(f"verdict: {result.verdict}", markup=False)
+    if result.verdict == "regression":
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@app.command("backport-evaluate")
+def backport_evaluate(ref: Annotated[str, typer.Argument(help="Upstream commit to backport.")],
+                      onto: Annotated[str | None, typer.Option("--onto", help="Branch to apply on (default: the "
+                                                               "active run's sync branch).")] = None,
+                      repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+                      profile: ProfileOpt = None, serving_config: ServingConfigOpt = None,
+                      json_out: JsonOpt = False) -> None:
+    """Measure a backport: apply it on the sync branch, build, A/B against the branch without it, include or not."""
+    from ds4sync.serving import runs
+    from ds4sync.serving.backport import evaluate_backport
+
+    ws = _workspace(repo, config, None, state_dir, profile)
+    cfg = runs.load_serving_config(ws, serving_config)
+    record = ws.store.current()
+    base_ref = onto or (record.sync_branch if record else None)
+    if base_ref is None:
+        raise typer.BadParameter("no active run: pass --onto BRANCH", param_hint="--onto")
+    sha = ws.repo.resolve_commit(ref)
+    if sha is None:
+        raise typer.BadParameter(f"{ref} is not a commit here (fetch it first)", param_hint="REF")
+    decision = evaluate_backport(ws.repo, sha, cfg, base_ref=base_ref,
+                                 base_tree=Path(record.worktree) if record and not onto else None,
+                                 work_dir=runs.output_dir(ws, "backport"), python=sys.executable,
+                                 patch_dir=ws.profile / "patches")
+    runs.record_result(ws, "backports", decision)
+    if json_out:
+        from ds4sync import ui
+
+        ui.print_json(out, decision.model_dump(mode="json"))
+    else:
+        out.print(decision.line(), markup=False)
 @kernels_app.command("check")
 def kernels_check(
         op: Annotated[list[str] | None, typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, "

@@ -10,19 +10,18 @@ import fnmatch
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ds4sync.build.profile import BuildConfig
 from ds4sync.errors import ConfigError
 from ds4sync.gates.settings import GatesConfig
+from ds4sync.model import FrozenModel
+from ds4sync.serving.config import ServingConfig
+
+__all__ = ["Config", "ConfigError", "FrozenModel", "find_config", "load_config", "read_yaml", "validate"]
 
 CONFIG_NAME = "ds4sync.yaml"
 M = TypeVar("M", bound=BaseModel)
-
-
-class FrozenModel(BaseModel):
-    """Base of every config and result model: immutable, unknown keys rejected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class UpstreamConfig(FrozenModel):
@@ -79,9 +78,6 @@ class MergeConfig(FrozenModel):
         return tuple(rule for rule in self.rules if rule.matches(path))
 
 
-from ds4sync.build.profile import BuildConfig  # noqa: E402 - its models subclass FrozenModel above
-
-
 class Config(FrozenModel):
     """The whole of ds4sync.yaml.
 
@@ -94,6 +90,7 @@ class Config(FrozenModel):
     profile: Path | None = None
     state_dir: Path | None = None
     merge: MergeConfig = MergeConfig()
+    serving: ServingConfig | None = None
     gates: GatesConfig = GatesConfig()
     build: BuildConfig = BuildConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import Ds4syncError, ToolMissingError
+from ds4sync.model import FrozenModel
 
 KERNEL_OPS = ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")  # the last two: only when named
 

@@ -177,3 +177,29 @@ def pid_alive(pid: int) -> bool:
     with contextlib.suppress(OSError, IndexError):
         return stat.read_text().split(") ", 1)[1][0] != "Z"
     return True
+
+
+def spawn(argv: Sequence[str], *, cwd: str | Path, log_path: str | Path,
+          env_overrides: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a long-running child (a server) in its own process group, output appended to ``log_path``.
+
+    The caller owns the returned process and stops it with :func:`kill_group`.
+
+    Raises:
+        ToolMissingError: the program does not exist.
+    """
+    with open(log_path, "ab") as log:
+        try:
+            return subprocess.Popen(list(argv), cwd=str(cwd), env=compose_env(env_overrides),
+                                    start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        except FileNotFoundError as exc:
+            raise ToolMissingError(f"program not found: {argv[0]}", where=str(cwd),
+                                   fix="install it or put it on PATH") from exc
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of a process from /proc (R running, S sleeping, D disk, Z zombie...), or None."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    return None

@@ -171,8 +171,8 @@ def write_demo_extension(path: Path, *, namespace: str = "ds4demo", package: str
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     manifest = Manifest(modules=(ModuleSpec(name=f"{package}._C"),),
-                        ops=(OpSpec(op=f"{namespace}::scaled_add", signature=SCALED_ADD),
-                             OpSpec(op=f"{namespace}::fill_", signature=FILL)))
+                        ops=(OpSpec.model_validate({"op": f"{namespace}::scaled_add", "schema": SCALED_ADD}),
+                             OpSpec.model_validate({"op": f"{namespace}::fill_", "schema": FILL})))
     return DemoExtension(path=path, package=package, namespace=namespace, cuda=cuda, manifest=manifest,
                          files=tuple(sorted(files)))
 

@@ -23,8 +23,8 @@ from ds4sync.build.manifest import Manifest
 from ds4sync.build.profile import REDACTED, BuildProfile, compose_build_env, expand, is_secret
 from ds4sync.build.proof import ProofResult, run_proof
 from ds4sync.build.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ToolMissingError
+from ds4sync.model import FrozenModel
 from ds4sync.proc import run
 
 SCHEMA_VERSION = 1

@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ds4sync import config as _config
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ConfigError
+from ds4sync.model import FrozenModel
 
 PROFILES_FILE = "kernels/build_profiles.yaml"
 # Variables never passed to a build nor written anywhere unless a profile keeps them by name.

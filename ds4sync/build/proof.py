@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.build.manifest import Manifest, normalize_schema
-from ds4sync.config import FrozenModel
+from ds4sync.model import FrozenModel
 from ds4sync.proc import run
 
 ItemStatus = Literal["passed", "failed", "absent", "skipped"]
@@ -135,7 +135,7 @@ def summarize(items: list[ProofItem], *, duration_s: float = 0.0) -> ProofResult
     """Counts and the one-line summary of a list of checks."""
     imports = [i for i in items if i.kind == "import" and not i.optional]
     schemas = [i for i in items if i.kind == "schema" and not i.optional]
-    deps = next((i.status for i in items if i.kind == "deps"), "skipped")
+    deps: ItemStatus = next((i.status for i in items if i.kind == "deps"), "skipped")
     n_imp = sum(i.status == "passed" for i in imports)
     n_sch = sum(i.status == "passed" for i in schemas)
     summary = f"{n_imp}/{len(imports)} imports, {n_sch}/{len(schemas)} op schemas, deps {deps}"
@@ -164,7 +164,7 @@ def _deps(python: str, env: Mapping[str, str], cwd: str, log: Path | None, *, us
     for with_uv in order:
         if with_uv and not uv:
             continue
-        argv = [uv, "pip", "check", "--python", python] if with_uv else [python, "-m", "pip", "check"]
+        argv = [uv or "uv", "pip", "check", "--python", python] if with_uv else [python, "-m", "pip", "check"]
         _header(log, argv)
         result = run(argv, cwd=cwd, env=env, timeout_s=600, log_path=log)
         if "No module named pip" in result.output:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ToolMissingError
+from ds4sync.model import FrozenModel
 from ds4sync.proc import run
 
 KNOWN_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv", "cargo")

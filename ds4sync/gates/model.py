@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ds4sync.config import FrozenModel
+from ds4sync.model import FrozenModel
 
 RESULT_SCHEMA_VERSION = 1
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from ds4sync.config import FrozenModel
+from ds4sync.model import FrozenModel
 from ds4sync.patchsets.invariants import InvariantResult, evaluate, evaluate_one
 from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import FolderTree, Tree

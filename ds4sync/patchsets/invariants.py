@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ds4sync.config import FrozenModel
+from ds4sync.model import FrozenModel
 from ds4sync.patchsets.model import (
     AbsentInvariant,
     ContainsInvariant,

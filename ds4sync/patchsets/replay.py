@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ConfigError
 from ds4sync.gitrepo import GitRepo
+from ds4sync.model import FrozenModel
 from ds4sync.patchsets.check import CheckReport, applies, check_tree, drop_evidence, status_of
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue

@@ -31,6 +31,7 @@ KIND_MODULES: dict[str, str] = {
     "pytest": "ds4sync.gates.kinds.pytest_kind",
     "command": "ds4sync.gates.kinds.command_kind",
     "static": "ds4sync.gates.kinds.static_kind",
+    "serving": "ds4sync.gates.kinds.serving",
     "kernel": "ds4sync.gates.kinds.kernel",
 }
 

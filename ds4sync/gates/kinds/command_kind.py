@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ToolMissingError
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.model import FrozenModel
 
 TAIL_CHARS = 2000
 

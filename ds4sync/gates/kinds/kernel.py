@@ -22,13 +22,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import ToolMissingError
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 from ds4sync.kernelsuite import KERNEL_OPS, KernelSuiteResult
+from ds4sync.model import FrozenModel
 
 TAIL_CHARS = 2000
 
@@ -95,7 +95,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         result = KernelSuiteResult.model_validate_json(json_out.read_text())
     except (OSError, ValidationError) as exc:
         rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
-        status = "incomplete" if rule else "error"
+        status: GateStatus = "incomplete" if rule else "error"
         reason = f"exit {res.returncode}, no suite result ({type(exc).__name__})"
         failure = TestFailure(node_id=gate.name, kind="error", message=res.output[-TAIL_CHARS:],
                               env_category=rule.category if rule else None, env_rule=rule.name if rule else None)

@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import Field
 
-from ds4sync.config import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.model import FrozenModel
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}

@@ -17,12 +17,12 @@ import shlex
 import time
 from typing import Any, Literal
 
-from ds4sync.config import FrozenModel
 from ds4sync.errors import GitError, ToolMissingError
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 from ds4sync.gitrepo import GitRepo
+from ds4sync.model import FrozenModel
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
 _RUFF_LINE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")

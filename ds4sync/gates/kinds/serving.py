@@ -1,0 +1,90 @@
+"""The ``serving`` gate kind: the serving tier's probes as one gate of the gate runner.
+
+Example (``gates/serving.yaml``)::
+
+    tier: serving
+    gates:
+      - name: ds4-serving
+        kind: serving
+        run:
+          config_file: serving.yaml        # a YAML with a `serving:` section, relative to the checkout
+          probes: [health, exact, tool_call, reasoning, kv_capacity]
+
+``run`` may also hold the section inline (``serving: {...}``); with neither, the runner's
+``ctx.extra["serving_config"]`` is used, else the ``serving:`` section of ``ds4sync.yaml`` in
+the checkout. Each
+probe counts as one test: passed, failed or skipped; a server that does not start makes the
+gate ``error``. Details carry every probe as ``{name, status, value, baseline, unit}``.
+"""
+
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ds4sync.config import CONFIG_NAME, FrozenModel, load_config, read_yaml, validate
+from ds4sync.errors import ConfigError
+from ds4sync.gates.definition import Gate
+from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.serving.config import ServingConfig
+from ds4sync.serving.gate import run_serving_gate
+
+
+class Spec(FrozenModel):
+    """The ``run:`` section of a serving gate: where the serving config is, and which probes to run."""
+
+    config_file: str | None = None
+    serving: ServingConfig | None = None
+    probes: tuple[str, ...] | None = None
+
+
+def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
+    if spec.serving is not None:
+        return spec.serving
+    if spec.config_file:
+        path = Path(spec.config_file)
+        path = path if path.is_absolute() else ctx.cwd / path
+        data = read_yaml(path)
+        return validate(ServingConfig, data.get("serving", data), source=path)
+    found = ctx.extra.get("serving_config")
+    if isinstance(found, ServingConfig):
+        return found
+    if (ctx.cwd / CONFIG_NAME).is_file():
+        loaded = load_config(ctx.cwd / CONFIG_NAME).serving
+        if loaded is not None:
+            return loaded
+    raise ConfigError("serving gate has no serving config", where="run",
+                      fix="set run.config_file, run.serving, or the serving: section of ds4sync.yaml")
+
+
+def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
+    """Run the serving probes; passed when the server started and no probe failed."""
+    spec: Spec = gate.spec  # type: ignore[assignment]
+    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required,
+                                  cwd=str(ctx.cwd))
+    start = time.monotonic()
+    try:
+        config = _serving_config(spec, ctx)
+    except ConfigError as exc:
+        return GateResult(status="error", reason=exc.one_line(), **common)
+    out_dir = ctx.log_dir / f"{gate.tier}-{gate.name}"
+    result = run_serving_gate(config, out_dir=out_dir, names=spec.probes,
+                              progress=ctx.on_line or (lambda _m: None))
+    counts = result.counts()
+    failures = tuple(TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary)
+                     for p in result.probes if p.status == "failed")
+    details = {"probes": [p.brief() for p in result.probes], "serving": result.model_dump(mode="json")}
+    common.update(command=config.server.argv() or (), log_path=result.server_log, details=details,
+                  duration_s=time.monotonic() - start,
+                  counts=TestCounts(passed=counts["passed"], failed=counts["failed"], skipped=counts["skipped"]),
+                  failures=failures)
+    if result.startup_error:
+        return GateResult(status="error", reason=result.startup_error.splitlines()[0], **common)
+    reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status == "failed")
+    if result.wedged:
+        reason = f"{reason}; server unresponsive {result.wedged}"
+    return GateResult(status="failed" if counts["failed"] else "passed",
+                      reason=reason or f"{counts['passed']} probes passed", **common)

@@ -1,0 +1,192 @@
+"""``ds4sync backport evaluate``: keep an upstream backport only when measurements say so.
+
+Steps: apply the upstream commit (``git cherry-pick -x``) on a branch made from the sync
+branch, build both trees with the configured command, A/B them (reverse-interleaved pairs,
+KV capacity read from each server), then decide include or exclude with the measured
+reasons, e.g. ``excluded: reduced KV capacity by 3.80%; slowed c1.output_throughput by
+3.02%; no repeatable c8.output_throughput benefit``. An included backport is written as a
+patch-set folder (``patchset.yaml`` + the ``git format-patch`` file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from ds4sync.gitrepo import GitRepo
+from ds4sync.model import FrozenModel
+from ds4sync.proc import run
+from ds4sync.serving.ab import ABResult, LiveSides, compare_samples, run_interleaved
+from ds4sync.serving.abstats import MetricComparison
+from ds4sync.serving.config import BackportConfig, ServingConfig
+
+Measure = Callable[[str, int], dict[str, float]]
+MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
+KV_METRIC = "kv_cache_tokens"
+
+
+class BackportDecision(FrozenModel):
+    """Include or exclude, the measured reasons, and the evidence (A/B rows, KV change in percent)."""
+
+    schema_version: int = 1
+    upstream_sha: str
+    base_sha: str | None = None
+    candidate_sha: str | None = None
+    decision: Literal["include", "exclude"]
+    reasons: tuple[str, ...]
+    kv_change_pct: float | None = None
+    ab: ABResult | None = None
+    patchset: str | None = None
+
+    def line(self) -> str:
+        """``<sha10> excluded: reason; reason`` as the report says it."""
+        word = "included" if self.decision == "include" else "excluded"
+        return f"{self.upstream_sha[:10]} {word}: {'; '.join(self.reasons)}"
+
+
+def decide(rows: Sequence[MetricComparison], *, kv_change_pct: float | None, config: BackportConfig) -> \
+        tuple[Literal["include", "exclude"], list[str]]:
+    """The decision and its reasons from A/B rows (KV-capacity row excluded) and the KV change in percent."""
+    reasons: list[str] = []
+    bad = False
+    if kv_change_pct is not None and kv_change_pct < -config.kv_tolerance_pct:
+        reasons.append(f"reduced KV capacity by {abs(kv_change_pct):.2f}%")
+        bad = True
+    perf = [r for r in rows if r.metric != KV_METRIC]
+    for row in perf:
+        if row.verdict == "regression":
+            verb = "slowed" if row.direction == "higher" else "raised"
+            reasons.append(f"{verb} {row.metric} by {abs(row.mean_delta_pct):.2f}%")
+            bad = True
+    gains = [r for r in perf if r.verdict == "improvement"]
+    reasons += [f"improved {r.metric} by {abs(r.mean_delta_pct):.2f}%" for r in gains]
+    if not gains:
+        unsure = [r for r in perf if r.verdict == "inconclusive"]
+        reasons += [f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, 95% CI "
+                    f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])" for r in unsure]
+        if not unsure and not bad:
+            reasons.append("no measurable benefit (all metrics neutral)")
+        bad = bad or config.require_benefit
+    return ("exclude" if bad else "include"), reasons
+
+
+@dataclass(frozen=True)
+class Trees:
+    """The two checkouts compared: the sync branch (A) and the sync branch plus the backport (B)."""
+
+    base: GitRepo
+    candidate: GitRepo
+    branch: str
+
+
+def prepare_trees(repo: GitRepo, sha: str, *, base_ref: str, base_tree: Path | None, work_dir: Path) -> Trees | str:
+    """A candidate worktree at ``base_ref`` + cherry-pick of ``sha``; a string says why it failed."""
+    branch = f"backport/{sha[:10]}"
+    path = work_dir / f"backport-{sha[:10]}"
+    repo.worktree_remove(path)
+    repo.delete_branch(branch)
+    candidate = repo.worktree_add(path, branch, base_ref)
+    picked, conflicted = candidate.cherry_pick(sha)
+    if not picked:
+        repo.worktree_remove(path)
+        repo.delete_branch(branch)
+        return (f"does not apply cleanly on {base_ref} (cherry-pick conflict in {', '.join(conflicted) or '?'}); "
+                "adapt it by hand")
+    if base_tree is None:
+        base_path = work_dir / f"base-{sha[:10]}"
+        repo.worktree_remove(base_path)
+        repo.run("worktree", "add", "--quiet", "--detach", str(base_path), base_ref)
+        base_tree = base_path
+    return Trees(base=GitRepo(base_tree), candidate=candidate, branch=branch)
+
+
+def build_trees(trees: Trees, config: BackportConfig, *, log_dir: Path, python: str) -> str | None:
+    """Run the build command in both trees; a string names the first failure."""
+    if not config.build_command:
+        return None
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for side, tree in (("baseline", trees.base), ("candidate", trees.candidate)):
+        argv = [a.replace("{worktree}", str(tree.path)).replace("{python}", python) for a in config.build_command]
+        res = run(argv, cwd=tree.path, timeout_s=config.build_timeout_s, log_path=log_dir / f"build-{side}.log")
+        if not res:
+            return f"{side} build failed: {res.describe()}"
+    return None
+
+
+def live_measure(serving: ServingConfig, trees: Trees, *, out_dir: Path) -> tuple[Measure, Callable[[], None]]:
+    """A measure function starting each tree's server (``{worktree}`` in the command) and reading KV capacity."""
+    from ds4sync.serving import kvcache
+
+    def side(tree: GitRepo):
+        server = serving.server.model_dump()
+        server["command"] = [a.replace("{worktree}", str(tree.path)) for a in server.get("command") or ()]
+        server["cwd"] = str(tree.path)
+        return serving.server.model_validate(server)
+
+    sides = LiveSides({"A": side(trees.base), "B": side(trees.candidate)}, serving.bench, out_dir=out_dir)
+
+    def measure(which: str, step: int) -> dict[str, float]:
+        values = sides.measure(which, step)
+        handle = sides._server(which)
+        with handle.client() as client:
+            capacity = kvcache.read_capacity(client, handle.log_path)
+        if capacity and capacity.tokens is not None:
+            values[KV_METRIC] = float(capacity.tokens)
+        return values
+
+    return measure, sides.close
+
+
+def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_ref: str, base_tree: Path | None,
+                      work_dir: Path, python: str, measure_factory: MeasureFactory | None = None,
+                      patch_dir: Path | None = None) -> BackportDecision:
+    """Apply, build, A/B and decide.
+
+    ``measure_factory(trees)`` gives the per-step measurement and a cleanup; the default starts
+    each tree's server (:func:`live_measure`). With ``base_tree`` None the baseline is a
+    detached worktree at ``base_ref``; otherwise that tree (the sync worktree) is used as is.
+
+    Never raises for a backport that does not apply or build: that is an ``exclude`` with the reason.
+    """
+    config = serving.backport
+    base_sha = repo.resolve_commit(base_ref)
+    trees = prepare_trees(repo, sha, base_ref=base_ref, base_tree=base_tree, work_dir=work_dir)
+    if isinstance(trees, str):
+        return BackportDecision(upstream_sha=sha, base_sha=base_sha, decision="exclude", reasons=(trees,))
+    common: dict[str, Any] = {"upstream_sha": sha, "base_sha": base_sha, "candidate_sha": trees.candidate.head()}
+    failure = build_trees(trees, config, log_dir=work_dir / "logs", python=python)
+    if failure:
+        return BackportDecision(decision="exclude", reasons=(failure,), **common)
+    factory = measure_factory or (lambda t: live_measure(serving, t, out_dir=work_dir / "ab"))
+    measure, close = factory(trees)
+    try:
+        base, cand, order = run_interleaved(config.pairs, measure)
+    finally:
+        close()
+    ab = compare_samples(base, cand, serving.ab_metrics, labels=(base_ref, trees.branch), order=order)
+    kv = next((r.mean_delta_pct for r in ab.rows if r.metric == KV_METRIC), None)
+    decision, reasons = decide(ab.rows, kv_change_pct=kv, config=config)
+    patchset = None
+    if decision == "include" and patch_dir is not None:
+        patchset = str(write_patchset(trees.candidate, trees.candidate.head(), sha, reasons, patch_dir))
+    return BackportDecision(decision=decision, reasons=tuple(reasons), kv_change_pct=kv, ab=ab, patchset=patchset,
+                            **common)
+
+
+def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Sequence[str], patch_dir: Path) -> Path:
+    """``<patch_dir>/backport-<sha10>/`` with ``patchset.yaml`` (a :class:`PatchSet` of kind backport,
+    upstream provenance, dropped once upstream has the commit) and the ``git format-patch`` file."""
+    from ds4sync.patchsets.model import DropWhen, PatchSet, Upstream
+
+    folder = patch_dir / f"backport-{upstream_sha[:10]}"
+    patches = tree.format_patch(f"{commit}~1..{commit}", folder)
+    meta = PatchSet(id=folder.name, title=tree.out("log", "-1", "--format=%s", commit), kind="backport",
+                    rationale="kept by measurement: " + "; ".join(reasons), upstream=Upstream(commit=upstream_sha),
+                    drop_when=DropWhen(upstream_has_commit=upstream_sha), patches=tuple(p.name for p in patches))
+    data = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    (folder / "patchset.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return folder

@@ -1,0 +1,198 @@
+"""The ``serving:`` section of ds4sync.yaml: the server, the probes and their baselines.
+
+Host and port have one source of truth, :class:`ServerConfig`: a server command refers to
+them as ``{host}`` and ``{port}`` (and the model as ``{model}``), and every URL is derived
+from them; with ``base_url`` (attach mode) they are parsed from that URL instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, model_validator
+
+from ds4sync.model import FrozenModel
+from ds4sync.serving.abstats import MetricRule
+
+ProbeName = Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput"]
+PROBE_ORDER: tuple[ProbeName, ...] = ("health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval",
+                                      "throughput")
+
+
+class ServerConfig(FrozenModel):
+    """How to reach the OpenAI-compatible server: start it from ``command`` or attach to ``base_url``.
+
+    Times are seconds. ``stop_grace_s`` is the wait between SIGTERM and SIGKILL of the
+    server's process group.
+    """
+
+    command: tuple[str, ...] | None = None
+    base_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    model: str
+    cwd: Path | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    startup_timeout_s: float = Field(default=1800.0, gt=0)
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    stop_grace_s: float = Field(default=60.0, ge=0)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    guard_timeout_s: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_source(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if bool(data.get("command")) == bool(data.get("base_url")):
+            raise ValueError("give exactly one of command (start a server) or base_url (attach to one)")
+        if data.get("base_url"):
+            parts = urlsplit(str(data["base_url"]))
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"base_url must be http(s)://host:port, got {data['base_url']!r}")
+            data = {**data, "host": parts.hostname, "port": parts.port or (443 if parts.scheme == "https" else 80)}
+        return data
+
+    @property
+    def url(self) -> str:
+        """The base URL every request uses (no trailing slash, no ``/v1``)."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return f"http://{self.host}:{self.port}"
+
+    def argv(self) -> tuple[str, ...]:
+        """The server command with ``{host}``, ``{port}`` and ``{model}`` filled in (other braces, e.g. JSON
+        arguments, are left alone)."""
+        values = {"{host}": self.host, "{port}": str(self.port), "{model}": self.model}
+        out = []
+        for arg in self.command or ():
+            for key, value in values.items():
+                arg = arg.replace(key, value)
+            out.append(arg)
+        return tuple(out)
+
+
+class ExactCase(FrozenModel):
+    """One known-answer chat case: messages, sampling (merged into the body) and the expectation.
+
+    ``expect`` is the exact content (after stripping whitespace); ``pattern`` a regex that
+    must match somewhere in it (Python ``re.search``). Exactly one of the two.
+    """
+
+    name: str
+    messages: tuple[dict[str, Any], ...]
+    sampling: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0})
+    expect: str | None = None
+    pattern: str | None = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> ExactCase:
+        if (self.expect is None) == (self.pattern is None):
+            raise ValueError(f"case {self.name}: give exactly one of expect or pattern")
+        return self
+
+
+class ToolCallCase(FrozenModel):
+    """A tool-call probe: the tools schema, and the function name and arguments expected back."""
+
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    expect_name: str
+    expect_arguments: dict[str, Any] | None = None
+    sampling: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0, "tool_choice": "auto"})
+
+
+class ReasoningCase(FrozenModel):
+    """Reasoning/final routing: with thinking on, reasoning in one of ``fields``, the answer in content."""
+
+    messages: tuple[dict[str, Any], ...]
+    sampling: dict[str, Any] = Field(
+        default_factory=lambda: {"temperature": 0, "chat_template_kwargs": {"thinking": True}})
+    fields: tuple[str, ...] = ("reasoning", "reasoning_content")
+    expect_pattern: str | None = None
+
+
+class KvBaseline(FrozenModel):
+    """The KV-cache capacity a build must keep; tolerance in percent (0: any loss fails)."""
+
+    tokens: int | None = Field(default=None, ge=0)
+    bytes: int | None = Field(default=None, ge=0)
+    tolerance_pct: float = Field(default=0.0, ge=0)
+
+
+class RecallConfig(FrozenModel):
+    """Long-context recall: a generated prompt of about ``tokens`` tokens; seconds for the limit."""
+
+    tokens: int = Field(default=4096, ge=64)
+    max_tokens: int = Field(default=32, ge=1)
+    timeout_s: float = Field(default=600.0, gt=0)
+    sampling: dict[str, Any] = Field(default_factory=lambda: {"temperature": 0})
+
+
+class EvalConfig(FrozenModel):
+    """A repeated exact-answer eval: ``cases`` run ``repeat`` times at ``concurrency``."""
+
+    cases: tuple[ExactCase, ...] = ()
+    cases_file: Path | None = None
+    repeat: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    max_tokens: int = Field(default=512, ge=1)
+    timeout_s: float = Field(default=600.0, gt=0)
+    min_correct_pct: float = Field(default=90.0, ge=0, le=100)
+
+
+class BenchRow(FrozenModel):
+    """One ``vllm bench serve`` shape: random input/output lengths, prompts and concurrency."""
+
+    name: str
+    input_len: int = Field(ge=1)
+    output_len: int = Field(ge=1)
+    num_prompts: int = Field(default=8, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    min_output_tok_s: float | None = None
+
+
+class BenchConfig(FrozenModel):
+    """Throughput rows run through ``command`` (default ``vllm bench serve``) with ``--save-result``."""
+
+    command: tuple[str, ...] = ("vllm", "bench", "serve")
+    tokenizer: str | None = None
+    rows: tuple[BenchRow, ...] = ()
+    timeout_s: float = Field(default=1800.0, gt=0)
+    metrics_interval_s: float = Field(default=1.0, gt=0)
+    extra_args: tuple[str, ...] = ()
+
+
+class BackportConfig(FrozenModel):
+    """How ``ds4sync backport evaluate`` builds each side and when it keeps a backport.
+
+    ``build_command`` runs in each worktree (``{worktree}`` and ``{python}`` are filled in);
+    the server command may use ``{worktree}`` too. A backport is included when no metric
+    regresses, KV capacity drops by at most ``kv_tolerance_pct`` percent, and (with
+    ``require_benefit``) at least one metric improves.
+    """
+
+    build_command: tuple[str, ...] = ()
+    build_timeout_s: float = Field(default=7200.0, gt=0)
+    pairs: int = Field(default=5, ge=1)
+    kv_tolerance_pct: float = Field(default=0.0, ge=0)
+    require_benefit: bool = True
+
+
+class ServingConfig(FrozenModel):
+    """The whole ``serving:`` section: server, probe selection and per-probe settings."""
+
+    server: ServerConfig
+    probes: tuple[ProbeName, ...] = PROBE_ORDER
+    exact: tuple[ExactCase, ...] = ()
+    exact_file: Path | None = None
+    tool_call: ToolCallCase | None = None
+    reasoning: ReasoningCase | None = None
+    kv: KvBaseline = KvBaseline()
+    recall: RecallConfig = RecallConfig()
+    eval: EvalConfig = EvalConfig()
+    bench: BenchConfig = BenchConfig()
+    ab_metrics: dict[str, MetricRule] = Field(default_factory=dict)
+    backport: BackportConfig = BackportConfig()

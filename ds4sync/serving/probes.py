@@ -1,0 +1,132 @@
+"""Correctness probes against a live server: health, exact answers, tool call, reasoning routing.
+
+Each probe takes an :class:`~ds4sync.serving.client.OpenAIClient` and its settings and returns a
+:class:`~ds4sync.serving.results.ProbeResult` with a number; transport failures become failed
+results with the failure kind in ``details``, never exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ds4sync.serving.client import OpenAIClient, Reply, RequestFailed
+from ds4sync.serving.config import ExactCase, ReasoningCase, ToolCallCase
+from ds4sync.serving.results import ProbeResult
+
+
+def probe_health(client: OpenAIClient) -> ProbeResult:
+    """``/health`` answers 200 and ``/v1/models`` lists the configured model (value 1 or 0)."""
+    start = time.monotonic()
+    try:
+        status = client.health()
+        models = client.models() if status == 200 else []
+    except RequestFailed as exc:
+        return _failed("health", f"{exc.kind}: {exc}", start, kind=exc.kind)
+    ok = status == 200 and client.model in models
+    summary = f"health {status}; model {client.model!r} {'listed' if client.model in models else 'not listed'}"
+    return ProbeResult(name="health", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
+                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
+                       details={"status_code": status, "models": models})
+
+
+def check_exact(case: ExactCase, content: str) -> bool:
+    """Whether ``content`` meets the case: exact text after strip, or the pattern found by ``re.search``."""
+    if case.expect is not None:
+        return content.strip() == case.expect.strip()
+    return re.search(case.pattern or "", content) is not None
+
+
+def probe_exact(client: OpenAIClient, cases: Sequence[ExactCase]) -> ProbeResult:
+    """Known-answer cases; value = cases answered exactly, baseline = number of cases."""
+    start = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        try:
+            reply = client.chat(list(case.messages), extra=case.sampling)
+            ok = check_exact(case, reply.content)
+            rows.append({"case": case.name, "ok": ok, "content": reply.content[:500],
+                         "finish_reason": reply.finish_reason})
+        except RequestFailed as exc:
+            rows.append({"case": case.name, "ok": False, "error": exc.kind, "message": str(exc)[:300]})
+    passed = sum(row["ok"] for row in rows)
+    failed = [row["case"] for row in rows if not row["ok"]]
+    summary = f"{passed}/{len(rows)} exact" + (f"; wrong: {', '.join(failed)}" if failed else "")
+    return ProbeResult(name="exact", status="passed" if rows and not failed else "failed", value=float(passed),
+                       baseline=float(len(rows)), unit="cases", summary=summary, duration_s=time.monotonic() - start,
+                       details={"cases": rows})
+
+
+def probe_tool_call(client: OpenAIClient, case: ToolCallCase) -> ProbeResult:
+    """One structured tool call: expected function name, arguments valid JSON (and equal when given)."""
+    start = time.monotonic()
+    try:
+        reply = client.chat(list(case.messages), extra={"tools": list(case.tools), **case.sampling})
+    except RequestFailed as exc:
+        return _failed("tool_call", f"{exc.kind}: {exc}", start, kind=exc.kind)
+    problems, call = _tool_problems(reply, case)
+    ok = not problems
+    summary = (f"tool call {case.expect_name}({json.dumps(call.get('arguments'), sort_keys=True)})" if ok
+               else "tool call wrong: " + "; ".join(problems))
+    return ProbeResult(name="tool_call", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
+                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
+                       details={"problems": problems, "call": call, "finish_reason": reply.finish_reason})
+
+
+def _tool_problems(reply: Reply, case: ToolCallCase) -> tuple[list[str], dict[str, Any]]:
+    if not reply.tool_calls:
+        return [f"no tool_calls in the answer (content {reply.content[:80]!r})"], {}
+    function = reply.tool_calls[0].get("function") or {}
+    name, raw = function.get("name"), function.get("arguments")
+    problems = [] if name == case.expect_name else [f"function {name!r}, expected {case.expect_name!r}"]
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+        if not isinstance(arguments, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        return [*problems, f"arguments are not valid JSON ({exc}): {str(raw)[:120]!r}"], {"name": name}
+    if case.expect_arguments is not None and arguments != case.expect_arguments:
+        problems.append(f"arguments {arguments}, expected {case.expect_arguments}")
+    return problems, {"name": name, "arguments": arguments}
+
+
+def probe_reasoning(client: OpenAIClient, case: ReasoningCase) -> ProbeResult:
+    """With thinking on: a non-empty reasoning field (one of ``case.fields``) and a final answer in content."""
+    start = time.monotonic()
+    client_fields = client.reasoning_fields
+    client.reasoning_fields = case.fields
+    try:
+        reply = client.chat(list(case.messages), extra=case.sampling)
+    except RequestFailed as exc:
+        return _failed("reasoning", f"{exc.kind}: {exc}", start, kind=exc.kind)
+    finally:
+        client.reasoning_fields = client_fields
+    problems = []
+    if not (reply.reasoning or "").strip():
+        problems.append(f"no reasoning in {'/'.join(case.fields)}")
+    if not reply.content.strip():
+        problems.append("empty content (final answer missing)")
+    elif case.expect_pattern and not re.search(case.expect_pattern, reply.content):
+        problems.append(f"content {reply.content[:80]!r} does not match {case.expect_pattern!r}")
+    if "</think>" in reply.content or "<think>" in reply.content:
+        problems.append("think tags leaked into content")
+    ok = not problems
+    summary = (f"reasoning {len(reply.reasoning or '')} chars, final {len(reply.content)} chars" if ok
+               else "routing wrong: " + "; ".join(problems))
+    return ProbeResult(name="reasoning", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
+                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
+                       details={"problems": problems, "content": reply.content[:300],
+                                "reasoning": (reply.reasoning or "")[:300]})
+
+
+def skipped(name: str, reason: str) -> ProbeResult:
+    """A probe not run, with the reason."""
+    return ProbeResult(name=name, status="skipped", summary=reason, details={"reason": reason})
+
+
+def _failed(name: str, reason: str, start: float, *, kind: str) -> ProbeResult:
+    return ProbeResult(name=name, status="failed", value=0.0, baseline=1.0, unit="ok", summary=reason,
+                       duration_s=time.monotonic() - start, details={"error": kind})

@@ -1,0 +1,57 @@
+"""Where serving results go: the active run's record and log folder, else a folder under the state dir."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ds4sync.config import read_yaml, validate
+from ds4sync.errors import ConfigError
+from ds4sync.pipeline import Workspace
+from ds4sync.serving.config import ServingConfig
+
+
+def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
+    """The serving section: from ``path`` (a YAML with a ``serving:`` key or the section itself), else ds4sync.yaml.
+
+    Raises:
+        ConfigError: neither has one, or it is malformed.
+    """
+    if path is not None:
+        data = read_yaml(path)
+        return validate(ServingConfig, data.get("serving", data), source=path)
+    if ws.config.serving is None:
+        raise ConfigError("no serving section", where=str(ws.config.source or ws.repo.path),
+                          fix="add `serving:` (server.command or server.base_url, server.model) to ds4sync.yaml "
+                              "or pass --serving-config FILE")
+    return ws.config.serving
+
+
+def output_dir(ws: Workspace, kind: str, explicit: Path | None = None) -> Path:
+    """``explicit``, else ``<run logs>/<kind>-<time>`` of the active run, else ``<state>/<kind>/<time>``."""
+    if explicit is not None:
+        explicit.mkdir(parents=True, exist_ok=True)
+        return explicit
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    record = ws.store.current()
+    path = (ws.store.log_dir(record.run_id) / f"{kind}-{stamp}") if record else ws.store.root / kind / stamp
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def record_result(ws: Workspace, key: str, result: Any) -> str | None:
+    """Write ``result`` (JSON form) to ``record.results[key]`` of the active run and save; returns the run id.
+
+    ``backports`` results are kept per upstream SHA (``results["backports"][sha]``).
+    """
+    record = ws.store.current()
+    if record is None:
+        return None
+    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+    if key == "backports":
+        record.results.setdefault("backports", {})[data["upstream_sha"]] = data
+    else:
+        record.results[key] = data
+    ws.store.save(record)
+    return record.run_id

