@@ -18,44 +18,14 @@ from pathlib import Path
 import git
 
 from ds4sync.errors import GitError
+from ds4sync.gitpatch import ApplyOutcome, PatchVerbs
+from ds4sync.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
+
+__all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult", "open_repo",
+           "parse_merge_tree"]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
-CONFLICT_KINDS = ("content", "add/add", "modify/delete", "delete/modify", "rename/delete",
-                  "rename/rename", "binary", "file/directory", "mode", "other")
 CONFLICT_MARKER_RE = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
-# Precedence when one path appears in several merge messages: the most specific wins.
-_KIND_ORDER = {kind: i for i, kind in enumerate(
-    ("binary", "rename/rename", "rename/delete", "modify/delete", "delete/modify",
-     "file/directory", "add/add", "mode", "content", "other"))}
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """One conflicted path of a merge, with git's conflict kind.
-
-    ``kind`` is one of :data:`CONFLICT_KINDS`, named from the fork's side: a
-    ``modify/delete`` is modified in the fork and deleted upstream, a
-    ``delete/modify`` the reverse. ``related`` holds the other paths of the same
-    conflict (the two new names of a rename/rename).
-    """
-
-    path: str
-    kind: str
-    message: str = ""
-    related: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class MergeTreeResult:
-    """What ``git merge-tree --write-tree`` predicts for merging two commits."""
-
-    tree: str
-    conflicts: tuple[Conflict, ...]
-
-    @property
-    def clean(self) -> bool:
-        """Whether the merge has no conflict."""
-        return not self.conflicts
 
 
 @dataclass(frozen=True)
@@ -72,7 +42,7 @@ class FileChange:
         return (self.added or 0) + (self.deleted or 0)
 
 
-class GitRepo:
+class GitRepo(PatchVerbs):
     """A git repository or worktree, opened through GitPython.
 
     Raises:
@@ -430,172 +400,6 @@ class GitRepo:
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
-
-
-    # -- patches (patch-sets) ---------------------------------------------------------------
-    def apply_check(self, patch: Path, *, reverse: bool = False) -> bool:
-        """Whether ``patch`` would apply to the work tree and index (``git apply --check``)."""
-        args = ["apply", "--check", *(["--reverse"] if reverse else []), str(patch)]
-        return self.run(*args, ok_codes=(0, 1, 128))[0] == 0
-
-    def apply_3way(self, patch: Path) -> ApplyOutcome:
-        """``git apply --3way`` of ``patch`` to the work tree and index.
-
-        When the three-way fallback cannot run (the preimage blobs are unknown here),
-        ``git apply --reject`` applies the hunks that fit and leaves ``.rej`` files for
-        the rest. The work tree is left as git left it, for a person to adapt.
-        """
-        before = set(self.untracked())
-        status, out, err = self.run("apply", "--3way", str(patch), ok_codes=(0, 1, 128))
-        if status == 0:
-            return ApplyOutcome(True, messages=tuple(_lines(err)))
-        conflicted = tuple(self.unmerged_paths())
-        if conflicted:
-            return ApplyOutcome(False, conflicted=conflicted, messages=tuple(_lines(err or out)))
-        _, out2, err2 = self.run("apply", "--reject", str(patch), ok_codes=(0, 1, 128))
-        rejects = tuple(sorted(p for p in set(self.untracked()) - before if p.endswith(".rej")))
-        return ApplyOutcome(False, rejects=rejects, messages=tuple(_lines(err) + _lines(err2 or out2)))
-
-    def untracked(self) -> list[str]:
-        """Untracked files (not ignored)."""
-        out = self.run("ls-files", "--others", "--exclude-standard", "-z", strip=False)[1]
-        return [p for p in out.split("\0") if p]
-
-    def add_all(self) -> None:
-        """Stage every change of the work tree (``git add -A``)."""
-        self.run("add", "-A")
-
-    def has_staged_changes(self) -> bool:
-        """Whether the index differs from HEAD."""
-        return self.run("diff", "--cached", "--quiet", ok_codes=(0, 1))[0] == 1
-
-    def format_patch(self, rev_range: str, out_dir: Path) -> list[Path]:
-        """``git format-patch`` of ``rev_range`` into ``out_dir``; the files written, in order.
-
-        Raises:
-            GitError: the range names no commit.
-        """
-        out_dir.mkdir(parents=True, exist_ok=True)
-        out = self.out("format-patch", "--no-signature", "--full-index", "--binary", "-o", str(out_dir), rev_range)
-        files = [Path(line) for line in out.splitlines() if line.strip()]
-        if not files:
-            raise GitError(f"'{rev_range}' names no commit to capture", where=str(self.path),
-                           fix="give a range such as BASE..HEAD (see `git log BASE..HEAD`)")
-        return files
-
-    def commits_in(self, rev_range: str) -> list[tuple[str, str, str, str]]:
-        """(sha, subject, author, body) of each commit in ``rev_range``, oldest first."""
-        out = self.run("log", "--reverse", "--format=%H%x1f%s%x1f%an <%ae>%x1f%b%x1e", rev_range, strip=False)[1]
-        rows = []
-        for entry in out.split("\x1e"):
-            if entry.strip():
-                sha, subject, author, body = entry.strip("\n").split("\x1f", 3)
-                rows.append((sha, subject, author, body.strip()))
-        return rows
-
-    def commits_with_trailer(self, rev_range: str, key: str, value: str) -> list[str]:
-        """SHAs in ``rev_range`` (oldest first) whose message has the trailer ``key: value``."""
-        fmt = f"%H%x1f%(trailers:key={key},valueonly,separator=%x1d)%x1e"
-        out = self.run("log", "--reverse", f"--format={fmt}", rev_range, strip=False)[1]
-        found = []
-        for entry in out.split("\x1e"):
-            if "\x1f" in entry:
-                sha, values = entry.strip("\n").split("\x1f", 1)
-                if value in [v.strip() for v in values.split("\x1d")]:
-                    found.append(sha)
-        return found
-
-    def cherry_pick(self, commit: str) -> tuple[bool, list[str]]:
-        """``git cherry-pick -x`` of ``commit``; on conflict it is aborted and the paths returned.
-
-        Returns (picked, conflicted paths).
-        """
-        status, _, _ = self.run("-c", "rerere.enabled=false", "cherry-pick", "-x", "--allow-empty", commit,
-                                ok_codes=(0, 1))
-        if status == 0:
-            return True, []
-        conflicted = self.unmerged_paths()
-        self.run("cherry-pick", "--abort", ok_codes=(0, 128))
-        return False, conflicted
-
-    def amend_message(self, message: str) -> str:
-        """Replace HEAD's message (content unchanged); the new SHA."""
-        with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
-            handle.write(message)
-        try:
-            self.run("commit", "--quiet", "--amend", "--no-verify", "-F", handle.name)
-        finally:
-            os.unlink(handle.name)
-        return self.head()
-
-    def message(self, rev: str) -> str:
-        """The full commit message of ``rev``."""
-        return self.run("log", "-1", "--format=%B", rev)[1]
-
-
-@dataclass(frozen=True)
-class ApplyOutcome:
-    """What applying one patch did: ok, or the conflicted paths / ``.rej`` files left behind."""
-
-    ok: bool
-    conflicted: tuple[str, ...] = ()
-    rejects: tuple[str, ...] = ()
-    messages: tuple[str, ...] = ()
-
-
-def _lines(text: str) -> list[str]:
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
-
-
-def parse_merge_tree(out: str, *, ours: str, theirs: str) -> MergeTreeResult:
-    """Parse ``git merge-tree --write-tree -z --messages`` output into conflicts with kinds.
-
-    The format (git-merge-tree(1), "-z"): the tree OID, NUL; per conflicted index entry
-    ``<mode> <oid> <stage>\\t<path>`` NUL; an empty entry; then messages as
-    ``<n>`` NUL ``<path>`` x n NUL ``<type>`` NUL ``<message>`` NUL.
-    """
-    head, _, rest = out.partition("\0")
-    tree = head.strip()
-    parts = rest.split("\0")
-    unmerged: list[str] = []
-    i = 0
-    while i < len(parts) and parts[i] != "":
-        unmerged.append(parts[i].split("\t", 1)[1])
-        i += 1
-    i += 1
-    kinds: dict[str, tuple[str, str, tuple[str, ...]]] = {}
-    while i < len(parts) and parts[i].isdigit():
-        count = int(parts[i])
-        paths = tuple(parts[i + 1: i + 1 + count])
-        kind_type, message = parts[i + 1 + count], parts[i + 2 + count]
-        i += 3 + count
-        kind = _kind_of(kind_type, message, ours=ours)
-        if kind is None:
-            continue
-        for path in paths:
-            known = kinds.get(path)
-            if known is None or _KIND_ORDER[kind] < _KIND_ORDER[known[0]]:
-                kinds[path] = (kind, message.strip(), tuple(p for p in paths if p != path))
-    conflicts = []
-    for path in dict.fromkeys(unmerged):
-        kind, message, related = kinds.get(path, ("other", "", ()))
-        conflicts.append(Conflict(path, kind, message, related))
-    return MergeTreeResult(tree, tuple(conflicts))
-
-
-def _kind_of(kind_type: str, message: str, *, ours: str) -> str | None:
-    if not kind_type.startswith("CONFLICT"):
-        return None
-    label = kind_type[len("CONFLICT ("):-1]
-    if label == "contents":
-        return "add/add" if "(add/add)" in message else "content"
-    if label in ("modify/delete", "rename/delete"):
-        if label == "modify/delete" and f"deleted in {ours} " in message:
-            return "delete/modify"
-        return label
-    simple = {"binary": "binary", "rename/rename": "rename/rename", "file/directory": "file/directory",
-              "distinct modes": "mode"}
-    return simple.get(label, "other")
 
 
 def open_repo(path: str | Path) -> GitRepo:
