@@ -55,3 +55,37 @@ def record_result(ws: Workspace, key: str, result: Any) -> str | None:
         record.results[key] = data
     ws.store.save(record)
     return record.run_id
+
+
+def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None,
+                         serving_path: Path | None = None) -> Any:
+    """``ds4sync backport evaluate``: measure upstream ``ref`` on the sync branch (or ``onto``) and record it.
+
+    Returns the :class:`~ds4sync.serving.backport.BackportDecision`.
+
+    Raises:
+        StateError: no active run and no ``onto`` branch.
+        GitError: ``ref`` is not a commit here.
+        ConfigError: the serving section is missing or malformed.
+    """
+    import sys
+
+    from ds4sync.errors import GitError, StateError
+    from ds4sync.serving.backport import evaluate_backport
+
+    record = ws.store.current()
+    base_ref = onto or (record.sync_branch if record else None)
+    if base_ref is None:
+        raise StateError("no active run to apply the backport on", where=str(ws.store.root),
+                         fix="start a sync first, or pass --onto BRANCH")
+    sha = ws.repo.resolve_commit(ref)
+    if sha is None:
+        raise GitError(f"'{ref}' is not a commit here", where=str(ws.repo.path),
+                       fix="fetch it first (`git fetch upstream`)")
+    cfg = load_serving_config(ws, serving_path)
+    decision = evaluate_backport(ws.repo, sha, cfg, base_ref=base_ref,
+                                 base_tree=Path(record.worktree) if record and not onto else None,
+                                 work_dir=output_dir(ws, "backport"), python=sys.executable,
+                                 patch_dir=ws.profile / "patches")
+    record_result(ws, "backports", decision)
+    return decision

@@ -1,0 +1,120 @@
+"""`ds4sync patches ...` and `ds4sync backport`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ds4sync.cli._app import (
+    ConfigOpt,
+    JsonOpt,
+    ProfileOpt,
+    RepoOpt,
+    ServingConfigOpt,
+    StateOpt,
+    _workspace,
+    app,
+    out,
+    patches_app,
+)
+from ds4sync.errors import ExitCode
+
+
+@patches_app.command("list")
+def patches_list(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                 json_out: JsonOpt = False) -> None:
+    """List the profile's patch-sets in dependency order."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
+    if json_out:
+        ui.print_json(out, [ps.model_dump(mode="json") for ps in patchsets])
+    else:
+        ps_ui.patchset_table(out, patchsets)
+
+
+@patches_app.command("check")
+def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
+                  upstream: Annotated[str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets "
+                                                               "whose drop_when holds there.")] = None,
+                  verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")]
+                  = False, json_out: JsonOpt = False) -> None:
+    """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation."""
+    from ds4sync import ui
+    from ds4sync.patchsets import commands
+    from ds4sync.patchsets import ui as ps_ui
+
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
+    if json_out:
+        ui.print_json(out, report.summary())
+    else:
+        ps_ui.check_report(out, report, verbose=verbose)
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@patches_app.command("new")
+def patches_new(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
+                rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
+                kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")]
+                = "fork-feature", repo: RepoOpt = Path("."), config: ConfigOpt = None,
+                profile: ProfileOpt = None) -> None:
+    """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) in {result.folder}; {result.note}")
+
+
+@patches_app.command("refresh")
+def patches_refresh(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
+                    repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+                    profile: ProfileOpt = None) -> None:
+    """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
+    from ds4sync.patchsets import authoring
+
+    result = authoring.refresh_patchset(_workspace(repo, config, None, state_dir, profile), patchset_id)
+    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) rewritten in {result.folder} ({result.note})")
+
+
+@app.command()
+def backport(commit: Annotated[str, typer.Argument(metavar="COMMIT|evaluate", help="Upstream commit to carry as a "
+                                                   "backport patch-set; or `evaluate` to measure one first.")],
+             ref: Annotated[str | None, typer.Argument(metavar="[REF]", help="With `evaluate`: the upstream "
+                                                       "commit to measure.")] = None,
+             patchset_id: Annotated[str | None, typer.Option("--id", help="Id of the new backport patch-set.")]
+             = None,
+             onto: Annotated[str | None, typer.Option("--onto", help="evaluate: branch to apply on (default: "
+                                                      "the active run's sync branch).")] = None,
+             serving_config: ServingConfigOpt = None, json_out: JsonOpt = False,
+             repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
+             profile: ProfileOpt = None) -> None:
+    """Carry an upstream commit as a backport patch-set, or `backport evaluate REF`: apply, build, A/B, decide."""
+    ws = _workspace(repo, config, None, state_dir, profile)
+    if commit == "evaluate":
+        if ref is None:
+            raise typer.BadParameter("`ds4sync backport evaluate REF` needs the upstream commit", param_hint="REF")
+        from ds4sync.serving.runs import evaluate_backport_in
+
+        decision = evaluate_backport_in(ws, ref, onto=onto, serving_path=serving_config)
+        if json_out:
+            from ds4sync import ui
+
+            ui.print_json(out, decision.model_dump(mode="json"))
+        else:
+            out.print(decision.line(), markup=False)
+        return
+    if ref is not None:
+        raise typer.BadParameter(f"unexpected argument '{ref}'", param_hint="REF")
+    if not patchset_id:
+        raise typer.BadParameter("a backport patch-set needs an id", param_hint="--id")
+    from ds4sync.patchsets import authoring
+
+    result = authoring.backport(ws, commit, patchset_id)
+    out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
+
+
