@@ -59,6 +59,7 @@ class UpstreamRef(BaseModel):
     ref: str
     sha: str
     name: str | None = None
+    branch: str | None = Field(default=None, description="upstream's branch the SHA stands for, e.g. main")
 
 
 class ForkRef(BaseModel):

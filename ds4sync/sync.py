@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ds4sync.errors import GitError, StateError
+from ds4sync.gitrepo import SHA_RE
 from ds4sync.mergeplan import MergeSummary, plan_merge
 from ds4sync.pipeline import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 from ds4sync.record import ForkRef, RunRecord, UpstreamRef, make_run_id
@@ -77,7 +78,8 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fe
         record = RunRecord(
             run_id=run_id, repo=str(ws.repo.path), state_dir=str(ws.store.root), profile=str(ws.profile),
             upstream=UpstreamRef(remote=config.upstream.remote, url=config.upstream.url, ref=ref,
-                                 sha=upstream_sha, name=config.upstream.name),
+                                 sha=upstream_sha, name=config.upstream.name,
+                                 branch=config.upstream.ref if SHA_RE.match(ref) else ref),
             fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
             sync_branch=config.merge.sync_branch.format(branch=branch.replace("/", "-"),
                                                         upstream=upstream_sha[:12], run=run_id),

@@ -38,3 +38,6 @@ def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         ("compileall", "passed"), ("envs-kept", "passed"), ("diff-check", "passed")]
     report = Path(second_record["results"]["report"]["path"]) if "report" in second_record["results"] else None
     assert "report:" in out and (report is None or report.is_file())
+    assert second_record["upstream"]["branch"] == "main"  # asked by SHA; the report names the branch
+    if report is not None:
+        assert report.read_text().startswith("# Sync demo/fork:ds4-sm120 with demo/upstream main")

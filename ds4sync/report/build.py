@@ -57,7 +57,7 @@ def build_view(record: Mapping[str, Any], *, public: bool = False, notes: str | 
                              message=as_str(as_dict(p).get("message")))
                    for n, p in as_dict(record.get("phases")).items())
     upstream_side = Side(name=as_str(first(upstream, "name", "url", "remote")) or "upstream",
-                         ref=as_str(upstream.get("ref")), sha=as_str(upstream.get("sha")),
+                         ref=as_str(first(upstream, "branch", "ref")), sha=as_str(upstream.get("sha")),
                          url=as_str(upstream.get("url")) or None)
     fork_side = Side(name=as_str(fork.get("name")) or "fork", ref=as_str(fork.get("branch")),
                      sha=as_str(fork.get("head_before")) or as_str(as_dict(results.get("merge")).get("fork_sha")))

@@ -134,7 +134,7 @@ def test_report_of_a_real_merge_run(builder: RepoBuilder, capsys) -> None:
     code, out, _ = _run(capsys, "report", "--repo", str(builder.path), "--profile", str(ROOT))
     assert code == 0
     fork_head = GitRepo(builder.path).resolve_commit("fork")
-    assert f"Merge upstream:{upstream} at `{upstream}` into fork:fork at `{fork_head}`." in out
+    assert f"Merge upstream:main at `{upstream}` into fork:fork at `{fork_head}`." in out  # the branch, not the SHA
     assert "It brings in 2 upstream commits on top of 1 fork-only commit." in out
     assert "resolving 1 conflicted file (1 content; resolutions: unresolved 1)" in out
     assert "- **Still unresolved** (1): `c.txt`." in out
