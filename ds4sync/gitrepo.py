@@ -21,7 +21,7 @@ from ds4sync.errors import GitError
 from ds4sync.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
 
-__all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult", "open_repo",
+__all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult",
            "parse_merge_tree"]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -150,11 +150,6 @@ class GitRepo(PatchVerbs):
         """Delete ``ref`` if it exists."""
         if self.ref_exists(ref):
             self.run("update-ref", "-d", ref)
-
-    def refs(self, prefix: str) -> dict[str, str]:
-        """Refs under ``prefix`` mapped to their SHAs."""
-        out = self.out("for-each-ref", "--format=%(refname) %(objectname)", prefix)
-        return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
     # -- remotes ----------------------------------------------------------------------------
     def remote_url(self, name: str) -> str | None:
@@ -400,8 +395,3 @@ class GitRepo(PatchVerbs):
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
-
-
-def open_repo(path: str | Path) -> GitRepo:
-    """Open the repository at ``path``: its root must be ``path`` or contain it."""
-    return GitRepo(path)

@@ -11,9 +11,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ds4sync.errors import ConfigError, ExitCode, StateError
+from ds4sync.errors import ConfigError, ExitCode
 from ds4sync.pipeline import RunOutcome, Workspace
-from ds4sync.sync import Progress, SyncBranchTaken, resume, start_merge
+from ds4sync.sync import AlreadyMerged, Progress, SyncBranchTaken, resume, start_merge
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,8 @@ def run_nightly(ws: Workspace, *, ref: str | None = None, progress: Progress | N
                 return NightlyResult(None, f"nothing new: upstream is already synced in run {exc.run_id}, "
                                            "waiting to be promoted", ExitCode.OK)
             raise
-        except StateError as exc:
-            if "already merged" in exc.what:
-                return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK)
-            raise
+        except AlreadyMerged as exc:
+            return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK)
         while outcome.status == "paused":
             outcome = resume(ws, progress=progress)
     code = {"done": ExitCode.OK, "failed": ExitCode.FAILED}.get(outcome.status, ExitCode.NEEDS_PERSON)

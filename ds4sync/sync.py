@@ -65,8 +65,8 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fe
         ws.store.require_no_active_run()
         branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
-            raise StateError(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
-                             where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
+            raise AlreadyMerged(f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
+                                where=str(ws.repo.path), fix="nothing to do; pick a newer upstream ref")
         from ds4sync.phases.merge import backup_branch_name
 
         run_id = make_run_id(upstream_sha)
@@ -95,6 +95,10 @@ def start_merge(ws: Workspace, ref: str, *, progress: Progress | None = None, fe
         return run_phases(ctx, phases or pipeline_phases(), stop_after=stop_after or merge_stop_phase())
 
 
+class AlreadyMerged(StateError):
+    """The upstream commit is already in the fork branch: there is nothing to sync."""
+
+
 class SyncBranchTaken(StateError):
     """The sync branch a new run would create belongs to an earlier run (``run_id``, ``run_status``)."""
 
@@ -110,8 +114,8 @@ class SyncBranchTaken(StateError):
 def _require_free_sync_branch(ws: Workspace, branch: str) -> None:
     if not ws.repo.ref_exists(f"refs/heads/{branch}"):
         return
-    owner = next((ws.store.load(run_id) for run_id in reversed(ws.store.run_ids())
-                  if ws.store.load(run_id).sync_branch == branch), None)
+    records = (ws.store.load(run_id) for run_id in reversed(ws.store.run_ids()))
+    owner = next((record for record in records if record.sync_branch == branch), None)
     raise SyncBranchTaken(branch, run_id=owner.run_id if owner else None,
                           run_status=owner.status if owner else None, where=str(ws.repo.path))
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.errors import NeedsPersonError
+from ds4sync.errors import GitError, NeedsPersonError
 from ds4sync.gitrepo import GitRepo
 from ds4sync.mergeplan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
@@ -127,7 +127,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     for conflict in waiting:
         wt.stage_resolved(conflict.path)
         for other in conflict.related:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(GitError):  # the person may have resolved it away already
                 wt.stage_resolved(other)
     leftover = wt.unmerged_paths()
     if leftover:
