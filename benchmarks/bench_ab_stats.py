@@ -26,8 +26,9 @@ RULE = MetricRule(direction="higher", threshold_pct=1.0)
 BASE_TOK_S = 295.0
 
 
-def simulate(rng: random.Random, pairs: int, effect_pct: float, *, jitter_pct: float, drift_pct: float,
-             outlier_p: float) -> tuple[list[float], list[float]]:
+def simulate(
+    rng: random.Random, pairs: int, effect_pct: float, *, jitter_pct: float, drift_pct: float, outlier_p: float
+) -> tuple[list[float], list[float]]:
     """One interleaved session: per-pair (baseline, candidate) tok/s with the given true effect."""
     a: list[float] = []
     b: list[float] = []
@@ -42,15 +43,23 @@ def simulate(rng: random.Random, pairs: int, effect_pct: float, *, jitter_pct: f
     return a, b
 
 
-def rates(trials: int, pairs: int, effect_pct: float, method: str, seed: int, noise: dict, *,
-          estimator: str = "mean") -> dict[str, float]:
+def rates(
+    trials: int, pairs: int, effect_pct: float, method: str, seed: int, noise: dict, *, estimator: str = "mean"
+) -> dict[str, float]:
     """Share of trials per verdict."""
     rng = random.Random(seed)
     counts = {"improvement": 0, "neutral": 0, "regression": 0, "inconclusive": 0}
     for i in range(trials):
         a, b = simulate(rng, pairs, effect_pct, **noise)
-        row = compare_metric("decode tok/s", a, b, RULE, seed=i, method=method,  # type: ignore[arg-type]
-                             estimator=estimator)  # type: ignore[arg-type]
+        row = compare_metric(
+            "decode tok/s",
+            a,
+            b,
+            RULE,
+            seed=i,
+            method=method,  # type: ignore[arg-type]
+            estimator=estimator,
+        )  # type: ignore[arg-type]
         counts[row.verdict] += 1
     return {k: v / trials for k, v in counts.items()}
 
@@ -65,8 +74,11 @@ def main() -> None:
     noise = {"jitter_pct": args.jitter_pct, "drift_pct": 0.5, "outlier_p": 0.05}
     print(f"{args.trials} simulated sessions per cell, {args.pairs} pairs, threshold 1 %, noise {noise}")
     print(f"{'method':<11} {'effect':>7} {'improve':>8} {'neutral':>8} {'regress':>8} {'inconcl':>8}  judged")
-    for label, method, estimator in (("expanded", "expanded", "mean"), ("exp+trim", "expanded", "trimmed"),
-                                     ("percentile", "percentile", "mean")):
+    for label, method, estimator in (
+        ("expanded", "expanded", "mean"),
+        ("exp+trim", "expanded", "trimmed"),
+        ("percentile", "percentile", "mean"),
+    ):
         start = time.perf_counter()
         for effect in (0.0, 2.0, -2.0):
             r = rates(args.trials, args.pairs, effect, method, args.seed, noise, estimator=estimator)
@@ -76,8 +88,10 @@ def main() -> None:
                 judged = f"miss {1 - r['improvement']:.1%} (wrong way {r['regression']:.1%})"
             else:
                 judged = f"miss {1 - r['regression']:.1%} (wrong way {r['improvement']:.1%})"
-            print(f"{label:<11} {effect:>+6.1f}% {r['improvement']:>8.1%} {r['neutral']:>8.1%} "
-                  f"{r['regression']:>8.1%} {r['inconclusive']:>8.1%}  {judged}")
+            print(
+                f"{label:<11} {effect:>+6.1f}% {r['improvement']:>8.1%} {r['neutral']:>8.1%} "
+                f"{r['regression']:>8.1%} {r['inconclusive']:>8.1%}  {judged}"
+            )
         print(f"{label:<11} {time.perf_counter() - start:.1f} s for {3 * args.trials} verdicts")
 
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.demo.repobuild import RepoBuilder
 
 TEST_FILE = """\
 import time
@@ -48,8 +48,10 @@ def build_project(root: Path, gates: int, tests: int, work_ms: float) -> list[li
     commands = []
     for i in range(gates):
         files[f"tests/test_bench_{i}.py"] = TEST_FILE.format(tests=tests, work_s=work_ms / 1000)
-        yaml.append(f"  - {{name: g{i}, kind: pytest, run: {{args: [-q], paths: [tests/test_bench_{i}.py]}},"
-                    f" source_file_dependencies: [tests/test_bench_{i}.py]}}")
+        yaml.append(
+            f"  - {{name: g{i}, kind: pytest, run: {{args: [-q], paths: [tests/test_bench_{i}.py]}},"
+            f" source_file_dependencies: [tests/test_bench_{i}.py]}}"
+        )
         commands.append(["-q", f"tests/test_bench_{i}.py"])
     files["profile/gates/unit.yaml"] = "\n".join(yaml) + "\n"
     repo.commit(files, "bench project")
@@ -76,8 +78,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-gate-") as tmp:
         root = Path(tmp) / "proj"
         commands = build_project(root, args.gates, args.tests, args.work_ms)
-        ds4sync = [py, "-m", "ds4sync.cli", "gate", "--tier", "unit", "--profile", str(root / "profile"),
-                   "--python", py, "--jobs", "1", "--json"]
+        ds4sync = [
+            py,
+            "-m",
+            "ds4sync.cli",
+            "gate",
+            "--tier",
+            "unit",
+            "--profile",
+            str(root / "profile"),
+            "--python",
+            py,
+            "--jobs",
+            "1",
+            "--json",
+        ]
         timed([py, "-m", "pytest", *commands[0]], root)  # warm the file cache and bytecode
         hand, ours, cached = [], [], []
         for _ in range(args.rounds):
@@ -88,16 +103,22 @@ def main() -> None:
         hmin, omin, cmin = (min(x) for x in (hand, ours, cached))
     overhead = o - h
     budget = 0.10 * h + 0.5
-    print(f"project: {args.gates} pytest gates x {args.tests} tests, {args.work_ms:g} ms work per test, "
-          f"{args.rounds} rounds (medians), python {py}")
+    print(
+        f"project: {args.gates} pytest gates x {args.tests} tests, {args.work_ms:g} ms work per test, "
+        f"{args.rounds} rounds (medians), python {py}"
+    )
     print(f"by hand (sequential pytest):      {h:7.2f} s   runs {', '.join(f'{x:.2f}' for x in hand)}")
     print(f"ds4sync gate --no-cache --jobs 1: {o:7.2f} s   runs {', '.join(f'{x:.2f}' for x in ours)}")
-    print(f"overhead: {overhead:+.2f} s ({o / h:.3f}x); goal <= {budget:.2f} s (10% + 0.5 s): "
-          f"{'met' if overhead <= budget else 'NOT met'}")
+    print(
+        f"overhead: {overhead:+.2f} s ({o / h:.3f}x); goal <= {budget:.2f} s (10% + 0.5 s): "
+        f"{'met' if overhead <= budget else 'NOT met'}"
+    )
     print(f"cached re-run:                    {c:7.2f} s   runs {', '.join(f'{x:.2f}' for x in cached)}")
     print(f"cached / cold: {c / o:.1%}; goal < 5%: {'met' if c / o < 0.05 else 'NOT met'}")
-    print(f"best runs: by hand {hmin:.2f} s, ds4sync {omin:.2f} s (overhead {omin - hmin:+.2f} s, "
-          f"{omin / hmin:.3f}x), cached {cmin:.2f} s ({cmin / omin:.1%} of cold)")
+    print(
+        f"best runs: by hand {hmin:.2f} s, ds4sync {omin:.2f} s (overhead {omin - hmin:+.2f} s, "
+        f"{omin / hmin:.3f}x), cached {cmin:.2f} s ({cmin / omin:.1%} of cold)"
+    )
 
 
 if __name__ == "__main__":

@@ -74,14 +74,16 @@ def main() -> None:
             subprocess.run(["git", "checkout", "-q", "--detach", args.upstream], cwd=repo, check=True)
             print(f"synthetic repository ready in {time.perf_counter() - t0:.1f} s")
         files = len(subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True).stdout.splitlines())
-        ahead = subprocess.run(["git", "rev-list", "--count", f"{args.branch}..{args.upstream}"], cwd=repo,
-                               capture_output=True, text=True).stdout.strip()
+        ahead = subprocess.run(
+            ["git", "rev-list", "--count", f"{args.branch}..{args.upstream}"], cwd=repo, capture_output=True, text=True
+        ).stdout.strip()
         print(f"repository: {files} files, {ahead} upstream commits to merge")
         rows = {"help": [], "merge-tree": [], "plan": [], "git merge": [], "ds4sync merge": []}
         for _ in range(args.rounds):
             rows["help"].append(_timed([*DS4SYNC, "--help"], repo))
-            rows["merge-tree"].append(_timed(["git", "merge-tree", "--write-tree", args.branch, args.upstream], repo,
-                                             ok=(0, 1)))
+            rows["merge-tree"].append(
+                _timed(["git", "merge-tree", "--write-tree", args.branch, args.upstream], repo, ok=(0, 1))
+            )
             rows["plan"].append(_timed([*DS4SYNC, "plan", args.upstream, "--branch", args.branch, "--json"], repo))
             rows["git merge"].append(plain_merge(repo, args.branch, args.upstream, scratch))
             rows["ds4sync merge"].append(ds4sync_merge(repo, args.branch, args.upstream))
@@ -90,8 +92,10 @@ def main() -> None:
             print(f"{name:>14}: median {value:.3f} s over {args.rounds} rounds")
         ratio = med["ds4sync merge"] / med["git merge"]
         print(f"merge ratio: ds4sync merge / (worktree add + git merge) = {ratio:.2f}x (goal <= 1.5x)")
-        print(f"plan ratio: ds4sync plan / (merge-tree + CLI start-up) = "
-              f"{med['plan'] / (med['merge-tree'] + med['help']):.2f}x (goal <= 2x)")
+        print(
+            f"plan ratio: ds4sync plan / (merge-tree + CLI start-up) = "
+            f"{med['plan'] / (med['merge-tree'] + med['help']):.2f}x (goal <= 2x)"
+        )
         print(f"ds4sync --help: {med['help']:.3f} s (goal < 0.3 s)")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

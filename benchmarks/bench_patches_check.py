@@ -40,8 +40,22 @@ def by_hand(repo: Path, patches: Path) -> float:
 
 def ours(repo: Path, profile: Path) -> tuple[float, dict]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "ds4sync.cli", "patches", "check", "--repo", str(repo),
-                           "--profile", str(profile), "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ds4sync.cli",
+            "patches",
+            "check",
+            "--repo",
+            str(repo),
+            "--profile",
+            str(profile),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"patches check failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
@@ -60,11 +74,15 @@ def main() -> None:
         elapsed, report = ours(args.repo, args.profile)
         mine.append(elapsed)
     counts = report["counts"]
-    print(f"checkout: {args.repo}  ({counts['invariants']} invariants in {counts['patchsets']} patch-sets, "
-          f"{counts['holds']} hold, {counts['violated']} violated, {counts['advisory']} advisory)")
+    print(
+        f"checkout: {args.repo}  ({counts['invariants']} invariants in {counts['patchsets']} patch-sets, "
+        f"{counts['holds']} hold, {counts['violated']} violated, {counts['advisory']} advisory)"
+    )
     print(f"by hand (git grep per regex invariant): median {statistics.median(base):.3f} s")
-    print(f"ds4sync patches check (all kinds, start-up included): median {statistics.median(mine):.3f} s "
-          f"(engine {report['duration_s']:.3f} s)")
+    print(
+        f"ds4sync patches check (all kinds, start-up included): median {statistics.median(mine):.3f} s "
+        f"(engine {report['duration_s']:.3f} s)"
+    )
     print(f"ratio ours / by hand: {statistics.median(mine) / statistics.median(base):.2f}x")
 
 

@@ -18,8 +18,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.build.demo_ext import demo_profile, write_demo_extension
-from ds4sync.build.driver import run_build
+from ds4sync.demo.native_ext import demo_profile, write_demo_extension
+from ds4sync.native.driver import run_build
 
 
 def main() -> int:
@@ -39,16 +39,29 @@ def main() -> int:
         shutil.rmtree(work / "build", ignore_errors=True)
         for built in ext.path.glob("**/*.so"):
             built.unlink()
-        result = run_build(ext.path, profile, manifest=ext.manifest, work_dir=work / "build", profile_name="demo",
-                           base_env=base)
+        result = run_build(
+            ext.path, profile, manifest=ext.manifest, work_dir=work / "build", profile_name="demo", base_env=base
+        )
         install = next(s for s in result.steps if s.name == "install")
-        runs.append({"label": label, "status": result.status, "install_s": install.duration_s,
-                     "total_s": result.total_s, "compiler_cache": result.toolchain.compiler_cache})
+        runs.append(
+            {
+                "label": label,
+                "status": result.status,
+                "install_s": install.duration_s,
+                "total_s": result.total_s,
+                "compiler_cache": result.toolchain.compiler_cache,
+            }
+        )
     import torch
 
-    report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "python": platform.python_version(),
-              "torch": torch.__version__, "cpus": os.cpu_count(), "runs": runs,
-              "ratio_cold_over_warm_install": round(runs[0]["install_s"] / runs[1]["install_s"], 3)}
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "runs": runs,
+        "ratio_cold_over_warm_install": round(runs[0]["install_s"] / runs[1]["install_s"], 3),
+    }
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

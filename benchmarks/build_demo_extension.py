@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from ds4sync.build.demo_ext import write_demo_extension
+from ds4sync.demo.native_ext import write_demo_extension
 
 
 def _gpu() -> dict:
@@ -57,7 +57,7 @@ def main() -> int:
     work = args.workdir.resolve()
     if args.direct:
         return _direct(work, args)
-    from ds4sync.repobuild import RepoBuilder
+    from ds4sync.demo.repobuild import RepoBuilder
 
     repo = RepoBuilder(work / "fork")
     ext = write_demo_extension(repo.path, namespace="ds4demo", package="ds4demo_ext", cuda=args.cuda)
@@ -71,11 +71,40 @@ def main() -> int:
     config = []
     if not args.cuda:
         config = ["--config", str(work / "ds4sync.yaml")]
-        (work / "ds4sync.yaml").write_text(yaml.safe_dump({"build": {"profiles": {"cpu": {
-            "requires": ["g++"], "venv": {"create": True, "python": "{repo}/.venv/bin/python",
-                                          "inherit_site_packages": True}}}}}))
-    argv = [sys.executable, "-m", "ds4sync.cli", "build", "--repo", str(repo.path), "--profile", profile,
-            "--manifest", str(manifest), "--state-dir", str(work / "state"), "--json", *config]
+        (work / "ds4sync.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "build": {
+                        "profiles": {
+                            "cpu": {
+                                "requires": ["g++"],
+                                "venv": {
+                                    "create": True,
+                                    "python": "{repo}/.venv/bin/python",
+                                    "inherit_site_packages": True,
+                                },
+                            }
+                        }
+                    }
+                }
+            )
+        )
+    argv = [
+        sys.executable,
+        "-m",
+        "ds4sync.cli",
+        "build",
+        "--repo",
+        str(repo.path),
+        "--profile",
+        profile,
+        "--manifest",
+        str(manifest),
+        "--state-dir",
+        str(work / "state"),
+        "--json",
+        *config,
+    ]
     start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True)
     wall = time.monotonic() - start
@@ -84,21 +113,44 @@ def main() -> int:
     except ValueError:
         print(done.stdout, done.stderr, file=sys.stderr)
         return 3
-    report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), **_gpu(), **_versions(),
-              "profile": profile, "cuda": args.cuda, "exit_code": done.returncode, "cli_wall_s": round(wall, 3),
-              "toolchain_s": result["toolchain_s"], "build_s": result["build_s"], "proof_s": result["proof_s"],
-              "total_s": result["total_s"], "summary": result["proof"]["summary"] if result["proof"] else None,
-              "status": result["status"], "toolchain": result["toolchain"], "steps": result["steps"],
-              "proof_items": result["proof"]["items"] if result["proof"] else None, "env": result["env"],
-              "log_path": result["log_path"]}
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        **_gpu(),
+        **_versions(),
+        "profile": profile,
+        "cuda": args.cuda,
+        "exit_code": done.returncode,
+        "cli_wall_s": round(wall, 3),
+        "toolchain_s": result["toolchain_s"],
+        "build_s": result["build_s"],
+        "proof_s": result["proof_s"],
+        "total_s": result["total_s"],
+        "summary": result["proof"]["summary"] if result["proof"] else None,
+        "status": result["status"],
+        "toolchain": result["toolchain"],
+        "steps": result["steps"],
+        "proof_items": result["proof"]["items"] if result["proof"] else None,
+        "env": result["env"],
+        "log_path": result["log_path"],
+    }
     if args.cuda and result["status"] == "passed":
         report["gpu_check"] = _gpu_check(result["python"], result["proof"]["items"])
     if args.baseline:
         copy = work / "bare"
         shutil.copytree(repo.path, copy, ignore=shutil.ignore_patterns("build", "*.so", "*.egg-info", ".venv", ".git"))
         env = {**os.environ, **{k: v for k, v in result["env"].items() if k not in ("VIRTUAL_ENV",)}}
-        bare = [sys.executable, "-m", "pip", "install", "--target", str(work / "bare-target"), "--no-build-isolation",
-                "--no-deps", "-v", str(copy)]
+        bare = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--target",
+            str(work / "bare-target"),
+            "--no-build-isolation",
+            "--no-deps",
+            "-v",
+            str(copy),
+        ]
         start = time.monotonic()
         ok = subprocess.run(bare, cwd=copy, env=env, capture_output=True, text=True).returncode == 0
         report["baseline"] = {"argv": bare, "ok": ok, "wall_s": round(time.monotonic() - start, 3)}
@@ -133,9 +185,9 @@ def _gpu_check(python: str, items: list[dict]) -> dict:
 
 def _direct(work: Path, args: argparse.Namespace) -> int:
     """The same build through ``run_build`` with the shipped profile, for hosts without git."""
-    from ds4sync.build.driver import run_build
-    from ds4sync.build.profile import load_profiles, select_profile
     from ds4sync.config import shipped_profile
+    from ds4sync.native.driver import run_build
+    from ds4sync.native.profile import load_profiles, select_profile
 
     src = work / "fork"
     ext = write_demo_extension(src, namespace="ds4demo", package="ds4demo_ext", cuda=args.cuda)
@@ -144,8 +196,14 @@ def _direct(work: Path, args: argparse.Namespace) -> int:
     profile = select_profile(load_profiles(shipped_profile()), name)
     start = time.monotonic()
     result = run_build(src, profile, manifest=ext.manifest, work_dir=work / "state", profile_name=name)
-    report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), **_gpu(), **_versions(), "mode": "direct",
-              "wall_s": round(time.monotonic() - start, 3), **result.model_dump(mode="json")}
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        **_gpu(),
+        **_versions(),
+        "mode": "direct",
+        "wall_s": round(time.monotonic() - start, 3),
+        **result.model_dump(mode="json"),
+    }
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import git
 
-HOT = re.compile(r"^(vllm/(model_executor/models/deepseek|v1/attention|v1/core|config|envs|compilation|"
-                 r"model_executor/layers/(fused_moe|quantization))|csrc/|requirements/)")
+HOT = re.compile(
+    r"^(vllm/(model_executor/models/deepseek|v1/attention|v1/core|config|envs|compilation|"
+    r"model_executor/layers/(fused_moe|quantization))|csrc/|requirements/)"
+)
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
 
 
@@ -65,9 +67,9 @@ def generate_fork(checkout: Path, *, base: str, upstream: str, plan: ForkPlan = 
     edits: list[tuple[str, str]] = []
     for path in pool[: plan.in_hunk]:
         edits.append((path, "in-hunk"))
-    for path in pool[plan.in_hunk: plan.in_hunk + plan.appended]:
+    for path in pool[plan.in_hunk : plan.in_hunk + plan.appended]:
         edits.append((path, "append"))
-    for path in pool[plan.in_hunk + plan.appended: plan.in_hunk + plan.appended + plan.delete_modified]:
+    for path in pool[plan.in_hunk + plan.appended : plan.in_hunk + plan.appended + plan.delete_modified]:
         edits.append((path, "delete"))
     for path in _text_files(repo, base, deleted)[: plan.modify_deleted]:
         edits.append((path, "append"))
@@ -79,7 +81,7 @@ def generate_fork(checkout: Path, *, base: str, upstream: str, plan: ForkPlan = 
     per_commit = max(1, len(edits) // plan.commits)
     made = 0
     for start in range(0, len(edits), per_commit):
-        batch = edits[start: start + per_commit]
+        batch = edits[start : start + per_commit]
         for path, how in batch:
             _apply(repo, checkout, path, how, base=base, upstream=upstream, rng=rng)
         repo.git.add("-A")
@@ -88,8 +90,9 @@ def generate_fork(checkout: Path, *, base: str, upstream: str, plan: ForkPlan = 
     return made
 
 
-def _apply(repo: git.Repo, checkout: Path, path: str, how: str, *, base: str, upstream: str,
-           rng: random.Random) -> None:
+def _apply(
+    repo: git.Repo, checkout: Path, path: str, how: str, *, base: str, upstream: str, rng: random.Random
+) -> None:
     target = checkout / path
     tag = f"fork carry {rng.randrange(10**6):06d}"
     comment = "//" if path.endswith((".cu", ".cuh", ".cpp", ".h")) else "#"
@@ -108,7 +111,7 @@ def _apply(repo: git.Repo, checkout: Path, path: str, how: str, *, base: str, up
         diff = repo.git.diff("-U0", base, upstream, "--", path)
         hunks = [int(m.group(1)) for m in HUNK.finditer(diff)]
         at = max(0, min(len(lines) - 1, (rng.choice(hunks) if hunks else len(lines) // 2) - 1))
-        lines[at:at + 1] = [f"{comment} {tag}: SM120 variant of the next line\n", *lines[at:at + 1]]
+        lines[at : at + 1] = [f"{comment} {tag}: SM120 variant of the next line\n", *lines[at : at + 1]]
         if at < len(lines) - 1 and path.endswith(".py"):
             lines[at + 1] = lines[at + 1].rstrip("\n") + f"  {comment} {tag}\n"
     target.write_text("".join(lines))

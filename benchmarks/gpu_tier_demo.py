@@ -1,6 +1,6 @@
 """A real `gpu` tier on a CUDA machine: the generated sample project's CUDA tests through `ds4sync gate`.
 
-Writes the sample project (``ds4sync.gates.sample.write_sample_project(cuda=True)``) into a
+Writes the sample project (``sample_project.write_sample_project(cuda=True)``) into a
 temporary git repository, creates a paused run record for it so that the tier is recorded
 like inside a sync run, then runs ``ds4sync gate --tier gpu`` twice (cold, then with the
 cache) on every visible GPU and prints: GPU, driver, torch and CUDA versions, the date,
@@ -20,13 +20,17 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.gates.sample import write_sample_project
-from ds4sync.record import ForkRef, RecordStore, RunRecord, UpstreamRef
-from ds4sync.repobuild import RepoBuilder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gates"))  # the sample project generator
+from sample_project import write_sample_project
 
-VERSIONS = ("import torch, triton, sys; print('torch', torch.__version__, '| CUDA', torch.version.cuda, '| triton', "
-            "triton.__version__, '| python', sys.version.split()[0], '| GPUs', torch.cuda.device_count(), "
-            "[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])")
+from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.demo.repobuild import RepoBuilder
+
+VERSIONS = (
+    "import torch, triton, sys; print('torch', torch.__version__, '| CUDA', torch.version.cuda, '| triton', "
+    "triton.__version__, '| python', sys.version.split()[0], '| GPUs', torch.cuda.device_count(), "
+    "[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])"
+)
 
 
 def sh(argv: list[str], **kw) -> subprocess.CompletedProcess[str]:
@@ -53,17 +57,42 @@ def main() -> None:
         repo.repo.git.add("-A")
         head = repo.commit({}, "sample project with CUDA tests")
         store = RecordStore(repo.path / ".git" / "ds4sync")
-        record = RunRecord(run_id="demo-gpu-tier", repo=str(repo.path), state_dir=str(store.root),
-                           upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
-                           fork=ForkRef(branch="main", head_before=head), sync_branch="sync/demo",
-                           worktree=str(repo.path), backup_ref="refs/ds4sync/backup/demo", status="paused")
+        record = RunRecord(
+            run_id="demo-gpu-tier",
+            repo=str(repo.path),
+            state_dir=str(store.root),
+            upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
+            fork=ForkRef(branch="main", head_before=head),
+            sync_branch="sync/demo",
+            worktree=str(repo.path),
+            backup_ref="refs/ds4sync/backup/demo",
+            status="paused",
+        )
         store.save(record)
-        base = [sys.executable, "-m", "ds4sync.cli", "gate", "--tier", "gpu", "--repo", str(repo.path), "--profile",
-                str(repo.path / "profile"), "--python", args.python, "--gpus", gpus, "--jobs", "2"]
+        base = [
+            sys.executable,
+            "-m",
+            "ds4sync.cli",
+            "gate",
+            "--tier",
+            "gpu",
+            "--repo",
+            str(repo.path),
+            "--profile",
+            str(repo.path / "profile"),
+            "--python",
+            args.python,
+            "--gpus",
+            gpus,
+            "--jobs",
+            "2",
+        ]
         for title, extra in (("cold run", []), ("second run (cache)", ["--json"])):
             res = sh(base + extra, env={**os.environ, "COLUMNS": "150"})
-            print(f"\n=== ds4sync gate --tier gpu --gpus '{gpus}' --jobs 2 {' '.join(extra)}: {title}, "
-                  f"exit {res.returncode}")
+            print(
+                f"\n=== ds4sync gate --tier gpu --gpus '{gpus}' --jobs 2 {' '.join(extra)}: {title}, "
+                f"exit {res.returncode}"
+            )
             print(res.stdout.rstrip())
             if res.stderr.strip():
                 print("stderr:", res.stderr.strip()[-2000:])
@@ -71,12 +100,23 @@ def main() -> None:
         print("\n=== record.results['gates']['gpu'] (abridged: one gate a line)")
         print(json.dumps({k: saved[k] for k in ("tier", "head", "python", "environment", "duration_s")}))
         for g in saved["gates"]:
-            print(json.dumps({"name": g["name"], "status": g["status"], "reason": g["reason"],
-                              "counts": {k: v for k, v in g["counts"].items() if v}, "devices": g["devices"],
-                              "env_overrides": g["env_overrides"], "duration_s": round(g["duration_s"], 2),
-                              "command": " ".join(g["command"]),
-                              "failures": [[f["node_id"], f["env_category"]] for f in g["failures"]],
-                              "flaky": g["flaky"]}))
+            print(
+                json.dumps(
+                    {
+                        "name": g["name"],
+                        "status": g["status"],
+                        "reason": g["reason"],
+                        "counts": {k: v for k, v in g["counts"].items() if v},
+                        "devices": g["devices"],
+                        "env_overrides": g["env_overrides"],
+                        "duration_s": round(g["duration_s"], 2),
+                        "command": " ".join(g["command"]),
+                        "failures": [[f["node_id"], f["env_category"]] for f in g["failures"]],
+                        "flaky": g["flaky"],
+                    }
+                )
+            )
+
 
 if __name__ == "__main__":
     main()

@@ -34,8 +34,11 @@ def main() -> int:
         for r in rows:
             t = "-" if r["time_us"] is None else f"{r['time_us']:9.1f}"
             roof = "-" if r["pct_roof"] is None else f"{r['pct_roof']:.1%}"
-            print(f"sweep {r['op']:8} {r['case']:28} {json.dumps(r['config']):70} {t} us {roof:>7} "
-                  f"{'ok' if r['ok'] else 'BAD ' + r['detail']}", flush=True)
+            print(
+                f"sweep {r['op']:8} {r['case']:28} {json.dumps(r['config']):70} {t} us {roof:>7} "
+                f"{'ok' if r['ok'] else 'BAD ' + r['detail']}",
+                flush=True,
+            )
         print(f"sweep took {time.time() - start:.0f}s", flush=True)
         best = sweep.best_configs(rows)
         path = common.tuned_path()

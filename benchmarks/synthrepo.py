@@ -8,8 +8,18 @@ from pathlib import Path
 
 import git
 
-AREAS = ("vllm/model_executor/models", "vllm/v1/attention/backends", "vllm/v1/core", "vllm/config",
-         "vllm/entrypoints/openai", "csrc/attention", "csrc/moe", "tests/v1", "tests/kernels", "docs/features")
+AREAS = (
+    "vllm/model_executor/models",
+    "vllm/v1/attention/backends",
+    "vllm/v1/core",
+    "vllm/config",
+    "vllm/entrypoints/openai",
+    "csrc/attention",
+    "csrc/moe",
+    "tests/v1",
+    "tests/kernels",
+    "docs/features",
+)
 
 
 def _file_text(rng: random.Random, path: str, version: int) -> str:
@@ -32,9 +42,14 @@ def make_synthetic(path: Path, *, files: int = 6000, upstream_commits: int = 100
         nonlocal mark
         mark += 1
         msg = message.encode()
-        stream.append(b"commit refs/heads/main\n" + f"mark :{mark}\n".encode()
-                      + f"committer Synth <synth@example.invalid> {when} +0000\n".encode()
-                      + f"data {len(msg)}\n".encode() + msg + b"\n")
+        stream.append(
+            b"commit refs/heads/main\n"
+            + f"mark :{mark}\n".encode()
+            + f"committer Synth <synth@example.invalid> {when} +0000\n".encode()
+            + f"data {len(msg)}\n".encode()
+            + msg
+            + b"\n"
+        )
         if mark > 1:
             stream.append(f"from :{mark - 1}\n".encode())
         for name, text in changes.items():

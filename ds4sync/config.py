@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from ds4sync.build.profile import BuildConfig
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.gates.settings import GatesConfig
-from ds4sync.model import FrozenModel
+from ds4sync.native.profile import BuildConfig
 from ds4sync.serving.config import ServingConfig
 
 __all__ = ["Config", "ConfigError", "FrozenModel", "find_config", "load_config", "read_yaml", "validate"]
 
 CONFIG_NAME = "ds4sync.yaml"
-M = TypeVar("M", bound=BaseModel)
 
 
 class UpstreamConfig(FrozenModel):
@@ -62,7 +61,8 @@ class MergeConfig(FrozenModel):
 
     sync_branch: str = "sync/{branch}-{upstream}"
     backup_branch: str | None = Field(
-        default=None, description='e.g. "backup/{branch}-{date}-pre-sync"; none by default')
+        default=None, description='e.g. "backup/{branch}-{date}-pre-sync"; none by default'
+    )
     rules: tuple[ResolutionRule, ...] = ()
     resolutions_dir: str = "patches/resolutions"
 
@@ -127,58 +127,13 @@ def load_config(path: Path | None) -> Config:
     data = read_yaml(path)
     config = validate(Config, data, source=path)
     base = path.parent
-    return config.model_copy(update={
-        "source": path,
-        "profile": _absolute(config.profile, base),
-        "state_dir": _absolute(config.state_dir, base),
-    })
-
-
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error becomes a ConfigError with line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
-    import yaml  # start-up stays light for commands without a config file
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"malformed YAML ({problem})", where=where,
-                          fix="fix the syntax at that line") from exc
-    return {} if data is None else data
-
-
-def validate(model: type[M], data: Any, *, source: Path | str) -> M:
-    """Validate ``data`` into ``model``; the first error becomes one ConfigError line.
-
-    The line reads ``<file>: <key.path>: <what was expected>``.
-    """
-    if not isinstance(data, dict):
-        raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}",
-                          where=str(source))
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc), where=str(source),
-                          fix=f"see `ds4sync config check` and the {model.__name__} fields") from exc
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    """``key.path: expected ...`` for the first error of a pydantic ValidationError."""
-    err = exc.errors()[0]
-    loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        return f"{loc}: unknown key"
-    if err["type"] == "missing":
-        return f"{loc}: required key is missing"
-    got = err.get("input")
-    shown = repr(got) if isinstance(got, str | int | float | bool) or got is None else type(got).__name__
-    return f"{loc}: {err['msg'].rstrip('.')} (got {shown})"
+    return config.model_copy(
+        update={
+            "source": path,
+            "profile": _absolute(config.profile, base),
+            "state_dir": _absolute(config.state_dir, base),
+        }
+    )
 
 
 def _absolute(path: Path | None, base: Path) -> Path | None:

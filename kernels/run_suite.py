@@ -35,8 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     from ds4kernels import report, suite
 
     try:
-        rep = suite.run_suite(ops=args.op or None, candidate=args.candidate, bench=args.bench, device=args.device,
-                              scale=args.scale, repeats=args.repeats)
+        rep = suite.run_suite(
+            ops=args.op or None,
+            candidate=args.candidate,
+            bench=args.bench,
+            device=args.device,
+            scale=args.scale,
+            repeats=args.repeats,
+        )
     except (ValueError, ImportError, AttributeError) as exc:
         print(f"kernel suite: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.demo.repobuild import RepoBuilder
 
 
 @pytest.fixture(autouse=True)

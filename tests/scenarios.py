@@ -7,7 +7,7 @@ from pathlib import Path
 
 import git
 
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.demo.repobuild import RepoBuilder
 
 BRANCH = "fork"
 
@@ -25,8 +25,15 @@ class Pair:
         return self.fork.path
 
 
-def make_pair(tmp_path: Path, base: dict, upstream_changes: list[dict], fork_changes: list[dict],
-              *, upstream_renames: tuple = (), fork_renames: tuple = ()) -> Pair:
+def make_pair(
+    tmp_path: Path,
+    base: dict,
+    upstream_changes: list[dict],
+    fork_changes: list[dict],
+    *,
+    upstream_renames: tuple = (),
+    fork_renames: tuple = (),
+) -> Pair:
     """Upstream gets ``base`` then ``upstream_changes``; the fork branch starts at base with ``fork_changes``.
 
     The fork is a clone with upstream as remote ``upstream``; its checkout stays on ``main``.

@@ -73,13 +73,16 @@ def test_upstream_sha_fetched_when_absent(pair, capsys: pytest.CaptureFixture[st
     assert json.loads(capsys.readouterr().out)["upstream_sha"] == newer
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("upstream: [unclosed\n", "malformed YAML"),
-    ("upstream:\n  remote: up\n  colour: blue\n", "upstream.colour: unknown key"),
-    ("merge:\n  rules:\n    - glob: 'docs/*'\n      strategy: mine\n", "merge.rules.0.strategy"),
-    ("merge:\n  sync_branch: main\n", "merge.sync_branch"),
-    ("- a\n- b\n", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("upstream: [unclosed\n", "malformed YAML"),
+        ("upstream:\n  remote: up\n  colour: blue\n", "upstream.colour: unknown key"),
+        ("merge:\n  rules:\n    - glob: 'docs/*'\n      strategy: mine\n", "merge.rules.0.strategy"),
+        ("merge:\n  sync_branch: main\n", "merge.sync_branch"),
+        ("- a\n- b\n", "expected a mapping"),
+    ],
+)
 def test_bad_config(pair, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:
     (pair.repo / "ds4sync.yaml").write_text(text)
     code, err = one_error_line(capsys, "config", "check", "--repo", str(pair.repo))
@@ -87,12 +90,14 @@ def test_bad_config(pair, capsys: pytest.CaptureFixture[str], text: str, expecte
 
 
 def test_config_check_ok(pair, capsys: pytest.CaptureFixture[str]) -> None:
-    (pair.repo / "ds4sync.yaml").write_text(textwrap.dedent("""\
+    (pair.repo / "ds4sync.yaml").write_text(
+        textwrap.dedent("""\
         upstream: {remote: upstream, url: https://example.invalid/up.git, ref: main}
         fork: {branch: fork}
         merge:
           rules: [{glob: "docs/*", strategy: theirs}]
-        """))
+        """)
+    )
     assert main(["config", "check", "--repo", str(pair.repo)]) == 0
     out = capsys.readouterr().out
     assert "ok" in out and "fork branch: fork" in out and "resolution rules: 1" in out
@@ -101,14 +106,21 @@ def test_config_check_ok(pair, capsys: pytest.CaptureFixture[str]) -> None:
 def test_second_concurrent_run_is_refused(pair, capsys: pytest.CaptureFixture[str]) -> None:
     state = pair.repo / ".git" / "ds4sync"
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from ds4sync.record import RecordStore
+            from ds4sync.core.record import RecordStore
             with RecordStore(Path({str(state)!r})).lock("merge elsewhere"):
                 print("held", flush=True)
                 time.sleep(60)
-            """)], stdout=subprocess.PIPE, text=True)
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         code, err = one_error_line(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
@@ -120,9 +132,10 @@ def test_second_concurrent_run_is_refused(pair, capsys: pytest.CaptureFixture[st
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
 
 
-def test_internal_error_saves_traceback(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from ds4sync import sync
+def test_internal_error_saves_traceback(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ds4sync.loop import sync
 
     def broken(*_a, **_k):
         raise ZeroDivisionError("boom")

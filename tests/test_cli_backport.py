@@ -28,12 +28,10 @@ def test_backport_evaluate_needs_a_ref(pair, capsys: pytest.CaptureFixture[str])
     assert "needs the upstream commit" in capsys.readouterr().err
 
 
-def test_backport_evaluate_without_a_run_or_branch(pair, capsys: pytest.CaptureFixture[str],
-                                                   tmp_path: Path) -> None:
+def test_backport_evaluate_without_a_run_or_branch(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     serving = tmp_path / "serving.yaml"
     serving.write_text(yaml.safe_dump({"serving": {}}))
-    code = main(["backport", "evaluate", "upstream/main", "--serving-config", str(serving),
-                 "--repo", str(pair.repo)])
+    code = main(["backport", "evaluate", "upstream/main", "--serving-config", str(serving), "--repo", str(pair.repo)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "no active run" in err and "--onto" in err

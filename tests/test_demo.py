@@ -23,19 +23,32 @@ def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     first, second = by_upstream[2], by_upstream[6]
     assert [(c["path"], c["resolution"]) for c in first["conflicts"]] == [("vllm/envs.py", "person")]
     resolutions = {c["path"]: (c["kind"], c["resolution"]) for c in second["conflicts"]}
-    assert resolutions == {"vllm/envs.py": ("content", "recorded"), "docs/install.md": ("content", "rule"),
-                           "vllm/legacy/eager_scratch.py": ("modify/delete", "rule")}
+    assert resolutions == {
+        "vllm/envs.py": ("content", "recorded"),
+        "docs/install.md": ("content", "rule"),
+        "vllm/legacy/eager_scratch.py": ("modify/delete", "rule"),
+    }
     assert [o["path"] for o in second["overlaps"]] == ["vllm/models/deepseek_v4/attention.py"]
     assert "record:" in out and "untouched" in out
-    second_record = next(json.loads(p.read_text()) for p in records
-                         if json.loads(p.read_text())["results"]["merge"]["upstream_commits"] == 6)
+    second_record = next(
+        json.loads(p.read_text())
+        for p in records
+        if json.loads(p.read_text())["results"]["merge"]["upstream_commits"] == 6
+    )
     replay = {e["id"]: e["status"] for e in second_record["results"]["replay"]["entries"]}
-    assert replay == {"flashinfer-0-6-18": "landed-upstream", "larger-scratch-pool": "landed-upstream",
-                      "sm120-sparse-decode": "retained", "sm120-attention-logging": "adapted"}
+    assert replay == {
+        "flashinfer-0-6-18": "landed-upstream",
+        "larger-scratch-pool": "landed-upstream",
+        "sm120-sparse-decode": "retained",
+        "sm120-attention-logging": "adapted",
+    }
     assert second_record["results"]["verify"]["totals"]["violated"] == 0
     gates = second_record["results"]["gates"]["unit"]["gates"]
     assert [(g["name"], g["status"]) for g in gates] == [
-        ("compileall", "passed"), ("envs-kept", "passed"), ("diff-check", "passed")]
+        ("compileall", "passed"),
+        ("envs-kept", "passed"),
+        ("diff-check", "passed"),
+    ]
     report = Path(second_record["results"]["report"]["path"]) if "report" in second_record["results"] else None
     assert "report:" in out and (report is None or report.is_file())
     assert second_record["upstream"]["branch"] == "main"  # asked by SHA; the report names the branch

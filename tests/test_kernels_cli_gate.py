@@ -17,7 +17,7 @@ if not torch.cuda.is_available():  # before triton's first import: it reads the 
 pytest.importorskip("triton")
 
 from ds4sync.cli import main  # noqa: E402
-from ds4sync.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
+from ds4sync.gates.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
 
 
 def test_cli_check_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]):
@@ -30,12 +30,14 @@ def test_cli_check_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]
 
 def test_cli_exit_codes_for_a_failing_candidate_and_a_bad_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     cand = tmp_path / "badtopk.py"
-    cand.write_text(textwrap.dedent("""
+    cand.write_text(
+        textwrap.dedent("""
         import torch
 
         def topk(logits, starts, ends, k):  # ignores the row ranges: indices are not request-local
             return torch.arange(k, dtype=torch.int32).repeat(logits.shape[0], 1)
-    """))
+    """)
+    )
     assert main(["kernels", "check", "--op", "topk", "--device", "cpu", "--candidate", f"{cand}:topk"]) == 1
     assert "FAILED" in capsys.readouterr().out
     assert main(["kernels", "check", "--op", "nope", "--device", "cpu"]) == 2
@@ -46,19 +48,22 @@ def _profile(tmp_path: Path, run: str) -> Path:
     profile = tmp_path / "profile"
     (profile / "gates").mkdir(parents=True)
     shutil.copytree(kernels_dir(), profile / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
-    (profile / "gates" / "kernel.yaml").write_text(textwrap.dedent(f"""
+    (profile / "gates" / "kernel.yaml").write_text(
+        textwrap.dedent(f"""
         tier: kernel
         gates:
           - name: deepseek-ops
             kind: kernel
             run: {run}
             timeout: 600
-    """))
+    """)
+    )
     return profile
 
 
-def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch):
+def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     definition = pytest.importorskip("ds4sync.gates.definition")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")

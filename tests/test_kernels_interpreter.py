@@ -15,7 +15,7 @@ if not torch.cuda.is_available():  # before triton's first import: it reads the 
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from ds4sync.kernelsuite import KernelSuiteError, KernelSuiteResult, load_kernel_tier, run_kernel_suite  # noqa: E402
+from ds4sync.gates.kernelsuite import KernelSuiteError, KernelSuiteResult, load_kernel_tier, run_kernel_suite  # noqa: E402
 
 load_kernel_tier(device="cpu")
 
@@ -55,9 +55,14 @@ def test_the_metric_records_calc_diff_under_tolerance(suite_result: KernelSuiteR
     assert fp32.tolerance == pytest.approx(5e-6)
 
 
-@pytest.mark.parametrize("cfg", [{"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": False},
-                                 {"BLOCKS": 4, "TILE": 128, "HEAD_DOT": True, "SPLIT": False},
-                                 {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": True}])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": False},
+        {"BLOCKS": 4, "TILE": 128, "HEAD_DOT": True, "SPLIT": False},
+        {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": True},
+    ],
+)
 def test_paged_decode_variants_agree_with_the_reference(cfg):
     case = next(c for c in grid.decode_cases("ci") if c.name.startswith("ragged") and "n2" in c.name)
     g = torch.Generator()
@@ -85,19 +90,24 @@ def _write_candidate(tmp_path: Path, body: str) -> Path:
 
 
 def test_a_correct_candidate_passes_through_the_native_adapter(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         from ds4kernels.routing import route_ref
 
         def route(**kw):
             return route_ref(**kw)
-    """)
+    """,
+    )
     result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
     assert result.ok and result.candidate == f"{path}:route"
     assert result.ops[0].impl == f"{path}:route"
 
 
 def test_a_candidate_taking_weights_from_biased_scores_fails(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         import torch
         from ds4kernels.routing import route_ref
 
@@ -108,7 +118,8 @@ def test_a_candidate_taking_weights_from_biased_scores_fails(tmp_path: Path):
             sel = torch.nn.functional.softplus(logits.float()).sqrt() + bias
             w = sel.gather(1, ids.long())
             return ids, w / w.sum(-1, keepdim=True) * route_scale
-    """)
+    """,
+    )
     result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
     assert not result.ok
     failed = [c.name for c in result.ops[0].cases if c.status == "fail"]
@@ -117,7 +128,9 @@ def test_a_candidate_taking_weights_from_biased_scores_fails(tmp_path: Path):
 
 
 def test_a_candidate_breaking_ties_toward_the_highest_id_fails_on_ties(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         import torch
         from ds4kernels.routing import route_weights_ref, scores_ref, route_ref
 
@@ -128,7 +141,8 @@ def test_a_candidate_breaking_ties_toward_the_highest_id_fails_on_ties(tmp_path:
             sel = torch.nan_to_num(s + bias, nan=-1e30).flip(1)
             idx = sel.shape[1] - 1 - torch.sort(sel, dim=1, descending=True, stable=True).indices[:, :topk]
             return idx.int(), route_weights_ref(s, idx.int(), route_scale)
-    """)
+    """,
+    )
     result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=1)
     status = {c.name: c.status for c in result.ops[0].cases}
     assert status["ties-T7-E16"] == "fail"
@@ -136,15 +150,19 @@ def test_a_candidate_breaking_ties_toward_the_highest_id_fails_on_ties(tmp_path:
 
 
 def test_vllm_topk_adapter_fills_a_minus_one_buffer(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         from ds4kernels.topk import topk_per_row_ref
 
         def top_k_per_row_prefill(logits, starts, ends, out, rows, stride0, stride1, k):
             res = topk_per_row_ref(logits, starts, ends, k)
             out.copy_(res)
-    """)
-    result = run_kernel_suite(ops=["topk"], candidate=f"{path}:top_k_per_row_prefill@vllm-topk", device="cpu",
-                              repeats=1)
+    """,
+    )
+    result = run_kernel_suite(
+        ops=["topk"], candidate=f"{path}:top_k_per_row_prefill@vllm-topk", device="cpu", repeats=1
+    )
     assert result.ok
 
 
@@ -162,10 +180,13 @@ def test_candidate_errors_are_one_line_suite_errors(tmp_path: Path):
 
 
 def test_a_crashing_candidate_is_an_error_case_not_a_crash(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         def route(**kw):
             raise RuntimeError("illegal memory access")
-    """)
+    """,
+    )
     result = run_kernel_suite(ops=["routing"], candidate=f"{path}:route", device="cpu", repeats=0)
     assert {c.status for c in result.ops[0].cases} == {"error"}
     assert "illegal memory access" in result.ops[0].cases[0].detail
@@ -178,7 +199,9 @@ def test_mhc_ops_are_opt_in_and_pass_when_named():
 
 
 def test_an_mhc_candidate_with_per_stream_rms_fails(tmp_path: Path):
-    path = _write_candidate(tmp_path, """
+    path = _write_candidate(
+        tmp_path,
+        """
         import torch
         from ds4kernels.mhc import mhc_pre_ref
 
@@ -188,7 +211,8 @@ def test_an_mhc_candidate_with_per_stream_rms_fails(tmp_path: Path):
             scaled = (x.float() * rms / rms.mean(1, keepdim=True)).bfloat16()
             y, post, comb = mhc_pre_ref(scaled, fn, scale, base, iters, hc_eps, rms_eps)
             return mhc_pre_ref(x, fn, scale, base, iters, hc_eps, rms_eps)[0], post, comb
-    """)
+    """,
+    )
     result = run_kernel_suite(ops=["mhc_pre"], candidate=f"{path}:pre", device="cpu", repeats=0)
     assert not result.ok
     assert any("calc_diff" in c.detail for c in result.ops[0].cases)

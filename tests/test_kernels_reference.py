@@ -11,7 +11,7 @@ if not torch.cuda.is_available():  # before triton's first import: it reads the 
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from ds4sync.kernelsuite import load_kernel_tier  # noqa: E402
+from ds4sync.gates.kernelsuite import load_kernel_tier  # noqa: E402
 
 load_kernel_tier(device="cpu")
 
@@ -36,7 +36,7 @@ def test_prefill_reference_matches_the_per_entry_formula_and_masks_outside_range
     for i in range(m):
         for j in range(n):
             if ks[i] <= j < ke[i]:
-                s = (q[i].float() @ (k[j].float() * sf[j]))
+                s = q[i].float() @ (k[j].float() * sf[j])
                 want = (torch.relu(s) * w[i]).sum()
                 assert out[i, j].item() == pytest.approx(want.item(), rel=1e-5, abs=1e-5)
             else:
@@ -49,8 +49,9 @@ def test_prefill_reference_asserts_preconditions_on_the_host():
     k, sf = common.quant_fp8_rows(torch.ones(4, 16))
     w = torch.ones(2, 1)
     with pytest.raises(ValueError, match="precondition"):
-        prefill.mqa_logits_ref(q, k, sf, w, torch.tensor([0, 0], dtype=torch.int32),
-                               torch.tensor([5, 1], dtype=torch.int32))
+        prefill.mqa_logits_ref(
+            q, k, sf, w, torch.tensor([0, 0], dtype=torch.int32), torch.tensor([5, 1], dtype=torch.int32)
+        )
     with pytest.raises(ValueError, match="int32"):
         prefill.mqa_logits_ref(q, k, sf, w, torch.tensor([0, 0]), torch.tensor([1, 1]))
 
@@ -73,16 +74,17 @@ def test_paged_decode_reference_equals_prefill_reference_on_the_gathered_keys():
         keys = torch.cat([kq.view(nb, 64, d)[p] for p in table[bi].clamp(min=0).tolist()])
         sfs = torch.cat([ksf.view(nb, 64)[p] for p in table[bi].clamp(min=0).tolist()])
         ke = lens[bi].clone()
-        want = prefill.mqa_logits_ref(q[bi], keys, sfs, w[bi * next_n:(bi + 1) * next_n],
-                                      torch.zeros(next_n, dtype=torch.int32), ke)
-        assert torch.allclose(out[bi * next_n:(bi + 1) * next_n], want, rtol=1e-5, atol=1e-5)
+        want = prefill.mqa_logits_ref(
+            q[bi], keys, sfs, w[bi * next_n : (bi + 1) * next_n], torch.zeros(next_n, dtype=torch.int32), ke
+        )
+        assert torch.allclose(out[bi * next_n : (bi + 1) * next_n], want, rtol=1e-5, atol=1e-5)
     assert bool(torch.isneginf(out[2]).all())  # L = 0
 
 
 def test_topk_reference_short_rows_padding_and_nan_ranking():
-    x = torch.tensor([[3.0, float("nan"), 1.0, 7.0, float("-inf"), 2.0],
-                      [5.0, 4.0, 3.0, 2.0, 1.0, 0.0],
-                      [float("-inf")] * 6])
+    x = torch.tensor(
+        [[3.0, float("nan"), 1.0, 7.0, float("-inf"), 2.0], [5.0, 4.0, 3.0, 2.0, 1.0, 0.0], [float("-inf")] * 6]
+    )
     starts = torch.tensor([0, 1, 0], dtype=torch.int32)
     ends = torch.tensor([6, 3, 6], dtype=torch.int32)
     out = topk.topk_per_row_ref(x, starts, ends, 3)

@@ -19,15 +19,16 @@ from tests.scenarios import BRANCH, lines, make_pair
 KILLER = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from ds4sync import sync
-    from ds4sync.phases import merge as merge_phases
-    from ds4sync.pipeline import Phase, open_workspace
+    from ds4sync.loop import sync
+    from ds4sync.pipeline import PHASES
+    from ds4sync.merge import phases as merge_phases
+    from ds4sync.runner import Phase, open_workspace
 
     def merge_then_die(ctx):
         merge_phases.merge(ctx)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    phases = tuple(Phase("merge", merge_then_die) if p.name == "merge" else p for p in sync.pipeline_phases())
+    phases = tuple(Phase("merge", merge_then_die) if p.name == "merge" else p for p in PHASES)
     ws = open_workspace(Path(sys.argv[1]), branch=sys.argv[2])
     sync.start_merge(ws, "upstream/main", phases=phases)
 """)
@@ -35,8 +36,12 @@ KILLER = textwrap.dedent("""
 
 @pytest.fixture
 def killed(tmp_path: Path):
-    pair = make_pair(tmp_path, {"f.py": lines("a"), "g.py": lines("g")},
-                     [{"f.py": lines("up"), "g.py": lines("g", "up")}], [{"f.py": lines("fork")}])
+    pair = make_pair(
+        tmp_path,
+        {"f.py": lines("a"), "g.py": lines("g")},
+        [{"f.py": lines("up"), "g.py": lines("g", "up")}],
+        [{"f.py": lines("fork")}],
+    )
     proc = subprocess.run([sys.executable, "-c", KILLER, str(pair.repo), BRANCH], capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     return pair

@@ -25,25 +25,30 @@ ALL_KINDS_BASE = {
 
 def all_kinds_pair(tmp_path: Path):
     return make_pair(
-        tmp_path, ALL_KINDS_BASE,
-        upstream_changes=[{
-            "content.py": lines("a", "UPSTREAM", "c"),
-            "added_both.py": lines("upstream version"),
-            "modified_in_fork.py": None,
-            "deleted_in_fork.py": lines("y", "upstream edit"),
-            "renamed.py": None,
-            "blob.bin": b"\x00\x02upstream",
-            "overlap.py": lines("1 upstream", "2", "3", "4", "5", "6", "7", "8"),
-        }],
-        fork_changes=[{
-            "content.py": lines("a", "FORK", "c"),
-            "added_both.py": lines("fork version"),
-            "modified_in_fork.py": lines("x", "fork edit"),
-            "deleted_in_fork.py": None,
-            "renamed.py": lines("r1", "r2", "r3", "fork edit"),
-            "blob.bin": b"\x00\x03fork",
-            "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8 fork"),
-        }],
+        tmp_path,
+        ALL_KINDS_BASE,
+        upstream_changes=[
+            {
+                "content.py": lines("a", "UPSTREAM", "c"),
+                "added_both.py": lines("upstream version"),
+                "modified_in_fork.py": None,
+                "deleted_in_fork.py": lines("y", "upstream edit"),
+                "renamed.py": None,
+                "blob.bin": b"\x00\x02upstream",
+                "overlap.py": lines("1 upstream", "2", "3", "4", "5", "6", "7", "8"),
+            }
+        ],
+        fork_changes=[
+            {
+                "content.py": lines("a", "FORK", "c"),
+                "added_both.py": lines("fork version"),
+                "modified_in_fork.py": lines("x", "fork edit"),
+                "deleted_in_fork.py": None,
+                "renamed.py": lines("r1", "r2", "r3", "fork edit"),
+                "blob.bin": b"\x00\x03fork",
+                "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8 fork"),
+            }
+        ],
         upstream_renames=(("renamed_both.py", "renamed_up.py"),),
         fork_renames=(("renamed_both.py", "renamed_fork.py"),),
     )
@@ -81,8 +86,13 @@ def test_plan_names_every_conflict_kind(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_rename_delete_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pair = make_pair(tmp_path, {"old.py": lines("1", "2", "3")}, upstream_changes=[{"old.py": None}],
-                     fork_changes=[], fork_renames=(("old.py", "new.py"),))
+    pair = make_pair(
+        tmp_path,
+        {"old.py": lines("1", "2", "3")},
+        upstream_changes=[{"old.py": None}],
+        fork_changes=[],
+        fork_renames=(("old.py", "new.py"),),
+    )
     code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
     assert [c["kind"] for c in json.loads(out)["conflicts"]] == ["rename/delete"]
@@ -124,20 +134,40 @@ def test_merge_never_touches_fork_branch_or_checkout(tmp_path: Path, capsys: pyt
 
 def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = {"keep/a.py": lines("a"), "take/b.py": lines("b"), "both/c.txt": lines("c"), "gone/d.py": lines("d")}
-    pair = make_pair(tmp_path, base,
-                     [{"keep/a.py": lines("a up"), "take/b.py": lines("b up"), "both/c.txt": lines("c up"),
-                       "gone/d.py": None}],
-                     [{"keep/a.py": lines("a fork"), "take/b.py": lines("b fork"), "both/c.txt": lines("c fork"),
-                       "gone/d.py": lines("d fork")}])
-    config = {"fork": {"branch": BRANCH}, "merge": {"rules": [
-        {"glob": "keep/*", "strategy": "ours"}, {"glob": "take/*", "strategy": "theirs"},
-        {"glob": "both/*", "strategy": "union"}, {"glob": "gone/*", "strategy": "theirs"}]}}
+    pair = make_pair(
+        tmp_path,
+        base,
+        [{"keep/a.py": lines("a up"), "take/b.py": lines("b up"), "both/c.txt": lines("c up"), "gone/d.py": None}],
+        [
+            {
+                "keep/a.py": lines("a fork"),
+                "take/b.py": lines("b fork"),
+                "both/c.txt": lines("c fork"),
+                "gone/d.py": lines("d fork"),
+            }
+        ],
+    )
+    config = {
+        "fork": {"branch": BRANCH},
+        "merge": {
+            "rules": [
+                {"glob": "keep/*", "strategy": "ours"},
+                {"glob": "take/*", "strategy": "theirs"},
+                {"glob": "both/*", "strategy": "union"},
+                {"glob": "gone/*", "strategy": "theirs"},
+            ]
+        },
+    }
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
     assert code == 0, out
     data = json.loads(out)
     assert {c["path"]: c["resolution"] for c in data["conflicts"]} == {
-        "keep/a.py": "rule", "take/b.py": "rule", "both/c.txt": "rule", "gone/d.py": "rule"}
+        "keep/a.py": "rule",
+        "take/b.py": "rule",
+        "both/c.txt": "rule",
+        "gone/d.py": "rule",
+    }
     merged = pair.fork.repo.commit(data["merge_commit"])
     assert merged.tree["keep/a.py"].data_stream.read().decode() == lines("a fork")
     assert merged.tree["take/b.py"].data_stream.read().decode() == lines("b up")
@@ -147,9 +177,14 @@ def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pair = make_pair(tmp_path, {"envs.py": lines("A = 1")}, [{"envs.py": lines("A = 1", "UP = 2")}],
-                     [{"envs.py": lines("A = 1", "FORK = 3")}])
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = make_pair(
+        tmp_path,
+        {"envs.py": lines("A = 1")},
+        [{"envs.py": lines("A = 1", "UP = 2")}],
+        [{"envs.py": lines("A = 1", "FORK = 3")}],
+    )
     profile = tmp_path / "profile"
     config = tmp_path / "ds4sync.yaml"
     config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))
@@ -170,8 +205,9 @@ def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
     nightly.git.fetch("-q", str(pair.upstream.path), "main")
     upstream_sha = nightly.git.rev_parse("FETCH_HEAD")
     assert not (Path(nightly.git_dir) / "rr-cache").exists()
-    code, out, err = run_cli(capsys, "merge", upstream_sha, "--repo", str(tmp_path / "nightly"), "--config",
-                             str(config), "--json")
+    code, out, err = run_cli(
+        capsys, "merge", upstream_sha, "--repo", str(tmp_path / "nightly"), "--config", str(config), "--json"
+    )
     assert code == 0, err
     data = json.loads(out)
     assert [(c["path"], c["resolution"]) for c in data["conflicts"]] == [("envs.py", "recorded")]
@@ -213,10 +249,16 @@ def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pair = make_pair(tmp_path, {"a.py": lines("a"), "b.py": lines("b")},
-                     [{"a.py": lines("a up"), "b.py": None}], [{"a.py": lines("a fork"), "b.py": lines("b fork")}])
-    config = {"fork": {"branch": BRANCH}, "merge": {"rules": [
-        {"glob": "*", "strategy": "union"}, {"glob": "*.py", "strategy": "ours"}]}}
+    pair = make_pair(
+        tmp_path,
+        {"a.py": lines("a"), "b.py": lines("b")},
+        [{"a.py": lines("a up"), "b.py": None}],
+        [{"a.py": lines("a fork"), "b.py": lines("b fork")}],
+    )
+    config = {
+        "fork": {"branch": BRANCH},
+        "merge": {"rules": [{"glob": "*", "strategy": "union"}, {"glob": "*.py", "strategy": "ours"}]},
+    }
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
     assert code == 0
@@ -230,7 +272,8 @@ def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys
 
 
 def test_second_run_for_the_same_upstream_names_the_owner_of_the_sync_branch(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     args = ("--repo", str(pair.repo), "--branch", BRANCH)
     assert run_cli(capsys, "merge", "upstream/main", *args, "--json")[0] == 0

@@ -35,8 +35,7 @@ def test_nightly_fetches_and_syncs_end_to_end(tmp_path: Path, capsys: pytest.Cap
     assert "nothing to do" in capsys.readouterr().out
 
 
-def test_nightly_does_not_bury_a_run_waiting_for_a_person(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_nightly_does_not_bury_a_run_waiting_for_a_person(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("up")}], [{"a.py": lines("fork")}])
     configure(pair)
     assert main(["nightly", "--repo", str(pair.repo)]) == 4

@@ -49,10 +49,16 @@ def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]
     pair, data = merged
     path = Path(data["record"])
     record = json.loads(path.read_text())
-    record["results"]["gates"] = {"unit": {"tier": "unit", "gates": [
-        {"name": "focused-unit", "status": "failed", "required": True},
-        {"name": "gated-fixtures", "status": "incomplete", "required": True},
-        {"name": "optional-soak", "status": "failed", "required": False}]}}
+    record["results"]["gates"] = {
+        "unit": {
+            "tier": "unit",
+            "gates": [
+                {"name": "focused-unit", "status": "failed", "required": True},
+                {"name": "gated-fixtures", "status": "incomplete", "required": True},
+                {"name": "optional-soak", "status": "failed", "required": False},
+            ],
+        }
+    }
     path.write_text(json.dumps(record))
     old = pair.fork.repo.commit(BRANCH).hexsha
     assert main(["promote", "--repo", str(pair.repo)]) == 2

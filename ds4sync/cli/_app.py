@@ -1,7 +1,7 @@
 """The CLI's shared parts: the typer app, consoles, common options, and the one error handler.
 
 Core modules never print or exit; this module renders their results and maps errors
-to exit codes (see :mod:`ds4sync.errors`).
+to exit codes (see :mod:`ds4sync.core.errors`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ds4sync.errors import Ds4syncError, ExitCode
+from ds4sync.core.errors import Ds4syncError, ExitCode
 
-app = typer.Typer(name="ds4sync", no_args_is_help=True, add_completion=False,
-                  help="Keep a fork in sync with its upstream, and prove each sync.")
+app = typer.Typer(
+    name="ds4sync",
+    no_args_is_help=True,
+    add_completion=False,
+    help="Keep a fork in sync with its upstream, and prove each sync.",
+)
 config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
 app.add_typer(config_app, name="config")
 serving_app = typer.Typer(no_args_is_help=True, help="Serving gates against an OpenAI-compatible server.")
@@ -33,24 +37,35 @@ app.add_typer(patches_app, name="patches")
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-RepoOpt = Annotated[Path, typer.Option("--repo", help="The fork checkout (default: current directory).",
-                                       file_okay=False)]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="ds4sync.yaml to use (default: <repo>/ds4sync.yaml).",
-                                                dir_okay=False)]
+RepoOpt = Annotated[
+    Path, typer.Option("--repo", help="The fork checkout (default: current directory).", file_okay=False)
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="ds4sync.yaml to use (default: <repo>/ds4sync.yaml).", dir_okay=False)
+]
 BranchOpt = Annotated[str | None, typer.Option("--branch", help="The fork branch (default: fork.branch in config).")]
-StateOpt = Annotated[Path | None, typer.Option("--state-dir",
-                                               help="Where runs live (default: <git-common-dir>/ds4sync).")]
-ProfileOpt = Annotated[Path | None, typer.Option("--profile",
-                                                 help="Profile folder (patches/, gates/, reports/, kernels/).")]
+StateOpt = Annotated[
+    Path | None, typer.Option("--state-dir", help="Where runs live (default: <git-common-dir>/ds4sync).")
+]
+ProfileOpt = Annotated[
+    Path | None, typer.Option("--profile", help="Profile folder (patches/, gates/, reports/, kernels/).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
-ServingConfigOpt = Annotated[Path | None, typer.Option("--serving-config", dir_okay=False,
-                                                      help="YAML with the serving section (default: ds4sync.yaml).")]
+ServingConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--serving-config", dir_okay=False, help="YAML with the serving section (default: ds4sync.yaml)."),
+]
 FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
 
 
-def _workspace(repo: Path, config: Path | None, branch: str | None = None, state_dir: Path | None = None,
-               profile: Path | None = None):
-    from ds4sync.pipeline import open_workspace
+def _workspace(
+    repo: Path,
+    config: Path | None,
+    branch: str | None = None,
+    state_dir: Path | None = None,
+    profile: Path | None = None,
+):
+    from ds4sync.runner import open_workspace
 
     return open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
 
@@ -59,7 +74,6 @@ def _progress(quiet: bool):
     if quiet:
         return lambda _message: None
     return lambda message: err.print(f"[dim]· {message}[/]")
-
 
 
 def _save_traceback() -> str:

@@ -17,22 +17,32 @@ from ds4sync.cli._app import (
     err,
     out,
 )
-from ds4sync.errors import ExitCode
+from ds4sync.core.errors import ExitCode
 
 
 @app.command()
-def build(profile: Annotated[str | None, typer.Option("--profile", help="Build profile name, e.g. sm120 or sm90 "
-                                                      "(default: build.profile in config).")] = None,
-          repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-          profile_dir: Annotated[Path | None, typer.Option("--profile-dir", help="Profile folder (kernels/ holds "
-                                                           "build_profiles.yaml and manifest.yaml).")] = None,
-          manifest: Annotated[Path | None, typer.Option("--manifest", help="Manifest of modules and op schemas "
-                                                        "(default: the profile's).", dir_okay=False)] = None,
-          json_out: JsonOpt = False) -> None:
+def build(
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."),
+    ] = None,
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile_dir: Annotated[
+        Path | None,
+        typer.Option("--profile-dir", help="Profile folder (kernels/ holds build_profiles.yaml and manifest.yaml)."),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="Manifest of modules and op schemas (default: the profile's).", dir_okay=False),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Build the native kernels with a target profile, then prove imports and op schemas."""
-    from ds4sync import ui
-    from ds4sync.build import view
-    from ds4sync.build.phase import build_workspace
+    from ds4sync.cli import views as ui
+    from ds4sync.native import view
+    from ds4sync.native.phase import build_workspace
 
     ws = _workspace(repo, config, None, state_dir, profile_dir)
     with view.live_status(err, enabled=not json_out) as progress:
@@ -47,5 +57,3 @@ def build(profile: Annotated[str | None, typer.Option("--profile", help="Build p
             out.print(f"recorded in run {record.run_id}: {ws.store.record_path(record.run_id)}")
     if not result:
         raise typer.Exit(int(ExitCode.FAILED))
-
-

@@ -19,23 +19,30 @@ from ds4sync.cli._app import (
     kernels_app,
     out,
 )
-from ds4sync.errors import ExitCode
+from ds4sync.core.errors import ExitCode
 
 
 @app.command()
-def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, kernel, serving or perf.")],
-         names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
-         repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None, profile: ProfileOpt = None,
-         changed_since: Annotated[str | None, typer.Option("--changed-since", help="Select gates affected by "
-                                                           "changes since REF (vLLM CI rules).")] = None,
-         all_gates: Annotated[bool, typer.Option("--all", help="Run every gate of the tier.")] = False,
-         jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="CPU gates run at once.")] = None,
-         gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
-         python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
-         no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")]
-         = False, bench: Annotated[bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks "
-                                                      "(never served from the cache).")] = False,
-         json_out: JsonOpt = False) -> None:
+def gate(
+    tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, kernel, serving or perf.")],
+    names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    changed_since: Annotated[
+        str | None, typer.Option("--changed-since", help="Select gates affected by changes since REF (vLLM CI rules).")
+    ] = None,
+    all_gates: Annotated[bool, typer.Option("--all", help="Run every gate of the tier.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="CPU gates run at once.")] = None,
+    gpus: Annotated[str | None, typer.Option("--gpus", help="GPU ids for GPU gates, e.g. 0,1.")] = None,
+    python: Annotated[str | None, typer.Option("--python", help="Target environment's python.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run even gates whose inputs passed before.")] = False,
+    bench: Annotated[
+        bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks (never served from the cache).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
     import json
@@ -44,9 +51,17 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
 
     ws = _workspace(repo, config, None, state_dir, profile)
     record = ws.store.current()
-    options = TierOptions(tier=tier, names=tuple(names or ()), changed_since=changed_since, run_all=all_gates,
-                          jobs=jobs, gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
-                          use_cache=not (no_cache or bench), python=python, bench=bench)
+    options = TierOptions(
+        tier=tier,
+        names=tuple(names or ()),
+        changed_since=changed_since,
+        run_all=all_gates,
+        jobs=jobs,
+        gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
+        use_cache=not (no_cache or bench),
+        python=python,
+        bench=bench,
+    )
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if json_out:
             result = run_tier(ws, options, record=record)
@@ -57,8 +72,9 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
                 result = run_tier(ws, options, record=record, progress=live)
         path = str(record_tier(ws, record, result)) if record else None
     if json_out:
-        out.file.write(json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path},
-                                  indent=2) + "\n")
+        out.file.write(
+            json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path}, indent=2) + "\n"
+        )
     else:
         render.tier_table(out, result, record_path=path)
     code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
@@ -68,16 +84,30 @@ def gate(tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, ke
 
 @kernels_app.command("check")
 def kernels_check(
-        op: Annotated[list[str] | None, typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, "
-                                                     "mhc_post (repeatable; default: the first four).")] = None,
-        candidate: Annotated[str | None, typer.Option("--candidate", help="module:function[@adapter] to check "
-                                                      "instead of our kernels (one --op).")] = None,
-        bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
-        device: Annotated[str | None, typer.Option("--device", help="cuda or cpu (default: cuda if present; "
-                                                   "cpu runs the Triton interpreter on the small grid).")] = None,
-        profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+    op: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: the first four)."
+        ),
+    ] = None,
+    candidate: Annotated[
+        str | None,
+        typer.Option("--candidate", help="module:function[@adapter] to check instead of our kernels (one --op)."),
+    ] = None,
+    bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="cuda or cpu (default: cuda if present; cpu runs the Triton interpreter on the small grid).",
+        ),
+    ] = None,
+    profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
-    from ds4sync import kernelsuite, ui
+    from ds4sync.cli import views as ui
+    from ds4sync.gates import kernelsuite
 
     result = kernelsuite.run_kernel_suite(ops=op, candidate=candidate, bench=bench, device=device, profile=profile)
     if json_out:
@@ -92,8 +122,10 @@ def _render_kernels(result) -> None:
     from rich.table import Table
 
     env = result.environment
-    out.print(f"kernel suite on {env.gpu or env.device} (torch {env.torch}, triton {env.triton}, "
-              f"{'interpreter, ' if env.interpreter else ''}grid {result.scale})")
+    out.print(
+        f"kernel suite on {env.gpu or env.device} (torch {env.torch}, triton {env.triton}, "
+        f"{'interpreter, ' if env.interpreter else ''}grid {result.scale})"
+    )
     table = Table("op", "implementation", "pass", "fail", "error", "skip")
     for op in result.ops:
         table.add_row(op.op, op.impl, *(str(op.count(s)) for s in ("pass", "fail", "error", "skip")))
@@ -105,9 +137,16 @@ def _render_kernels(result) -> None:
     if result.bench:
         bench = Table("op", "case", "µs", "ref µs", "speed-up", "GB/s", "TFLOP/s", "% roofline", "flags")
         for r in result.bench:
-            bench.add_row(r.op, r.case, f"{r.time_us:.1f}", f"{r.ref_time_us:.1f}", f"{r.speedup:.1f}x",
-                          f"{r.gb_per_s:.0f}", f"{r.tflop_per_s:.1f}", f"{r.pct_roof:.1%}", "; ".join(r.flags) or "ok")
+            bench.add_row(
+                r.op,
+                r.case,
+                f"{r.time_us:.1f}",
+                f"{r.ref_time_us:.1f}",
+                f"{r.speedup:.1f}x",
+                f"{r.gb_per_s:.0f}",
+                f"{r.tflop_per_s:.1f}",
+                f"{r.pct_roof:.1%}",
+                "; ".join(r.flags) or "ok",
+            )
         out.print(bench)
     out.print("[green]kernels: ok[/]" if result.ok else "[red]kernels: FAILED[/]")
-
-

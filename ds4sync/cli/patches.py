@@ -19,14 +19,15 @@ from ds4sync.cli._app import (
     out,
     patches_app,
 )
-from ds4sync.errors import ExitCode
+from ds4sync.core.errors import ExitCode
 
 
 @patches_app.command("list")
-def patches_list(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
-                 json_out: JsonOpt = False) -> None:
+def patches_list(
+    repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None, json_out: JsonOpt = False
+) -> None:
     """List the profile's patch-sets in dependency order."""
-    from ds4sync import ui
+    from ds4sync.cli import views as ui
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
@@ -38,13 +39,18 @@ def patches_list(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: P
 
 
 @patches_app.command("check")
-def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None,
-                  upstream: Annotated[str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets "
-                                                               "whose drop_when holds there.")] = None,
-                  verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")]
-                  = False, json_out: JsonOpt = False) -> None:
+def patches_check(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    profile: ProfileOpt = None,
+    upstream: Annotated[
+        str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation."""
-    from ds4sync import ui
+    from ds4sync.cli import views as ui
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
@@ -58,11 +64,14 @@ def patches_check(repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: 
 
 
 @patches_app.command("new")
-def patches_new(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
-                rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
-                kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")]
-                = "fork-feature", repo: RepoOpt = Path("."), config: ConfigOpt = None,
-                profile: ProfileOpt = None) -> None:
+def patches_new(
+    patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
+    rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
+    kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")] = "fork-feature",
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    profile: ProfileOpt = None,
+) -> None:
     """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
     from ds4sync.patchsets import authoring
 
@@ -71,9 +80,13 @@ def patches_new(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="T
 
 
 @patches_app.command("refresh")
-def patches_refresh(patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
-                    repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-                    profile: ProfileOpt = None) -> None:
+def patches_refresh(
+    patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+) -> None:
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
 
@@ -82,17 +95,28 @@ def patches_refresh(patchset_id: Annotated[str, typer.Argument(metavar="ID", hel
 
 
 @app.command()
-def backport(commit: Annotated[str, typer.Argument(metavar="COMMIT|evaluate", help="Upstream commit to carry as a "
-                                                   "backport patch-set; or `evaluate` to measure one first.")],
-             ref: Annotated[str | None, typer.Argument(metavar="[REF]", help="With `evaluate`: the upstream "
-                                                       "commit to measure.")] = None,
-             patchset_id: Annotated[str | None, typer.Option("--id", help="Id of the new backport patch-set.")]
-             = None,
-             onto: Annotated[str | None, typer.Option("--onto", help="evaluate: branch to apply on (default: "
-                                                      "the active run's sync branch).")] = None,
-             serving_config: ServingConfigOpt = None, json_out: JsonOpt = False,
-             repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-             profile: ProfileOpt = None) -> None:
+def backport(
+    commit: Annotated[
+        str,
+        typer.Argument(
+            metavar="COMMIT|evaluate",
+            help="Upstream commit to carry as a backport patch-set; or `evaluate` to measure one first.",
+        ),
+    ],
+    ref: Annotated[
+        str | None, typer.Argument(metavar="[REF]", help="With `evaluate`: the upstream commit to measure.")
+    ] = None,
+    patchset_id: Annotated[str | None, typer.Option("--id", help="Id of the new backport patch-set.")] = None,
+    onto: Annotated[
+        str | None, typer.Option("--onto", help="evaluate: branch to apply on (default: the active run's sync branch).")
+    ] = None,
+    serving_config: ServingConfigOpt = None,
+    json_out: JsonOpt = False,
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+) -> None:
     """Carry an upstream commit as a backport patch-set, or `backport evaluate REF`: apply, build, A/B, decide."""
     ws = _workspace(repo, config, None, state_dir, profile)
     if commit == "evaluate":
@@ -102,7 +126,7 @@ def backport(commit: Annotated[str, typer.Argument(metavar="COMMIT|evaluate", he
 
         decision = evaluate_backport_in(ws, ref, onto=onto, serving_path=serving_config)
         if json_out:
-            from ds4sync import ui
+            from ds4sync.cli import views as ui
 
             ui.print_json(out, decision.model_dump(mode="json"))
         else:
@@ -116,5 +140,3 @@ def backport(commit: Annotated[str, typer.Argument(metavar="COMMIT|evaluate", he
 
     result = authoring.backport(ws, commit, patchset_id)
     out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
-
-

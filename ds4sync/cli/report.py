@@ -18,38 +18,52 @@ from ds4sync.cli._app import (
     out,
 )
 
-ReportFormat = Annotated[str, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).",
-                                           case_sensitive=False)]
+ReportFormat = Annotated[
+    str, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).", case_sensitive=False)
+]
 
 
 @app.command()
-def report(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-           profile: ProfileOpt = None,
-           run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
-           fmt: ReportFormat = "md",
-           out_file: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.",
-                                                         dir_okay=False)] = None,
-           public: Annotated[bool, typer.Option("--public", help="Also redact home directories, private "
-                                                "hosts and addresses.")] = False,
-           notes: Annotated[Path | None, typer.Option("--notes", help="Markdown notes to include.",
-                                                      dir_okay=False)] = None,
-           nightly: Annotated[bool, typer.Option("--nightly", help="The short nightly summary.")] = False,
-           compare: Annotated[tuple[str, str] | None, typer.Option("--compare", metavar="RUN_A RUN_B",
-                                                                   help="What changed between two runs.")] = None,
-           ) -> None:
+def report(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+    fmt: ReportFormat = "md",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write here instead of stdout.", dir_okay=False)
+    ] = None,
+    public: Annotated[
+        bool, typer.Option("--public", help="Also redact home directories, private hosts and addresses.")
+    ] = False,
+    notes: Annotated[Path | None, typer.Option("--notes", help="Markdown notes to include.", dir_okay=False)] = None,
+    nightly: Annotated[bool, typer.Option("--nightly", help="The short nightly summary.")] = False,
+    compare: Annotated[
+        tuple[str, str] | None, typer.Option("--compare", metavar="RUN_A RUN_B", help="What changed between two runs.")
+    ] = None,
+) -> None:
     """Render the PR description of a run from its record (secrets are always redacted)."""
-    from ds4sync.errors import ConfigError
+    from ds4sync.core.errors import ConfigError
     from ds4sync.report import files
 
     if fmt not in ("md", "html", "json"):
         raise ConfigError(f"unknown format '{fmt}'", where="--format", fix="use md, html or json")
     ws = _workspace(repo, config, None, state_dir, profile)
     if compare:
-        text = files.compare_text(ws.store, ws.profile, compare[0], compare[1],
-                                  fmt="json" if fmt == "json" else "md", public=public)
+        text = files.compare_text(
+            ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt == "json" else "md", public=public
+        )
     else:
-        text = files.report_text(ws.store, ws.profile, run_id=run, fmt=fmt, public=public,  # type: ignore[arg-type]
-                                 notes=files.read_notes(notes), kind="nightly" if nightly else "pr")
+        text = files.report_text(
+            ws.store,
+            ws.profile,
+            run_id=run,
+            fmt=fmt,
+            public=public,  # type: ignore[arg-type]
+            notes=files.read_notes(notes),
+            kind="nightly" if nightly else "pr",
+        )
     if out_file is None:
         out.file.write(text)
     else:
@@ -60,8 +74,7 @@ def report(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: State
 @app.command()
 def schema() -> None:
     """Print the JSON schema of `ds4sync report --format json`."""
-    from ds4sync import ui
+    from ds4sync.cli import views as ui
     from ds4sync.report import report_schema
 
     ui.print_json(out, report_schema())
-

@@ -21,15 +21,22 @@ from ds4sync.cli._app import (
     config_app,
     out,
 )
-from ds4sync.errors import ExitCode
+from ds4sync.core.errors import ExitCode
 
 
 @app.command()
-def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
-         config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-         fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
+def plan(
+    ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    branch: BranchOpt = None,
+    state_dir: StateOpt = None,
+    fetch: FetchOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Predict a merge (conflicts, kinds, overlaps) without touching any work tree."""
-    from ds4sync import sync, ui
+    from ds4sync.cli import views as ui
+    from ds4sync.loop import sync
 
     summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
     if json_out:
@@ -39,11 +46,18 @@ def plan(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge."
 
 
 @app.command()
-def merge(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")], repo: RepoOpt = Path("."),
-          config: ConfigOpt = None, branch: BranchOpt = None, state_dir: StateOpt = None,
-          profile: ProfileOpt = None, fetch: FetchOpt = False, json_out: JsonOpt = False) -> None:
+def merge(
+    ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    branch: BranchOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    fetch: FetchOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
-    from ds4sync import sync
+    from ds4sync.loop import sync
 
     ws = _workspace(repo, config, branch, state_dir, profile)
     outcome = sync.start_merge(ws, ref, progress=_progress(json_out), fetch=fetch)
@@ -51,45 +65,61 @@ def merge(ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.
 
 
 @app.command()
-def resume(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-           profile: ProfileOpt = None, json_out: JsonOpt = False) -> None:
+def resume(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
-    from ds4sync import sync
+    from ds4sync.loop import sync
 
     ws = _workspace(repo, config, None, state_dir, profile)
     _finish(ws, sync.resume(ws, progress=_progress(json_out)), json_out=json_out)
 
 
 @app.command()
-def abort(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-          run: Annotated[str | None, typer.Option("--run", help="Run id (default: the active run).")] = None) -> None:
+def abort(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run id (default: the active run).")] = None,
+) -> None:
     """Drop the active run: remove its worktree and sync branch; the fork branch is untouched."""
-    from ds4sync import sync
+    from ds4sync.loop import sync
 
     record = sync.abort(_workspace(repo, config, None, state_dir), run_id=run)
     out.print(f"run {record.run_id} aborted; {record.fork.branch} untouched; backup kept at {record.backup_ref}")
 
 
 @app.command()
-def promote(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-            run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
-            allow_blockers: Annotated[bool, typer.Option("--allow-blockers",
-                                                         help="Promote despite failed gates (recorded).")] = False,
-            ) -> None:
+def promote(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+    allow_blockers: Annotated[
+        bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
+    ] = False,
+) -> None:
     """Fast-forward the fork branch to a green sync (keeps a rollback ref). Nothing else moves it."""
-    from ds4sync import promote as promote_mod
+    from ds4sync.loop import promote as promote_mod
 
     result = promote_mod.promote(_workspace(repo, config, None, state_dir), run_id=run, allow=allow_blockers)
     out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
 
 
 @app.command()
-def nightly(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-            profile: ProfileOpt = None,
-            ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
-            ) -> None:
+def nightly(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
+) -> None:
     """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
-    from ds4sync.nightly import run_nightly
+    from ds4sync.loop.nightly import run_nightly
 
     ws = _workspace(repo, config, None, state_dir, profile)
     result = run_nightly(ws, ref=ref, progress=_progress(False))
@@ -101,21 +131,29 @@ def nightly(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: Stat
 
 
 @app.command()
-def cron(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-         at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30") -> None:
+def cron(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30",
+) -> None:
     """Print the crontab line that runs `ds4sync nightly` on this repository."""
-    from ds4sync.nightly import cron_line
+    from ds4sync.loop.nightly import cron_line
 
     out.print(cron_line(_workspace(repo, config, None, state_dir), at=at), markup=False)
 
 
 @app.command()
-def status(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-           run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
-           all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
-           json_out: JsonOpt = False) -> None:
+def status(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Show the current run and what to do next."""
-    from ds4sync import ui
+    from ds4sync.cli import views as ui
 
     ws = _workspace(repo, config, None, state_dir)
     if all_runs:
@@ -134,7 +172,7 @@ def status(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: State
 def config_check(repo: RepoOpt = Path("."), config: ConfigOpt = None) -> None:
     """Validate ds4sync.yaml and print what it resolves to."""
     from ds4sync.config import CONFIG_NAME
-    from ds4sync.pipeline import open_workspace
+    from ds4sync.runner import open_workspace
 
     ws = open_workspace(repo, config_path=config)
     source = ws.config.source or f"(no {CONFIG_NAME}; defaults)"
@@ -146,13 +184,15 @@ def config_check(repo: RepoOpt = Path("."), config: ConfigOpt = None) -> None:
     out.print(f"resolution rules: {len(ws.config.merge.rules)}")
 
 
-
 @app.command()
-def demo(workdir: Annotated[Path | None, typer.Option("--workdir", help="Folder for the demo repos "
-                                                      "(default: a new temporary folder).")] = None) -> None:
+def demo(
+    workdir: Annotated[
+        Path | None, typer.Option("--workdir", help="Folder for the demo repos (default: a new temporary folder).")
+    ] = None,
+) -> None:
     """Build a small upstream and fork with realistic history, and run a sync end to end."""
-    from ds4sync import demo as demo_mod
-    from ds4sync import ui
+    from ds4sync.cli import views as ui
+    from ds4sync.demo import run as demo_mod
 
     result = demo_mod.run_demo(workdir, progress=_progress(False))
     for title, summary in result.summaries:
@@ -163,18 +203,24 @@ def demo(workdir: Annotated[Path | None, typer.Option("--workdir", help="Folder 
         raise typer.Exit(int(result.exit_code))
 
 
-
 def _finish(ws, outcome, *, json_out: bool) -> None:
-    from ds4sync import ui
-    from ds4sync.mergeplan import MergeSummary
+    from ds4sync.cli import views as ui
+    from ds4sync.merge.plan import MergeSummary
 
     record = outcome.record
     path = str(ws.store.record_path(record.run_id))
     summary = MergeSummary.model_validate(record.results["merge"]) if "merge" in record.results else None
     if json_out:
         data = summary.brief() if summary else {}
-        data.update({"run_id": record.run_id, "status": record.status, "worktree": record.worktree,
-                     "sync_branch": record.sync_branch, "record": path})
+        data.update(
+            {
+                "run_id": record.run_id,
+                "status": record.status,
+                "worktree": record.worktree,
+                "sync_branch": record.sync_branch,
+                "record": path,
+            }
+        )
         data.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
         ui.print_json(out, data)
     else:
@@ -184,5 +230,3 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
     code = {"needs-person": ExitCode.NEEDS_PERSON, "failed": ExitCode.FAILED}.get(record.status, ExitCode.OK)
     if code:
         raise typer.Exit(int(code))
-
-

@@ -19,29 +19,35 @@ from ds4sync.cli._app import (
     out,
     serving_app,
 )
-from ds4sync.errors import ExitCode
+from ds4sync.core.errors import ExitCode
 
-OutOpt = Annotated[Path | None, typer.Option("--out", file_okay=False,
-                                             help="Folder for server logs and bench results.")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", file_okay=False, help="Folder for server logs and bench results.")
+]
 
 
 @serving_app.command("gate")
-def serving_gate(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-                 serving_config: ServingConfigOpt = None, out_dir: OutOpt = None,
-                 probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe "
-                                                                 "(repeatable).")] = None,
-                 json_out: JsonOpt = False) -> None:
+def serving_gate(
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    serving_config: ServingConfigOpt = None,
+    out_dir: OutOpt = None,
+    probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe (repeatable).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Start (or attach to) the server and run the serving probes; exit 1 when any probe fails."""
     from ds4sync.serving import render, runs
     from ds4sync.serving.gate import run_serving_gate
 
     ws = _workspace(repo, config, None, state_dir)
     cfg = runs.load_serving_config(ws, serving_config)
-    result = run_serving_gate(cfg, out_dir=runs.output_dir(ws, "serving", out_dir), names=probe,
-                              progress=_progress(json_out))
+    result = run_serving_gate(
+        cfg, out_dir=runs.output_dir(ws, "serving", out_dir), names=probe, progress=_progress(json_out)
+    )
     run_id = runs.record_result(ws, "serving", result)
     if json_out:
-        from ds4sync import ui
+        from ds4sync.cli import views as ui
 
         ui.print_json(out, {"status": result.status, "run_id": run_id, "probes": [p.brief() for p in result.probes]})
     else:
@@ -53,24 +59,38 @@ def serving_gate(repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir:
 
 
 @app.command("ab")
-def ab(baseline: Annotated[list[str], typer.Option("--baseline", help="Recorded JSON file(s), a base URL, or a "
-                                                   "serving-config YAML.")],
-       candidate: Annotated[list[str], typer.Option("--candidate", help="Same kinds as --baseline.")],
-       pairs: Annotated[int, typer.Option("--pairs", min=1, help="Interleaved pairs for live sides.")] = 5,
-       model: Annotated[str | None, typer.Option("--model", help="Served model name (URL sides).")] = None,
-       repo: RepoOpt = Path("."), config: ConfigOpt = None, state_dir: StateOpt = None,
-       serving_config: ServingConfigOpt = None, out_dir: OutOpt = None, json_out: JsonOpt = False) -> None:
+def ab(
+    baseline: Annotated[
+        list[str], typer.Option("--baseline", help="Recorded JSON file(s), a base URL, or a serving-config YAML.")
+    ],
+    candidate: Annotated[list[str], typer.Option("--candidate", help="Same kinds as --baseline.")],
+    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Interleaved pairs for live sides.")] = 5,
+    model: Annotated[str | None, typer.Option("--model", help="Served model name (URL sides).")] = None,
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    serving_config: ServingConfigOpt = None,
+    out_dir: OutOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Compare a baseline and a candidate: medians, mean deltas, bootstrap 95% CI, verdict per metric."""
     from ds4sync.serving import runs
     from ds4sync.serving.ab import run_ab
 
     ws = _workspace(repo, config, None, state_dir)
     cfg = ws.config.serving if serving_config is None else runs.load_serving_config(ws, serving_config)
-    result = run_ab(baseline, candidate, pairs=pairs, out_dir=runs.output_dir(ws, "ab", out_dir), model=model,
-                    bench_config=cfg.bench if cfg else None, rules=cfg.ab_metrics if cfg else None)
+    result = run_ab(
+        baseline,
+        candidate,
+        pairs=pairs,
+        out_dir=runs.output_dir(ws, "ab", out_dir),
+        model=model,
+        bench_config=cfg.bench if cfg else None,
+        rules=cfg.ab_metrics if cfg else None,
+    )
     runs.record_result(ws, "ab", result)
     if json_out:
-        from ds4sync import ui
+        from ds4sync.cli import views as ui
 
         ui.print_json(out, result.brief())
     else:

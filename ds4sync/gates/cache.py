@@ -14,11 +14,11 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from ds4sync import proc
+from ds4sync.core import proc
+from ds4sync.core.git import GitRepo
+from ds4sync.core.record import write_json_atomic
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.model import GateResult
-from ds4sync.gitrepo import GitRepo
-from ds4sync.record import write_json_atomic
 
 # Reads versions without importing torch (an import costs seconds): package metadata and torch/version.py.
 _FINGERPRINT_SCRIPT = r"""

@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from ds4sync.config import FrozenModel, describe_validation_error, read_yaml, validate
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, describe_validation_error, read_yaml, validate
 from ds4sync.gates.model import TIERS
 
 
@@ -135,8 +135,12 @@ class Gate:
 
     def fingerprint_data(self) -> dict[str, Any]:
         """Everything of the definition that changes what the gate does (for the cache key)."""
-        return {"definition": self.definition.model_dump(mode="json"), "spec": self.spec.model_dump(mode="json"),
-                "rules": [r.model_dump(mode="json") for r in self.rules], "tier": self.tier}
+        return {
+            "definition": self.definition.model_dump(mode="json"),
+            "spec": self.spec.model_dump(mode="json"),
+            "rules": [r.model_dump(mode="json") for r in self.rules],
+            "tier": self.tier,
+        }
 
 
 def gates_dir(profile: Path) -> Path:
@@ -155,8 +159,11 @@ def load_tier(profile: Path, tier: str) -> tuple[Gate, ...]:
         raise ConfigError(f"unknown tier '{tier}'", where="--tier", fix=f"use one of {', '.join(TIERS)}")
     path = gates_dir(profile) / f"{tier}.yaml"
     if not path.is_file():
-        raise ConfigError(f"no gate file for tier '{tier}'", where=str(path),
-                          fix="create it or point --profile at a folder that has gates/<tier>.yaml")
+        raise ConfigError(
+            f"no gate file for tier '{tier}'",
+            where=str(path),
+            fix="create it or point --profile at a folder that has gates/<tier>.yaml",
+        )
     data = read_yaml(path)
     if isinstance(data, dict) and "tier" not in data:
         data = {"tier": tier, **data}
@@ -170,12 +177,17 @@ def _load_gate(parsed: GateFile, index: int, gate: GateDef, path: Path) -> Gate:
     from ds4sync.gates.kinds import KIND_MODULES, kind_module
 
     if gate.kind not in KIND_MODULES:
-        raise ConfigError(f"gates.{index}.kind: unknown kind '{gate.kind}' (known: {', '.join(sorted(KIND_MODULES))})",
-                          where=str(path))
+        raise ConfigError(
+            f"gates.{index}.kind: unknown kind '{gate.kind}' (known: {', '.join(sorted(KIND_MODULES))})",
+            where=str(path),
+        )
     spec_model: type[BaseModel] = kind_module(gate.kind).Spec
     try:
         spec = spec_model.model_validate(gate.run)
     except ValidationError as exc:
-        raise ConfigError(f"gates.{index}.run.{describe_validation_error(exc)}", where=str(path),
-                          fix=f"see the {spec_model.__module__}.Spec fields") from exc
+        raise ConfigError(
+            f"gates.{index}.run.{describe_validation_error(exc)}",
+            where=str(path),
+            fix=f"see the {spec_model.__module__}.Spec fields",
+        ) from exc
     return Gate(definition=gate, spec=spec, tier=parsed.tier, source=path, shared_rules=parsed.env_failures)

@@ -78,7 +78,7 @@ def node_id_of(classname: str, name: str, file: str | None) -> str:
     parts = [p for p in classname.split(".") if p]
     if file:
         module_parts = Path(file).with_suffix("").parts
-        classes = parts[len(module_parts):] if tuple(parts[:len(module_parts)]) == module_parts else []
+        classes = parts[len(module_parts) :] if tuple(parts[: len(module_parts)]) == module_parts else []
         path = file
     else:
         classes = []

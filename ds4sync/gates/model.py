@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -44,9 +44,15 @@ class TestCounts(FrozenModel):
 
     def summary(self) -> str:
         """pytest-style text such as ``309 passed, 25 deselected`` (zeros left out)."""
-        words = [("passed", self.passed), ("failed", self.failed), ("errors", self.errors),
-                 ("skipped", self.skipped), ("deselected", self.deselected), ("env-only", self.env_only),
-                 ("flaky", self.flaky)]
+        words = [
+            ("passed", self.passed),
+            ("failed", self.failed),
+            ("errors", self.errors),
+            ("skipped", self.skipped),
+            ("deselected", self.deselected),
+            ("env-only", self.env_only),
+            ("flaky", self.flaky),
+        ]
         return ", ".join(f"{n} {w}" for w, n in words if n) or "no tests"
 
 

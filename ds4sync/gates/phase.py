@@ -8,7 +8,7 @@ failures stand in the way (fix the host, then `ds4sync resume`), and failed othe
 from __future__ import annotations
 
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
+from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
 def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
@@ -23,11 +23,19 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
         statuses.append(result.status)
         lines.append(f"tier {tier}: {result.status} ({result.totals().summary()})")
     if "failed" in statuses:
-        return PhaseOutcome("failed", "a required gate failed", details=tuple(lines),
-                            next_steps=("see `ds4sync status`; rerun one tier with `ds4sync gate --tier TIER`",))
+        return PhaseOutcome(
+            "failed",
+            "a required gate failed",
+            details=tuple(lines),
+            next_steps=("see `ds4sync status`; rerun one tier with `ds4sync gate --tier TIER`",),
+        )
     if "incomplete" in statuses:
-        return PhaseOutcome("needs-person", "gates hit environment-only failures (not counted as passing)",
-                            details=tuple(lines), next_steps=("fix the environment, then `ds4sync resume`",))
+        return PhaseOutcome(
+            "needs-person",
+            "gates hit environment-only failures (not counted as passing)",
+            details=tuple(lines),
+            next_steps=("fix the environment, then `ds4sync resume`",),
+        )
     return PhaseOutcome("done", "; ".join(lines) or "no tiers configured", details=tuple(lines))
 
 

@@ -14,8 +14,16 @@ from rich.text import Text
 from ds4sync.gates.model import TierResult
 from ds4sync.gates.runner import GateEvent
 
-STYLE = {"passed": "green", "cached": "cyan", "skipped": "dim", "incomplete": "yellow", "failed": "red",
-         "error": "red bold", "running": "blue", "queued": "dim"}
+STYLE = {
+    "passed": "green",
+    "cached": "cyan",
+    "skipped": "dim",
+    "incomplete": "yellow",
+    "failed": "red",
+    "error": "red bold",
+    "running": "blue",
+    "queued": "dim",
+}
 
 
 class LiveGates:
@@ -42,8 +50,7 @@ class LiveGates:
             elif event.kind == "progress":
                 row["tests"] = event.tests
             elif event.kind == "finished" and event.result is not None:
-                row.update(state=event.result.status, end=time.monotonic(),
-                           summary=event.result.counts.summary())
+                row.update(state=event.result.status, end=time.monotonic(), summary=event.result.counts.summary())
 
     def _render(self) -> Table:
         table = Table(title=self.title, box=None)
@@ -55,8 +62,13 @@ class LiveGates:
                 if row["start"] is not None:
                     elapsed = f"{row.get('end', time.monotonic()) - row['start']:.1f}s"
                 tests = row.get("summary") or (str(row["tests"]) if row["tests"] else "")
-                table.add_row(name, Text(row["state"], style=STYLE.get(row["state"], "")), elapsed, tests,
-                              ",".join(row["devices"]))
+                table.add_row(
+                    name,
+                    Text(row["state"], style=STYLE.get(row["state"], "")),
+                    elapsed,
+                    tests,
+                    ",".join(row["devices"]),
+                )
         return table
 
 
@@ -69,8 +81,14 @@ def tier_table(console: Console, result: TierResult, *, record_path: str | None 
         note = gate.reason if gate.status in ("skipped", "cached", "error", "incomplete") else ""
         if not gate.required:
             note = f"(optional) {note}".strip()
-        table.add_row(gate.name, Text(gate.status, style=STYLE.get(gate.status, "")), gate.counts.summary(),
-                      f"{gate.duration_s:.1f}s", ",".join(gate.devices), note)
+        table.add_row(
+            gate.name,
+            Text(gate.status, style=STYLE.get(gate.status, "")),
+            gate.counts.summary(),
+            f"{gate.duration_s:.1f}s",
+            ",".join(gate.devices),
+            note,
+        )
     parts: list[Any] = [table]
     lines = []
     for gate in result.gates:
@@ -82,9 +100,14 @@ def tier_table(console: Console, result: TierResult, *, record_path: str | None 
     if lines:
         parts.append(Text("failures and flaky tests:\n" + "\n".join(lines)))
     totals = result.totals()
-    parts.append(Text(f"tier {result.tier}: {result.status} — {totals.summary()} in {result.duration_s:.1f}s"
-                      f"; python {result.environment.get('python', '?')}, torch {result.environment.get('torch', '?')}"
-                      f" (CUDA {result.environment.get('cuda', '-')})", style=STYLE.get(result.status, "")))
+    parts.append(
+        Text(
+            f"tier {result.tier}: {result.status} — {totals.summary()} in {result.duration_s:.1f}s"
+            f"; python {result.environment.get('python', '?')}, torch {result.environment.get('torch', '?')}"
+            f" (CUDA {result.environment.get('cuda', '-')})",
+            style=STYLE.get(result.status, ""),
+        )
+    )
     if result.run_all_reason:
         parts.append(Text(f"run-all: {result.run_all_reason}", style="dim"))
     if record_path:

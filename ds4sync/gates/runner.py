@@ -21,15 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ds4sync.errors import ConfigError, ToolMissingError
+from ds4sync.core.errors import ConfigError, ToolMissingError
+from ds4sync.core.git import GitRepo
+from ds4sync.core.record import RunRecord, now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate, load_tier
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
-from ds4sync.gitrepo import GitRepo
-from ds4sync.pipeline import Workspace
-from ds4sync.record import RunRecord, now_iso
+from ds4sync.runner import Workspace
 
 STOP_GRACE_S = 3.0
 
@@ -75,8 +75,11 @@ def resolve_python(explicit: str | None, target: Path, fork: Path) -> str:
         path = Path(explicit)
         found = str(path if path.is_absolute() else target / path) if "/" in explicit else shutil.which(explicit)
         if not found or not Path(found).exists():
-            raise ToolMissingError(f"python not found: {explicit}", where="gates.python / --python",
-                                   fix="point it at the target environment's interpreter")
+            raise ToolMissingError(
+                f"python not found: {explicit}",
+                where="gates.python / --python",
+                fix="point it at the target environment's interpreter",
+            )
         return found
     for root in (target, fork):
         candidate = root / ".venv" / "bin" / "python"
@@ -132,8 +135,9 @@ class _Devices:
                 self.cond.notify_all()
 
 
-def run_tier(ws: Workspace, options: TierOptions, *, record: RunRecord | None = None,
-             progress: Progress | None = None) -> TierResult:
+def run_tier(
+    ws: Workspace, options: TierOptions, *, record: RunRecord | None = None, progress: Progress | None = None
+) -> TierResult:
     """Run the gates of ``options.tier`` and return their results (recorded into ``record`` when given).
 
     Runs in ``options.target``, else the run's worktree, else the checkout of ``ws``.
@@ -150,25 +154,47 @@ def run_tier(ws: Workspace, options: TierOptions, *, record: RunRecord | None = 
     gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
     settings = ws.config.gates
     changed = changed_files(repo, options.changed_since) if options.changed_since else None
-    decisions, run_all_reason = select(gates, changed, run_all=options.run_all, patterns=settings.run_all_patterns,
-                                       excludes=settings.run_all_exclude_patterns)
+    decisions, run_all_reason = select(
+        gates,
+        changed,
+        run_all=options.run_all,
+        patterns=settings.run_all_patterns,
+        excludes=settings.run_all_exclude_patterns,
+    )
     python = resolve_python(options.python or settings.python, target, ws.repo.path)
     fingerprint = environment_fingerprint(python)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    log_dir = (ws.store.log_dir(record.run_id) / "gates" if record
-               else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}")
+    log_dir = (
+        ws.store.log_dir(record.run_id) / "gates" if record else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}"
+    )
     base_ref = record.upstream.sha if record else (options.changed_since or _upstream_ref(ws, repo))
-    plan = _Plan(repo=repo, cache=GateCache(ws.store.root / "gate-cache"), fingerprint=fingerprint,
-                 use_cache=options.use_cache, emit=emit, children=_Children(),
-                 devices=_Devices(_gpus(options.gpus, settings.gpus)),
-                 cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
-                 context=GateContext(cwd=target, python=python, log_dir=log_dir, base_ref=base_ref,
-                                     extra={"bench": options.bench}))
+    plan = _Plan(
+        repo=repo,
+        cache=GateCache(ws.store.root / "gate-cache"),
+        fingerprint=fingerprint,
+        use_cache=options.use_cache,
+        emit=emit,
+        children=_Children(),
+        devices=_Devices(_gpus(options.gpus, settings.gpus)),
+        cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
+        context=GateContext(
+            cwd=target, python=python, log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
+        ),
+    )
     results = plan.execute(decisions)
-    return TierResult(tier=options.tier, repo=str(target), head=repo.head(), started_at=started_at,
-                      duration_s=time.monotonic() - start, changed_since=options.changed_since,
-                      changed_files=None if changed is None else len(changed), run_all_reason=run_all_reason,
-                      python=python, environment=dict(fingerprint), gates=tuple(results))
+    return TierResult(
+        tier=options.tier,
+        repo=str(target),
+        head=repo.head(),
+        started_at=started_at,
+        duration_s=time.monotonic() - start,
+        changed_since=options.changed_since,
+        changed_files=None if changed is None else len(changed),
+        run_all_reason=run_all_reason,
+        python=python,
+        environment=dict(fingerprint),
+        gates=tuple(results),
+    )
 
 
 def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
@@ -202,10 +228,15 @@ class _Plan:
             key = cache_key(gate, self.repo, self.fingerprint)
             hit = self.cache.get(key) if key and self.use_cache else None
             if hit is not None:
-                results[gate.name] = hit.model_copy(update={
-                    "status": "cached", "reason": f"same inputs passed before ({hit.counts.summary()})",
-                    "cache_key": key, "details": {**hit.details, "cached_duration_s": hit.duration_s},
-                    "duration_s": 0.0})
+                results[gate.name] = hit.model_copy(
+                    update={
+                        "status": "cached",
+                        "reason": f"same inputs passed before ({hit.counts.summary()})",
+                        "cache_key": key,
+                        "details": {**hit.details, "cached_duration_s": hit.duration_s},
+                        "duration_s": 0.0,
+                    }
+                )
                 self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
                 continue
             todo.append((gate, key, item.reason))
@@ -218,7 +249,8 @@ class _Plan:
         workers = max(1, len(todo))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gate") as pool:
             futures: dict[Future[GateResult], str] = {
-                pool.submit(self._one, gate, key, why): gate.name for gate, key, why in todo}
+                pool.submit(self._one, gate, key, why): gate.name for gate, key, why in todo
+            }
             pending = set(futures)
             try:
                 while pending:
@@ -235,9 +267,17 @@ class _Plan:
         if self.children.cancelled.is_set():
             return _plain(gate, "error", "interrupted before it started")
         if need > self.devices.total:
-            return _plain(gate, "incomplete", f"needs {need} GPUs, {self.devices.total} given (--gpus)",
-                          failure=TestFailure(node_id=gate.name, message="not enough GPUs on this host",
-                                              env_category="host-topology", env_rule="devices"))
+            return _plain(
+                gate,
+                "incomplete",
+                f"needs {need} GPUs, {self.devices.total} given (--gpus)",
+                failure=TestFailure(
+                    node_id=gate.name,
+                    message="not enough GPUs on this host",
+                    env_category="host-topology",
+                    env_rule="devices",
+                ),
+            )
         slot = self.devices.take(need) if need else _semaphore(self.cpu_slots)
         with slot as devices:
             if self.children.cancelled.is_set():
@@ -260,9 +300,16 @@ class _Plan:
                     seen[0] += n
                     self.emit(GateEvent(gate.name, "progress", tests=seen[0], devices=devices))
 
-        ctx = GateContext(cwd=self.context.cwd, python=self.context.python, log_dir=self.context.log_dir,
-                          devices=devices, base_ref=self.context.base_ref, on_line=on_line,
-                          on_start=self.children.add, extra=self.context.extra)
+        ctx = GateContext(
+            cwd=self.context.cwd,
+            python=self.context.python,
+            log_dir=self.context.log_dir,
+            devices=devices,
+            base_ref=self.context.base_ref,
+            on_line=on_line,
+            on_start=self.children.add,
+            extra=self.context.extra,
+        )
         self.emit(GateEvent(gate.name, "started", devices=devices))
         try:
             result = runner_for(gate.definition.kind)(gate, ctx)
@@ -283,9 +330,16 @@ def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None 
     from ds4sync.gates.model import TestCounts
 
     counts = TestCounts(env_only=1) if failure and failure.env_category else TestCounts()
-    return GateResult(name=gate.name, tier=gate.tier, kind=gate.definition.kind, status=status,  # type: ignore[arg-type]
-                      required=gate.definition.required, reason=reason, counts=counts,
-                      failures=(failure,) if failure else ())
+    return GateResult(
+        name=gate.name,
+        tier=gate.tier,
+        kind=gate.definition.kind,
+        status=status,  # type: ignore[arg-type]
+        required=gate.definition.required,
+        reason=reason,
+        counts=counts,
+        failures=(failure,) if failure else (),
+    )
 
 
 def _gpus(asked: tuple[str, ...] | None, configured: tuple[str, ...]) -> tuple[str, ...]:
@@ -303,8 +357,11 @@ def _named(gates: tuple[Gate, ...], names: tuple[str, ...], profile: Path) -> tu
     known = {g.name for g in gates}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ConfigError(f"no gate named {', '.join(unknown)} in this tier (known: {', '.join(sorted(known))})",
-                          where=str(profile), fix="check --gate")
+        raise ConfigError(
+            f"no gate named {', '.join(unknown)} in this tier (known: {', '.join(sorted(known))})",
+            where=str(profile),
+            fix="check --gate",
+        )
     return tuple(g for g in gates if g.name in names)
 
 

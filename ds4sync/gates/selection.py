@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ds4sync.core.git import GitRepo
 from ds4sync.gates.definition import Gate
-from ds4sync.gitrepo import GitRepo
 
 
 def matches_entry(entry: str, path: str) -> bool:
@@ -76,8 +76,14 @@ class Selected:
         return self.skip_reason is None
 
 
-def select(gates: Sequence[Gate], changed: Sequence[str] | None, *, run_all: bool = False,
-           patterns: Sequence[str] = (), excludes: Sequence[str] = ()) -> tuple[list[Selected], str | None]:
+def select(
+    gates: Sequence[Gate],
+    changed: Sequence[str] | None,
+    *,
+    run_all: bool = False,
+    patterns: Sequence[str] = (),
+    excludes: Sequence[str] = (),
+) -> tuple[list[Selected], str | None]:
     """Decide per gate whether it runs; returns the decisions and the run-all reason (if any).
 
     ``changed`` None means the diff is unknown (no ``--changed-since``): everything runs.
@@ -96,6 +102,9 @@ def select(gates: Sequence[Gate], changed: Sequence[str] | None, *, run_all: boo
             decisions.append(Selected(gate, "no source_file_dependencies: always runs"))
             continue
         hit = depends_on(deps, changed)
-        decisions.append(Selected(gate, f"{hit} changed") if hit else
-                         Selected(gate, "", skip_reason=f"none of {len(changed)} changed files is in its dependencies"))
+        decisions.append(
+            Selected(gate, f"{hit} changed")
+            if hit
+            else Selected(gate, "", skip_reason=f"none of {len(changed)} changed files is in its dependencies")
+        )
     return decisions, None

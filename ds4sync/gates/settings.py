@@ -10,11 +10,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
 VLLM_RUN_ALL_PATTERNS: tuple[str, ...] = (
-    "docker/Dockerfile", "CMakeLists.txt", "requirements/common.txt", "requirements/cuda.txt",
-    "requirements/kv_connectors.txt", "requirements/build/cuda.txt", "requirements/test/cuda.txt", "setup.py",
-    "csrc/", "cmake/")
+    "docker/Dockerfile",
+    "CMakeLists.txt",
+    "requirements/common.txt",
+    "requirements/cuda.txt",
+    "requirements/kv_connectors.txt",
+    "requirements/build/cuda.txt",
+    "requirements/test/cuda.txt",
+    "setup.py",
+    "csrc/",
+    "cmake/",
+)
 VLLM_RUN_ALL_EXCLUDE_PATTERNS: tuple[str, ...] = (
-    "docker/Dockerfile.", "csrc/cpu/", "csrc/rocm/", "cmake/hipify.py", "cmake/cpu_extension.cmake")
+    "docker/Dockerfile.",
+    "csrc/cpu/",
+    "csrc/rocm/",
+    "cmake/hipify.py",
+    "cmake/cpu_extension.cmake",
+)
 
 
 class GatesConfig(BaseModel):

@@ -14,13 +14,13 @@ from typing import Any
 
 import yaml
 
-from ds4sync.config import FrozenModel, read_yaml
-from ds4sync.errors import ConfigError, NeedsPersonError, StateError
-from ds4sync.gitrepo import GitRepo
+from ds4sync.core.errors import ConfigError, NeedsPersonError, StateError
+from ds4sync.core.git import GitRepo
+from ds4sync.core.model import FrozenModel, read_yaml
+from ds4sync.core.record import RunRecord
 from ds4sync.patchsets.model import ID_RE, PATCHSET_FILE, load_catalogue, load_patchset
 from ds4sync.patchsets.replay import TRAILER, ReplayResult
-from ds4sync.pipeline import Workspace, resolve_upstream
-from ds4sync.record import RunRecord
+from ds4sync.runner import Workspace, resolve_upstream
 
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")
 
@@ -35,8 +35,9 @@ class AuthoringResult(FrozenModel):
     note: str = ""
 
 
-def new_patchset(ws: Workspace, patchset_id: str, rev_range: str, *, repo: GitRepo | None = None,
-                 kind: str = "fork-feature") -> AuthoringResult:
+def new_patchset(
+    ws: Workspace, patchset_id: str, rev_range: str, *, repo: GitRepo | None = None, kind: str = "fork-feature"
+) -> AuthoringResult:
     """Capture the commits of ``rev_range`` into ``<profile>/patches/<id>/`` with a scaffolded yaml.
 
     Raises:
@@ -48,24 +49,38 @@ def new_patchset(ws: Workspace, patchset_id: str, rev_range: str, *, repo: GitRe
         raise ConfigError(f"'{rev_range}' is not a range", where="--from", fix="give BASE..HEAD, e.g. main..my-feature")
     commits = repo.commits_in(rev_range)
     if not commits:
-        raise ConfigError(f"'{rev_range}' names no commit", where=str(repo.path),
-                          fix="give a range such as BASE..HEAD (see `git log BASE..HEAD`)")
+        raise ConfigError(
+            f"'{rev_range}' names no commit",
+            where=str(repo.path),
+            fix="give a range such as BASE..HEAD (see `git log BASE..HEAD`)",
+        )
     folder = _new_folder(ws, patchset_id)
     try:
         files = repo.format_patch(rev_range, folder)
         title = commits[0][1] if len(commits) == 1 else f"{commits[0][1]} (+{len(commits) - 1} more)"
         data: dict[str, Any] = {
-            "id": patchset_id, "title": title,
-            "kind": kind, "owner": commits[0][2], "rationale": "\n".join(c[3] for c in commits if c[3]) or "TODO",
-            "depends_on": [], "invariants": scaffold_invariants(repo, commits[0][0] + "^", commits[-1][0]),
-            "tests": [], "patches": [f.name for f in files]}
+            "id": patchset_id,
+            "title": title,
+            "kind": kind,
+            "owner": commits[0][2],
+            "rationale": "\n".join(c[3] for c in commits if c[3]) or "TODO",
+            "depends_on": [],
+            "invariants": scaffold_invariants(repo, commits[0][0] + "^", commits[-1][0]),
+            "tests": [],
+            "patches": [f.name for f in files],
+        }
         _write_yaml(folder / PATCHSET_FILE, data)
         load_patchset(folder)
     except Exception:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return AuthoringResult(id=patchset_id, folder=str(folder), patches=tuple(f.name for f in files),
-                           commits=tuple(c[0] for c in commits), note="invariants scaffolded: review them")
+    return AuthoringResult(
+        id=patchset_id,
+        folder=str(folder),
+        patches=tuple(f.name for f in files),
+        commits=tuple(c[0] for c in commits),
+        note="invariants scaffolded: review them",
+    )
 
 
 def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, Any]]:
@@ -80,8 +95,11 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
         elif flag == "D":
             invariants.append({"kind": "file_absent", "path": path})
         elif flag == "M":
-            added = [ln[1:].strip() for ln in repo.out("diff", "--unified=0", base, head, "--", path).splitlines()
-                     if ln.startswith("+") and not ln.startswith("+++")]
+            added = [
+                ln[1:].strip()
+                for ln in repo.out("diff", "--unified=0", base, head, "--", path).splitlines()
+                if ln.startswith("+") and not ln.startswith("+++")
+            ]
             best = max(added, key=len, default="")
             if len(best) >= 8:
                 invariants.append({"kind": "contains", "files": path, "pattern": re.escape(best)})
@@ -101,13 +119,19 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
     record = _run_with_worktree(ws)
     replayed = record.results.get("replay")
     if replayed and ReplayResult.model_validate(replayed).pending == patchset_id:
-        raise NeedsPersonError(f"patch-set {patchset_id} still waits for adaptation", where=record.worktree,
-                               fix="adapt the tree, run `ds4sync resume` (it commits with the trailer), then refresh")
+        raise NeedsPersonError(
+            f"patch-set {patchset_id} still waits for adaptation",
+            where=record.worktree,
+            fix="adapt the tree, run `ds4sync resume` (it commits with the trailer), then refresh",
+        )
     wt = GitRepo(record.worktree)
     commits = wt.commits_with_trailer(f"{record.fork.head_before}..HEAD", TRAILER, patchset_id)
     if not commits:
-        raise StateError(f"no commit with the trailer '{TRAILER}: {patchset_id}' in the sync worktree",
-                         where=record.worktree, fix="replay or adapt it first (`ds4sync resume`)")
+        raise StateError(
+            f"no commit with the trailer '{TRAILER}: {patchset_id}' in the sync worktree",
+            where=record.worktree,
+            fix="replay or adapt it first (`ds4sync resume`)",
+        )
     staging = folder / ".refresh"
     shutil.rmtree(staging, ignore_errors=True)
     written: list[Path] = []
@@ -125,8 +149,13 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
     data["patches"] = [p.name for p in written]
     _write_yaml(folder / PATCHSET_FILE, data)
     load_patchset(folder)
-    return AuthoringResult(id=patchset_id, folder=str(folder), patches=tuple(p.name for p in written),
-                           commits=tuple(commits), note=f"from sync worktree {record.worktree}")
+    return AuthoringResult(
+        id=patchset_id,
+        folder=str(folder),
+        patches=tuple(p.name for p in written),
+        commits=tuple(commits),
+        note=f"from sync worktree {record.worktree}",
+    )
 
 
 def backport(ws: Workspace, commit: str, patchset_id: str) -> AuthoringResult:
@@ -143,44 +172,69 @@ def backport(ws: Workspace, commit: str, patchset_id: str) -> AuthoringResult:
     record = _run_with_worktree(ws)
     wt = GitRepo(record.worktree)
     if wt.status_porcelain():
-        raise StateError("the sync worktree has uncommitted changes", where=record.worktree,
-                         fix="finish or `ds4sync resume` the run first")
+        raise StateError(
+            "the sync worktree has uncommitted changes",
+            where=record.worktree,
+            fix="finish or `ds4sync resume` the run first",
+        )
     sha = resolve_upstream(ws, commit)
     folder = _new_folder(ws, patchset_id)
     picked, conflicted = wt.cherry_pick(sha)
     if not picked:
         folder.rmdir()
-        raise NeedsPersonError(f"cherry-pick of {sha[:12]} conflicts in {', '.join(conflicted) or 'the tree'}",
-                               where=record.worktree,
-                               fix="cherry-pick it by hand there, then `ds4sync patches new ID --from HEAD~1..HEAD`")
+        raise NeedsPersonError(
+            f"cherry-pick of {sha[:12]} conflicts in {', '.join(conflicted) or 'the tree'}",
+            where=record.worktree,
+            fix="cherry-pick it by hand there, then `ds4sync patches new ID --from HEAD~1..HEAD`",
+        )
     message = wt.message("HEAD").rstrip() + f"\n{TRAILER}: {patchset_id}\n"
     head = wt.amend_message(message)
     (subject, author, body) = wt.commits_in(f"{head}^..{head}")[0][1:]
     files = wt.format_patch(f"{head}^..{head}", folder)
     pr = _PR_RE.search(subject)
-    data = {"id": patchset_id, "title": subject, "kind": "backport", "owner": author,
-            "rationale": body.split("(cherry picked from")[0].strip() or "TODO: why this backport is carried",
-            "upstream": {"repo": ws.config.upstream.name or ws.config.upstream.url or ws.config.upstream.remote,
-                         "pr": int(pr.group(1)) if pr else None, "commit": sha},
-            "drop_when": {"upstream_has_commit": sha},
-            "invariants": scaffold_invariants(wt, f"{head}^", head), "tests": [],
-            "patches": [f.name for f in files]}
+    data = {
+        "id": patchset_id,
+        "title": subject,
+        "kind": "backport",
+        "owner": author,
+        "rationale": body.split("(cherry picked from")[0].strip() or "TODO: why this backport is carried",
+        "upstream": {
+            "repo": ws.config.upstream.name or ws.config.upstream.url or ws.config.upstream.remote,
+            "pr": int(pr.group(1)) if pr else None,
+            "commit": sha,
+        },
+        "drop_when": {"upstream_has_commit": sha},
+        "invariants": scaffold_invariants(wt, f"{head}^", head),
+        "tests": [],
+        "patches": [f.name for f in files],
+    }
     _write_yaml(folder / PATCHSET_FILE, data)
     load_patchset(folder)
-    return AuthoringResult(id=patchset_id, folder=str(folder), patches=tuple(f.name for f in files),
-                           commits=(head,), note=f"cherry-picked {sha[:12]} into {record.sync_branch}")
+    return AuthoringResult(
+        id=patchset_id,
+        folder=str(folder),
+        patches=tuple(f.name for f in files),
+        commits=(head,),
+        note=f"cherry-picked {sha[:12]} into {record.sync_branch}",
+    )
 
 
 def _new_folder(ws: Workspace, patchset_id: str) -> Path:
     if not ID_RE.match(patchset_id):
-        raise ConfigError(f"'{patchset_id}' is not a valid patch-set id", where="ID",
-                          fix="use lower case letters, digits, '.', '_' or '-'")
+        raise ConfigError(
+            f"'{patchset_id}' is not a valid patch-set id",
+            where="ID",
+            fix="use lower case letters, digits, '.', '_' or '-'",
+        )
     patches = ws.profile / "patches"
     load_catalogue(patches)  # a broken catalogue is reported before anything is written
     folder = patches / patchset_id
     if folder.exists():
-        raise ConfigError(f"patch-set '{patchset_id}' already exists", where=str(folder),
-                          fix="pick another id, or `ds4sync patches refresh` it")
+        raise ConfigError(
+            f"patch-set '{patchset_id}' already exists",
+            where=str(folder),
+            fix="pick another id, or `ds4sync patches refresh` it",
+        )
     folder.mkdir(parents=True)
     return folder
 
@@ -188,8 +242,9 @@ def _new_folder(ws: Workspace, patchset_id: str) -> Path:
 def _run_with_worktree(ws: Workspace) -> RunRecord:
     record = ws.store.current() or ws.store.latest()
     if record is None or not Path(record.worktree).is_dir():
-        raise StateError("no sync run with a worktree", where=str(ws.store.root),
-                         fix="start one with `ds4sync merge <upstream-ref>`")
+        raise StateError(
+            "no sync run with a worktree", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
+        )
     return record
 
 

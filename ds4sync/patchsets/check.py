@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 from ds4sync.patchsets.invariants import InvariantResult, evaluate, evaluate_one
 from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import FolderTree, Tree
@@ -65,8 +65,9 @@ class CheckReport(FrozenModel):
             "invariants": len(results),
             "holds": sum(r.status == "holds" for r in results),
             "violated": sum(r.blocking_violation and r.patchset not in exempt for r in results),
-            "advisory": sum(r.status == "violated" and (r.severity == "advisory" or r.patchset in exempt)
-                            for r in results),
+            "advisory": sum(
+                r.status == "violated" and (r.severity == "advisory" or r.patchset in exempt) for r in results
+            ),
             "deferred": sum(r.status == "deferred" for r in results),
         }
 
@@ -98,8 +99,9 @@ def status_of(results: Sequence[InvariantResult]) -> PatchSetStatus:
     return "holds"
 
 
-def check_tree(tree: Tree, catalogue: Catalogue, patchsets: Sequence[PatchSet], *, patches_dir: str,
-               landed: Iterable[str] = ()) -> CheckReport:
+def check_tree(
+    tree: Tree, catalogue: Catalogue, patchsets: Sequence[PatchSet], *, patches_dir: str, landed: Iterable[str] = ()
+) -> CheckReport:
     """Every invariant of every patch-set on ``tree``.
 
     ``landed``: ids replay found landed upstream; their results are kept but do not block.
@@ -110,16 +112,33 @@ def check_tree(tree: Tree, catalogue: Catalogue, patchsets: Sequence[PatchSet], 
     checks = []
     for ps in patchsets:
         results = tuple(evaluate(tree, ps)) if ok else ()
-        status: PatchSetStatus = ("not-applicable" if not ok else
-                                  "landed-upstream" if ps.id in landed else status_of(results))
-        checks.append(PatchSetCheck(id=ps.id, title=ps.title, kind=ps.kind, status=status, invariants=results,
-                                    tests=_tests(ps), metadata_only=not ps.patches))
-    return CheckReport(tree=tree.label, patches_dir=patches_dir, applicable=ok, applies_detail=detail,
-                       patchsets=tuple(checks), duration_s=round(time.perf_counter() - start, 3))
+        status: PatchSetStatus = (
+            "not-applicable" if not ok else "landed-upstream" if ps.id in landed else status_of(results)
+        )
+        checks.append(
+            PatchSetCheck(
+                id=ps.id,
+                title=ps.title,
+                kind=ps.kind,
+                status=status,
+                invariants=results,
+                tests=_tests(ps),
+                metadata_only=not ps.patches,
+            )
+        )
+    return CheckReport(
+        tree=tree.label,
+        patches_dir=patches_dir,
+        applicable=ok,
+        applies_detail=detail,
+        patchsets=tuple(checks),
+        duration_s=round(time.perf_counter() - start, 3),
+    )
 
 
-def drop_evidence(drop: DropWhen | None, patchset: PatchSet, *, upstream: Tree | None,
-                  has_commit: bool | None) -> list[str]:
+def drop_evidence(
+    drop: DropWhen | None, patchset: PatchSet, *, upstream: Tree | None, has_commit: bool | None
+) -> list[str]:
     """Evidence that ``drop_when`` holds on upstream (empty when it does not, or cannot be told).
 
     ``has_commit``: whether the upstream SHA contains ``drop.upstream_has_commit`` (None:
@@ -136,8 +155,10 @@ def drop_evidence(drop: DropWhen | None, patchset: PatchSet, *, upstream: Tree |
         if results and all(r.status == "holds" or r.severity == "advisory" for r in results):
             return [f"on upstream {upstream.label}: {r.invariant}: {r.detail}" for r in results]
     if drop.upstream_invariants:
-        results = [evaluate_one(upstream, inv, patchset=patchset.id, name=inv.id or f"drop_when-{i}")
-                   for i, inv in enumerate(drop.upstream_invariants, 1)]
+        results = [
+            evaluate_one(upstream, inv, patchset=patchset.id, name=inv.id or f"drop_when-{i}")
+            for i, inv in enumerate(drop.upstream_invariants, 1)
+        ]
         if all(r.status == "holds" for r in results):
             return [f"on upstream {upstream.label}: {r.detail}" for r in results]
     return []
@@ -148,8 +169,9 @@ def _tests(ps: PatchSet) -> tuple[str, ...]:
     return tuple(dict.fromkeys(nodes))
 
 
-def check_checkout(root: Path, patches: Path, *, upstream: Tree | None = None,
-                   upstream_has: Callable[[str], bool] | None = None) -> CheckReport:
+def check_checkout(
+    root: Path, patches: Path, *, upstream: Tree | None = None, upstream_has: Callable[[str], bool] | None = None
+) -> CheckReport:
     """``ds4sync patches check``: the catalogue at ``patches`` on the checkout at ``root`` (no merge).
 
     With ``upstream`` (a tree) and ``upstream_has`` (is a commit in upstream?), patch-sets
@@ -160,9 +182,18 @@ def check_checkout(root: Path, patches: Path, *, upstream: Tree | None = None,
     """
     start = time.perf_counter()
     catalogue, patchsets = load_catalogue(patches)
-    landed = [ps.id for ps in patchsets if upstream is not None and drop_evidence(
-        ps.drop_when, ps, upstream=upstream,
-        has_commit=upstream_has(ps.drop_when.upstream_has_commit)
-        if ps.drop_when and ps.drop_when.upstream_has_commit and upstream_has else None)]
+    landed = [
+        ps.id
+        for ps in patchsets
+        if upstream is not None
+        and drop_evidence(
+            ps.drop_when,
+            ps,
+            upstream=upstream,
+            has_commit=upstream_has(ps.drop_when.upstream_has_commit)
+            if ps.drop_when and ps.drop_when.upstream_has_commit and upstream_has
+            else None,
+        )
+    ]
     report = check_tree(FolderTree(root), catalogue, patchsets, patches_dir=str(patches), landed=landed)
     return report.model_copy(update={"duration_s": round(time.perf_counter() - start, 3)})

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ds4sync.config import shipped_profile
-from ds4sync.errors import GitError
+from ds4sync.core.errors import GitError
 from ds4sync.patchsets.check import CheckReport, check_checkout
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree
-from ds4sync.pipeline import Workspace, open_workspace, resolve_upstream
+from ds4sync.runner import Workspace, open_workspace, resolve_upstream
 
 
 def catalogue_dir(ws: Workspace) -> Path:
@@ -48,8 +48,9 @@ def check_workspace(ws: Workspace, *, upstream: str | None = None) -> CheckRepor
     return check_checkout(ws.repo.path, catalogue_dir(ws), upstream=tree, upstream_has=has)
 
 
-def check_path(repo: Path, *, config: Path | None = None, profile: Path | None = None,
-               upstream: str | None = None) -> CheckReport:
+def check_path(
+    repo: Path, *, config: Path | None = None, profile: Path | None = None, upstream: str | None = None
+) -> CheckReport:
     """``patches check --repo``: a git checkout through its workspace, or any plain folder (an
     unpacked source tarball) with ``profile`` or the shipped profile.
 

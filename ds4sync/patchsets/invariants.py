@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 from ds4sync.patchsets.model import (
     AbsentInvariant,
     ContainsInvariant,
@@ -58,15 +58,25 @@ class InvariantResult(FrozenModel):
 
 def evaluate(tree: Tree, patchset: PatchSet) -> list[InvariantResult]:
     """Every invariant of ``patchset`` on ``tree``, in the order the yaml lists them."""
-    return [evaluate_one(tree, inv, patchset=patchset.id, name=name)
-            for inv, name in zip(patchset.invariants, patchset.invariant_ids(), strict=True)]
+    return [
+        evaluate_one(tree, inv, patchset=patchset.id, name=name)
+        for inv, name in zip(patchset.invariants, patchset.invariant_ids(), strict=True)
+    ]
 
 
 def evaluate_one(tree: Tree, inv: Invariant, *, patchset: str, name: str) -> InvariantResult:
     """One invariant on ``tree``."""
     status, files, detail, evidence = _CHECKS[inv.kind](tree, inv)
-    return InvariantResult(patchset=patchset, invariant=name, kind=inv.kind, severity=inv.severity,
-                           status=status, files=tuple(files), detail=detail, evidence=tuple(evidence[:_MAX_EVIDENCE]))
+    return InvariantResult(
+        patchset=patchset,
+        invariant=name,
+        kind=inv.kind,
+        severity=inv.severity,
+        status=status,
+        files=tuple(files),
+        detail=detail,
+        evidence=tuple(evidence[:_MAX_EVIDENCE]),
+    )
 
 
 _Outcome = tuple[InvariantStatus, list[str], str, list[str]]
@@ -158,14 +168,18 @@ def _walk_symbol(module_ast: ast.Module, qualname: str, path: str) -> _Outcome:
     parts = qualname.split(".")
     for depth, part in enumerate(parts):
         node = _bindings(scope).get(part)
-        shown = ".".join(parts[:depth + 1])
+        shown = ".".join(parts[: depth + 1])
         if node is None:
             return "violated", [path], f"{shown} is not defined in {path}", []
         if isinstance(node, ast.ImportFrom | ast.Import):
             origin = getattr(node, "module", None) or "an import"
             if depth == len(parts) - 1:
-                return "holds", [path], f"{qualname} is re-exported in {path} from {origin}", \
-                    [f"{path}:{node.lineno}: import"]
+                return (
+                    "holds",
+                    [path],
+                    f"{qualname} is re-exported in {path} from {origin}",
+                    [f"{path}:{node.lineno}: import"],
+                )
             return "violated", [path], f"{shown} is imported from {origin} in {path}; check that module instead", []
         if depth == len(parts) - 1:
             return "holds", [path], f"{qualname} defined in {path}", [f"{path}:{node.lineno}: {type(node).__name__}"]
@@ -210,8 +224,15 @@ def _cross_ref(tree: Tree, inv: CrossRefInvariant) -> _Outcome:
             names.setdefault(match.group(group), path)
     files = sorted(set(src_files) | set(dst_files))
     if len(names) < inv.min_names:
-        return "violated", files, (f"{len(names)} name(s) extracted by /{inv.source.pattern}/ from "
-                                   f"{_files_text(inv.source.files)}, need {inv.min_names}"), []
+        return (
+            "violated",
+            files,
+            (
+                f"{len(names)} name(s) extracted by /{inv.source.pattern}/ from "
+                f"{_files_text(inv.source.files)}, need {inv.min_names}"
+            ),
+            [],
+        )
     texts = [tree.read(p) or "" for p in dst_files]
     missing = []
     for name in names:
@@ -219,8 +240,15 @@ def _cross_ref(tree: Tree, inv: CrossRefInvariant) -> _Outcome:
         if not any(target.search(text) for text in texts):
             missing.append(f"{name} (from {names[name]})")
     if missing:
-        return "violated", files, (f"{len(missing)} of {len(names)} name(s) have no match for "
-                                   f"/{inv.target.pattern}/ in {_files_text(inv.target.files)}"), missing
+        return (
+            "violated",
+            files,
+            (
+                f"{len(missing)} of {len(names)} name(s) have no match for "
+                f"/{inv.target.pattern}/ in {_files_text(inv.target.files)}"
+            ),
+            missing,
+        )
     return "holds", files, f"all {len(names)} name(s) found in {_files_text(inv.target.files)}", sorted(names)
 
 
@@ -229,6 +257,11 @@ def _test(_tree: Tree, inv: TestInvariant) -> _Outcome:
 
 
 _CHECKS: dict[str, Callable[[Tree, Any], _Outcome]] = {
-    "contains": _contains, "absent": _absent, "file_exists": _file_exists, "file_absent": _file_absent,
-    "symbol": _symbol, "cross_ref": _cross_ref, "test": _test,
+    "contains": _contains,
+    "absent": _absent,
+    "file_exists": _file_exists,
+    "file_absent": _file_absent,
+    "symbol": _symbol,
+    "cross_ref": _cross_ref,
+    "test": _test,
 }

@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ds4sync.config import FrozenModel, read_yaml, validate
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, read_yaml, validate
 
 PATCHSET_FILE = "patchset.yaml"
 CATALOGUE_FILE = "catalogue.yaml"
@@ -160,8 +160,13 @@ class TestInvariant(_InvariantBase):
 
 
 Invariant = Annotated[
-    ContainsInvariant | AbsentInvariant | FileExistsInvariant | FileAbsentInvariant | SymbolInvariant
-    | CrossRefInvariant | TestInvariant,
+    ContainsInvariant
+    | AbsentInvariant
+    | FileExistsInvariant
+    | FileAbsentInvariant
+    | SymbolInvariant
+    | CrossRefInvariant
+    | TestInvariant,
     Field(discriminator="kind"),
 ]
 
@@ -252,12 +257,18 @@ def load_patchset(folder: Path) -> PatchSet:
     path = folder / PATCHSET_FILE
     patchset = validate(PatchSet, read_yaml(path), source=path)
     if patchset.id != folder.name:
-        raise ConfigError(f"id: '{patchset.id}' differs from the folder name '{folder.name}'", where=str(path),
-                          fix="rename the folder or the id")
+        raise ConfigError(
+            f"id: '{patchset.id}' differs from the folder name '{folder.name}'",
+            where=str(path),
+            fix="rename the folder or the id",
+        )
     for name in patchset.patches:
         if not (folder / name).is_file():
-            raise ConfigError(f"patches: file '{name}' does not exist", where=str(path),
-                              fix="run `ds4sync patches refresh` or fix the list")
+            raise ConfigError(
+                f"patches: file '{name}' does not exist",
+                where=str(path),
+                fix="run `ds4sync patches refresh` or fix the list",
+            )
     return patchset.model_copy(update={"folder": folder})
 
 
@@ -291,8 +302,11 @@ def dependency_order(patchsets: Sequence[PatchSet], *, where: str = "patches") -
     for ps in patchsets:
         for dep in ps.depends_on:
             if dep not in by_id:
-                raise ConfigError(f"depends_on: unknown patch-set '{dep}'", where=_source(ps),
-                                  fix=f"known ids: {', '.join(sorted(by_id)) or '(none)'}")
+                raise ConfigError(
+                    f"depends_on: unknown patch-set '{dep}'",
+                    where=_source(ps),
+                    fix=f"known ids: {', '.join(sorted(by_id)) or '(none)'}",
+                )
     ordered: list[PatchSet] = []
     state: dict[str, str] = {}
 
@@ -300,9 +314,10 @@ def dependency_order(patchsets: Sequence[PatchSet], *, where: str = "patches") -
         if state.get(ps.id) == "done":
             return
         if state.get(ps.id) == "open":
-            cycle = [*path[path.index(ps.id):], ps.id]
-            raise ConfigError(f"depends_on forms a cycle: {' -> '.join(cycle)}", where=where,
-                              fix="remove one of these dependencies")
+            cycle = [*path[path.index(ps.id) :], ps.id]
+            raise ConfigError(
+                f"depends_on forms a cycle: {' -> '.join(cycle)}", where=where, fix="remove one of these dependencies"
+            )
         state[ps.id] = "open"
         for dep in sorted(ps.depends_on):
             visit(by_id[dep], [*path, ps.id])

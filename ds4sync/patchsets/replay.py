@@ -16,14 +16,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ds4sync.errors import ConfigError
-from ds4sync.gitrepo import GitRepo
-from ds4sync.model import FrozenModel
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.git import GitRepo
+from ds4sync.core.model import FrozenModel
 from ds4sync.patchsets.check import CheckReport, applies, check_tree, drop_evidence, status_of
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree, FolderTree
-from ds4sync.pipeline import Phase, PhaseOutcome, RunContext
+from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 REPLAY_SCHEMA_VERSION = 1
 TRAILER = "Patch-set"
@@ -76,8 +76,12 @@ def _catalogue_or_stop(ctx: RunContext) -> tuple[Catalogue, list[PatchSet]] | Ph
     try:
         return load_catalogue(patches_dir(ctx))
     except ConfigError as exc:
-        return PhaseOutcome("needs-person", exc.one_line(), details=(exc.one_line(),),
-                            next_steps=("fix the patch-set file, then `ds4sync resume`",))
+        return PhaseOutcome(
+            "needs-person",
+            exc.one_line(),
+            details=(exc.one_line(),),
+            next_steps=("fix the patch-set file, then `ds4sync resume`",),
+        )
 
 
 def replay(ctx: RunContext) -> PhaseOutcome:
@@ -110,8 +114,12 @@ def replay(ctx: RunContext) -> PhaseOutcome:
             return _stop(ctx, folder, entries, entry)
     result = ReplayResult(patches_dir=str(folder), entries=tuple(entries[ps.id] for ps in patchsets))
     counts = ", ".join(f"{n} {status}" for status, n in result.counts().items()) or "no patch-sets"
-    return PhaseOutcome("done", f"patch-sets: {counts}", result=result,
-                        details=tuple(f"{e.id}: {e.status}: {e.detail}" for e in result.entries))
+    return PhaseOutcome(
+        "done",
+        f"patch-sets: {counts}",
+        result=result,
+        details=tuple(f"{e.id}: {e.status}: {e.detail}" for e in result.entries),
+    )
 
 
 def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
@@ -126,8 +134,12 @@ def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
     evidence = drop_evidence(drop, ps, upstream=CommitTree(ctx.ws.repo, upstream_sha), has_commit=has_commit)
     base: dict[str, Any] = {"id": ps.id, "title": ps.title, "invariants": results}
     if evidence:
-        return ReplayEntry(**base, status="landed-upstream", evidence=tuple(evidence),
-                           detail="upstream makes it unnecessary: candidate to delete from the catalogue")
+        return ReplayEntry(
+            **base,
+            status="landed-upstream",
+            evidence=tuple(evidence),
+            detail="upstream makes it unnecessary: candidate to delete from the catalogue",
+        )
     checked = [r for r in results if r.status != "deferred"]
     if checked and status_of(results) != "violated":
         return ReplayEntry(**base, status="retained", detail=f"{len(checked)} invariant(s) hold on the merged tree")
@@ -135,8 +147,11 @@ def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
         return ReplayEntry(**base, status="retained", detail="its patches are already in the merged tree")
     failing = "; ".join(r.detail for r in results if r.blocking_violation)
     if not ps.patches:
-        return ReplayEntry(**base, status="needs-adaptation",
-                           detail=f"metadata-only patch-set and its invariants do not hold: {failing}")
+        return ReplayEntry(
+            **base,
+            status="needs-adaptation",
+            detail=f"metadata-only patch-set and its invariants do not hold: {failing}",
+        )
     return _apply(wt, ps, base)
 
 
@@ -144,18 +159,33 @@ def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
     for patch in ps.patch_files():
         outcome = wt.apply_3way(patch)
         if not outcome.ok:
-            what = (f"conflicts in {', '.join(outcome.conflicted)}" if outcome.conflicted else
-                    f"rejected hunks in {', '.join(outcome.rejects) or 'the patch'}")
-            return ReplayEntry(**base, status="needs-adaptation", conflicted=outcome.conflicted,
-                               rejects=outcome.rejects, detail=f"{patch.name} does not apply: {what}")
+            what = (
+                f"conflicts in {', '.join(outcome.conflicted)}"
+                if outcome.conflicted
+                else f"rejected hunks in {', '.join(outcome.rejects) or 'the patch'}"
+            )
+            return ReplayEntry(
+                **base,
+                status="needs-adaptation",
+                conflicted=outcome.conflicted,
+                rejects=outcome.rejects,
+                detail=f"{patch.name} does not apply: {what}",
+            )
     after = tuple(evaluate(FolderTree(wt.path), ps))
     note = "" if status_of(after) != "violated" else "; its invariants still fail (see verify)"
     if not wt.has_staged_changes():
-        return ReplayEntry(**{**base, "invariants": after}, status="retained",
-                           detail=f"its patches are already in the merged tree{note}")
+        return ReplayEntry(
+            **{**base, "invariants": after},
+            status="retained",
+            detail=f"its patches are already in the merged tree{note}",
+        )
     sha = wt.commit(commit_message(ps, "Reapplied by ds4sync replay after the upstream merge."))
-    return ReplayEntry(**{**base, "invariants": after}, status="reapplied", commit=sha,
-                       detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}")
+    return ReplayEntry(
+        **{**base, "invariants": after},
+        status="reapplied",
+        commit=sha,
+        detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}",
+    )
 
 
 def commit_message(ps: PatchSet, body: str) -> str:
@@ -178,27 +208,41 @@ def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayE
     results = tuple(evaluate(FolderTree(wt.path), ps))
     failing = [r for r in results if r.blocking_violation]
     if failing:
-        return entry.model_copy(update={"invariants": results, "detail": "invariants still fail after adaptation: "
-                                        + "; ".join(r.detail for r in failing)})
+        return entry.model_copy(
+            update={
+                "invariants": results,
+                "detail": "invariants still fail after adaptation: " + "; ".join(r.detail for r in failing),
+            }
+        )
     wt.add_all()
     sha = None
     if wt.has_staged_changes():
         sha = wt.commit(commit_message(ps, f"Adapted by a person during ds4sync run {ctx.record.run_id}."))
-    return entry.model_copy(update={"status": "adapted", "commit": sha, "invariants": results,
-                                    "detail": "adapted by a person; run `ds4sync patches refresh "
-                                              f"{ps.id}` to update its patches"})
+    return entry.model_copy(
+        update={
+            "status": "adapted",
+            "commit": sha,
+            "invariants": results,
+            "detail": f"adapted by a person; run `ds4sync patches refresh {ps.id}` to update its patches",
+        }
+    )
 
 
 def _stop(ctx: RunContext, folder: Path, entries: dict[str, ReplayEntry], entry: ReplayEntry) -> PhaseOutcome:
     result = ReplayResult(patches_dir=str(folder), entries=tuple(entries.values()), pending=entry.id)
     listed = [*(f"conflict: {p}" for p in entry.conflicted), *(f"rejected hunks: {p}" for p in entry.rejects)]
     return PhaseOutcome(
-        "needs-person", f"patch-set {entry.id} needs adaptation in {ctx.record.worktree}: {entry.detail}",
-        result=result, details=tuple(listed) or (entry.detail,),
-        next_steps=(f"adapt the tree in {ctx.record.worktree} until the invariants of {entry.id} hold "
-                    "(delete conflict markers; .rej files are removed for you)",
-                    "then `ds4sync resume` (it commits the adapted tree with a Patch-set trailer)",
-                    f"afterwards `ds4sync patches refresh {entry.id}` rewrites its patches"))
+        "needs-person",
+        f"patch-set {entry.id} needs adaptation in {ctx.record.worktree}: {entry.detail}",
+        result=result,
+        details=tuple(listed) or (entry.detail,),
+        next_steps=(
+            f"adapt the tree in {ctx.record.worktree} until the invariants of {entry.id} hold "
+            "(delete conflict markers; .rej files are removed for you)",
+            "then `ds4sync resume` (it commits the adapted tree with a Patch-set trailer)",
+            f"afterwards `ds4sync patches refresh {entry.id}` rewrites its patches",
+        ),
+    )
 
 
 def verify(ctx: RunContext) -> PhaseOutcome:
@@ -214,14 +258,22 @@ def verify(ctx: RunContext) -> PhaseOutcome:
     counts = report.counts()
     if not report.applicable:
         return PhaseOutcome("skipped", report.applies_detail, result=VerifyResult.of(report))
-    message = (f"{counts['holds']} of {counts['invariants']} invariants hold across {counts['patchsets']} patch-sets"
-               f" ({counts['violated']} violated, {counts['advisory']} advisory, {counts['deferred']} deferred "
-               "to gates)")
+    message = (
+        f"{counts['holds']} of {counts['invariants']} invariants hold across {counts['patchsets']} patch-sets"
+        f" ({counts['violated']} violated, {counts['advisory']} advisory, {counts['deferred']} deferred "
+        "to gates)"
+    )
     if not report.ok:
-        return PhaseOutcome("failed", message, result=VerifyResult.of(report),
-                            details=tuple(r.line() for r in report.violations()),
-                            next_steps=("fix the fork features in the sync worktree and start a new sync",
-                                        "or mark an unconfirmed invariant `severity: advisory` in its patchset.yaml"))
+        return PhaseOutcome(
+            "failed",
+            message,
+            result=VerifyResult.of(report),
+            details=tuple(r.line() for r in report.violations()),
+            next_steps=(
+                "fix the fork features in the sync worktree and start a new sync",
+                "or mark an unconfirmed invariant `severity: advisory` in its patchset.yaml",
+            ),
+        )
     return PhaseOutcome("done", message, result=VerifyResult.of(report))
 
 

@@ -13,10 +13,9 @@ import re
 from pathlib import Path
 from typing import Protocol
 
-from ds4sync.gitrepo import GitRepo
+from ds4sync.core.git import GitRepo
 
-_SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".ruff_cache",
-                        ".pytest_cache"})
+_SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 
 
 class Tree(Protocol):
@@ -92,7 +91,7 @@ def expand_braces(pattern: str) -> list[str]:
     match = re.search(r"\{([^{}]*)\}", pattern)
     if match is None:
         return [pattern]
-    head, tail = pattern[:match.start()], pattern[match.end():]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
     return [out for alt in match.group(1).split(",") for out in expand_braces(head + alt + tail)]
 
 

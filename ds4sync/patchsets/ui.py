@@ -9,8 +9,13 @@ from rich.table import Table
 from ds4sync.patchsets.check import CheckReport
 from ds4sync.patchsets.model import PatchSet
 
-_STYLE = {"holds": "green", "violated": "red", "advisory-violations": "yellow", "landed-upstream": "cyan",
-          "not-applicable": "dim"}
+_STYLE = {
+    "holds": "green",
+    "violated": "red",
+    "advisory-violations": "yellow",
+    "landed-upstream": "cyan",
+    "not-applicable": "dim",
+}
 
 
 def patchset_table(console: Console, patchsets: list[PatchSet]) -> None:
@@ -20,8 +25,14 @@ def patchset_table(console: Console, patchsets: list[PatchSet]) -> None:
         table.add_column(column, no_wrap=column in ("id", "kind"))
     for ps in patchsets:
         advisory = sum(inv.severity == "advisory" for inv in ps.invariants)
-        table.add_row(ps.id, ps.kind, f"{len(ps.invariants)}" + (f" ({advisory} advisory)" if advisory else ""),
-                      str(len(ps.patches)) if ps.patches else "metadata only", ", ".join(ps.depends_on), ps.title)
+        table.add_row(
+            ps.id,
+            ps.kind,
+            f"{len(ps.invariants)}" + (f" ({advisory} advisory)" if advisory else ""),
+            str(len(ps.patches)) if ps.patches else "metadata only",
+            ", ".join(ps.depends_on),
+            ps.title,
+        )
     console.print(table)
 
 
@@ -40,10 +51,15 @@ def check_report(console: Console, report: CheckReport, *, verbose: bool = False
     for ps in report.patchsets:
         for r in ps.invariants:
             if r.status == "violated" or (verbose and r.status == "holds"):
-                tag = "[red]violated[/]" if r.blocking_violation and ps.status == "violated" else (
-                    "[yellow]advisory[/]" if r.status == "violated" else "[green]holds[/]")
+                tag = (
+                    "[red]violated[/]"
+                    if r.blocking_violation and ps.status == "violated"
+                    else ("[yellow]advisory[/]" if r.status == "violated" else "[green]holds[/]")
+                )
                 console.print(f"{tag} {escape(r.line())}", highlight=False)
     c = report.counts()
-    console.print(f"{c['invariants']} invariants in {c['patchsets']} patch-sets: {c['holds']} hold, "
-                  f"{c['violated']} violated, {c['advisory']} advisory violations, {c['deferred']} deferred to "
-                  f"gates ({report.duration_s:.2f} s)")
+    console.print(
+        f"{c['invariants']} invariants in {c['patchsets']} patch-sets: {c['holds']} hold, "
+        f"{c['violated']} violated, {c['advisory']} advisory violations, {c['deferred']} deferred to "
+        f"gates ({report.duration_s:.2f} s)"
+    )

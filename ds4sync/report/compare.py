@@ -64,8 +64,15 @@ def compare_views(a: ReportView, b: ReportView) -> Comparison:
         before = left.get((section, item), NOT_RUN)
         after = right.get((section, item), NOT_RUN)
         delta = after - before if _numeric(before) and _numeric(after) else None  # type: ignore[operator]
-        changes.append(Change(section=section, item=item, before=before, after=after,
-                              delta=round(delta, 6) if delta is not None else None))
+        changes.append(
+            Change(
+                section=section,
+                item=item,
+                before=before,
+                after=after,
+                delta=round(delta, 6) if delta is not None else None,
+            )
+        )
     return Comparison(run_a=a.run.run_id, run_b=b.run.run_id, changes=tuple(changes))
 
 
@@ -75,14 +82,21 @@ def _numeric(value: Any) -> bool:
 
 def _items(view: ReportView) -> dict[tuple[str, str], Value]:
     items: dict[tuple[str, str], Value] = {
-        ("run", "status"): view.run.status, ("run", "upstream SHA"): view.upstream.sha,
+        ("run", "status"): view.run.status,
+        ("run", "upstream SHA"): view.upstream.sha,
         ("run", "fork SHA"): view.fork.sha,
     }
     if view.merge:
         m = view.merge
-        items.update({("merge", "merge commit"): m.merge_commit, ("merge", "upstream commits"): m.upstream_commits,
-                      ("merge", "fork-only commits"): m.fork_commits, ("merge", "conflicted files"): len(m.conflicts),
-                      ("merge", "semantic overlaps"): len(m.overlaps)})
+        items.update(
+            {
+                ("merge", "merge commit"): m.merge_commit,
+                ("merge", "upstream commits"): m.upstream_commits,
+                ("merge", "fork-only commits"): m.fork_commits,
+                ("merge", "conflicted files"): len(m.conflicts),
+                ("merge", "semantic overlaps"): len(m.overlaps),
+            }
+        )
         items.update({("merge", f"resolved: {t.label}"): t.count for t in m.resolutions})
     for p in view.integration.patchsets:
         items[("patch-sets", p.id)] = p.status

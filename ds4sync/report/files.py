@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 from ds4sync.config import shipped_profile
-from ds4sync.errors import ConfigError
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.record import RecordStore, RunRecord
 from ds4sync.report.render import Format, Kind, render_report
 
 REPORT_TEMPLATE = "pr.md.j2"
@@ -28,8 +28,11 @@ def templates_dir(profile: Path | None) -> Path:
     for candidate in (profile, shipped_profile()):
         if candidate is not None and (candidate / "reports" / REPORT_TEMPLATE).is_file():
             return candidate / "reports"
-    raise ConfigError(f"no report templates ({REPORT_TEMPLATE})", where=str((profile or Path(".")) / "reports"),
-                      fix="pass --profile DIR with a reports/ folder, or reinstall ds4sync")
+    raise ConfigError(
+        f"no report templates ({REPORT_TEMPLATE})",
+        where=str((profile or Path(".")) / "reports"),
+        fix="pass --profile DIR with a reports/ folder, or reinstall ds4sync",
+    )
 
 
 def read_notes(path: Path | None) -> str | None:
@@ -46,8 +49,15 @@ def read_notes(path: Path | None) -> str | None:
         raise ConfigError(f"cannot read notes ({exc.strerror})", where=str(path), fix="check --notes") from exc
 
 
-def write_report(store: RecordStore, record: RunRecord, profile: Path | None, *, fmt: Format = "md",
-                 public: bool = False, notes: str | None = None) -> Path:
+def write_report(
+    store: RecordStore,
+    record: RunRecord,
+    profile: Path | None,
+    *,
+    fmt: Format = "md",
+    public: bool = False,
+    notes: str | None = None,
+) -> Path:
     """Render ``record``'s PR description into its run folder and return the file's path.
 
     Writes ``<state>/runs/<run-id>/report.<md|html|json>`` and, next to it, ``summary.json``
@@ -61,13 +71,23 @@ def write_report(store: RecordStore, record: RunRecord, profile: Path | None, *,
     path = folder / f"report.{_SUFFIX[fmt]}"
     _write_text(path, render_report(record, templates_dir=templates, fmt=fmt, public=public, notes=notes))
     if fmt != "json":
-        _write_text(folder / "summary.json", render_report(record, templates_dir=templates, fmt="json",
-                                                           public=public, notes=notes))
+        _write_text(
+            folder / "summary.json",
+            render_report(record, templates_dir=templates, fmt="json", public=public, notes=notes),
+        )
     return path
 
 
-def report_text(store: RecordStore, profile: Path | None, *, run_id: str | None, fmt: Format = "md",
-                public: bool = False, notes: str | None = None, kind: Kind = "pr") -> str:
+def report_text(
+    store: RecordStore,
+    profile: Path | None,
+    *,
+    run_id: str | None,
+    fmt: Format = "md",
+    public: bool = False,
+    notes: str | None = None,
+    kind: Kind = "pr",
+) -> str:
     """The report of run ``run_id`` (else the active run, else the latest) as text.
 
     Raises:
@@ -75,12 +95,12 @@ def report_text(store: RecordStore, profile: Path | None, *, run_id: str | None,
         ConfigError: no report templates.
     """
     record = store.resolve(run_id)
-    return render_report(record, templates_dir=templates_dir(profile), fmt=fmt, public=public, notes=notes,
-                         kind=kind)
+    return render_report(record, templates_dir=templates_dir(profile), fmt=fmt, public=public, notes=notes, kind=kind)
 
 
-def compare_text(store: RecordStore, profile: Path | None, run_a: str, run_b: str, *, fmt: Format = "md",
-                 public: bool = False) -> str:
+def compare_text(
+    store: RecordStore, profile: Path | None, run_a: str, run_b: str, *, fmt: Format = "md", public: bool = False
+) -> str:
     """What changed from run ``run_a`` to run ``run_b`` (counts, statuses, timings).
 
     Raises:
@@ -88,8 +108,9 @@ def compare_text(store: RecordStore, profile: Path | None, run_a: str, run_b: st
     """
     from ds4sync.report.render import render_compare
 
-    return render_compare(store.load(run_a), store.load(run_b), templates_dir=templates_dir(profile),
-                          fmt=fmt, public=public)
+    return render_compare(
+        store.load(run_a), store.load(run_b), templates_dir=templates_dir(profile), fmt=fmt, public=public
+    )
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ds4sync.report.redact import MARKERS
+from ds4sync.core.redact import MARKERS
 from ds4sync.report.view import CommandView, Fact, Tally
 
 _FRACTION = re.compile(r"(\d+)\s*/\s*(\d+)\s+([A-Za-z][\w -]*)")
@@ -110,5 +110,6 @@ def command(data: Any, *, label: str) -> CommandView | None:
     else:
         return None
     prefix = " ".join(f"{f.label}={f.value if f.value in MARKERS else shlex.quote(f.value)}" for f in env)
-    return CommandView(label=label, env=env, argv=argv, text=f"{prefix} {text}" if prefix else text,
-                       cwd=as_str(data.get("cwd")))
+    return CommandView(
+        label=label, env=env, argv=argv, text=f"{prefix} {text}" if prefix else text, cwd=as_str(data.get("cwd"))
+    )

@@ -15,18 +15,30 @@ from typing import Any, Literal
 
 import jinja2
 
+from ds4sync.core.redact import MARKERS, named_hosts, redact, redact_data
 from ds4sync.report.build import build_view
-from ds4sync.report.redact import MARKERS, named_hosts, redact, redact_data
 from ds4sync.report.view import SCHEMA_ID, CommandView, GateView, ReportView
 
 Format = Literal["md", "json", "html"]
 Kind = Literal["pr", "nightly"]
 SHORT_SHA = 10
 WRAP_WIDTH = 88
-_COUNT_WORDS = (("passed", "passed"), ("failed", "failed"), ("errors", "errors"), ("flaky", "flaky"),
-                ("skipped", "skipped"), ("deselected", "deselected"), ("env_only", "environment-only"))
-_TEMPLATES = {("pr", "md"): "pr.md.j2", ("pr", "html"): "pr.html.j2", ("nightly", "md"): "nightly.md.j2",
-              ("nightly", "html"): "pr.html.j2", ("compare", "md"): "compare.md.j2"}
+_COUNT_WORDS = (
+    ("passed", "passed"),
+    ("failed", "failed"),
+    ("errors", "errors"),
+    ("flaky", "flaky"),
+    ("skipped", "skipped"),
+    ("deselected", "deselected"),
+    ("env_only", "environment-only"),
+)
+_TEMPLATES = {
+    ("pr", "md"): "pr.md.j2",
+    ("pr", "html"): "pr.html.j2",
+    ("nightly", "md"): "nightly.md.j2",
+    ("nightly", "html"): "pr.html.j2",
+    ("compare", "md"): "compare.md.j2",
+}
 
 
 def record_data(record: Any) -> dict[str, Any]:
@@ -51,8 +63,15 @@ def report_view(record: Any, *, public: bool = False, notes: str | None = None) 
     return build_view(clean, public=public, notes=clean_notes)
 
 
-def render_report(record_json: Any, *, templates_dir: Path, fmt: Format = "md", public: bool = False,
-                  notes: str | None = None, kind: Kind = "pr") -> str:
+def render_report(
+    record_json: Any,
+    *,
+    templates_dir: Path,
+    fmt: Format = "md",
+    public: bool = False,
+    notes: str | None = None,
+    kind: Kind = "pr",
+) -> str:
     """The report of one run as text.
 
     Args:
@@ -97,27 +116,50 @@ def render_template(templates_dir: Path, name: str, **context: Any) -> str:
 def environment(templates_dir: Path) -> jinja2.Environment:
     """The Jinja2 environment of the report templates: strict, trimmed, HTML autoescaped."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir)), undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
         autoescape=lambda name: bool(name and name.endswith(".html.j2")),
     )
-    env.filters.update(short=short, seconds=seconds, pct=pct, signed=signed, num=num, cell=cell,
-                       gate_counts=gate_counts, code=code, shell=shell, many=many,
-                       value=value)
+    env.filters.update(
+        short=short,
+        seconds=seconds,
+        pct=pct,
+        signed=signed,
+        num=num,
+        cell=cell,
+        gate_counts=gate_counts,
+        code=code,
+        shell=shell,
+        many=many,
+        value=value,
+    )
     return env
 
 
-def render_compare(record_a: Any, record_b: Any, *, templates_dir: Path, fmt: Format = "md",
-                   public: bool = False) -> str:
+def render_compare(
+    record_a: Any, record_b: Any, *, templates_dir: Path, fmt: Format = "md", public: bool = False
+) -> str:
     """What changed from run A to run B (counts, statuses, timings), as Markdown or JSON."""
     from ds4sync.report.compare import compare_views
 
     data_a, data_b = record_data(record_a), record_data(record_b)
     cmp = compare_views(report_view(data_a, public=public), report_view(data_b, public=public))
     if fmt == "json":
-        text = json.dumps({"run_a": cmp.run_a, "run_b": cmp.run_b,
-                           "changed": [c.model_dump(mode="json") for c in cmp.changed],
-                           "unchanged": len(cmp.unchanged)}, indent=2) + "\n"
+        text = (
+            json.dumps(
+                {
+                    "run_a": cmp.run_a,
+                    "run_b": cmp.run_b,
+                    "changed": [c.model_dump(mode="json") for c in cmp.changed],
+                    "unchanged": len(cmp.unchanged),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     else:
         text = tidy_markdown(render_template(templates_dir, "compare.md.j2", cmp=cmp))
     hosts = (named_hosts(data_a) | named_hosts(data_b)) if public else set()

@@ -38,17 +38,34 @@ from ds4sync.report.view import (
 
 # Environment facts in the order a reader expects them; other keys follow, sorted.
 _ENV_LABELS: tuple[tuple[str, str], ...] = (
-    ("gpu", "GPU"), ("gpu_name", "GPU"), ("gpus", "GPUs"), ("gpu_count", "GPUs"), ("driver", "driver"),
-    ("compute_capability", "compute capability"), ("cuda", "CUDA"), ("nvcc", "nvcc"), ("torch", "PyTorch"),
-    ("torch_cuda", "PyTorch CUDA"), ("triton", "Triton"), ("flashinfer", "FlashInfer"), ("python", "Python"),
-    ("gcc", "gcc"), ("cmake", "cmake"), ("ninja", "ninja"), ("arch_list", "arch list"), ("os", "OS"),
+    ("gpu", "GPU"),
+    ("gpu_name", "GPU"),
+    ("gpus", "GPUs"),
+    ("gpu_count", "GPUs"),
+    ("driver", "driver"),
+    ("compute_capability", "compute capability"),
+    ("cuda", "CUDA"),
+    ("nvcc", "nvcc"),
+    ("torch", "PyTorch"),
+    ("torch_cuda", "PyTorch CUDA"),
+    ("triton", "Triton"),
+    ("flashinfer", "FlashInfer"),
+    ("python", "Python"),
+    ("gcc", "gcc"),
+    ("cmake", "cmake"),
+    ("ninja", "ninja"),
+    ("arch_list", "arch list"),
+    ("os", "OS"),
 )
 _ENV_SKIP = frozenset({"host", "hostname", "node", "user", "home"})
 # Worst first: a tier takes the status of its worst gate.
 _SEVERITY = ("error", "failed", "incomplete", "skipped", "cached", "passed")
 # (results key, group title, gate tier it stands for)
 _PROBE_GROUPS: tuple[tuple[str, str, str], ...] = (
-    ("kernels", "kernel checks", "kernel"), ("serving", "serving", "serving"), ("perf", "perf", "perf"))
+    ("kernels", "kernel checks", "kernel"),
+    ("serving", "serving", "serving"),
+    ("perf", "perf", "perf"),
+)
 
 
 def build_validation(results: Mapping[str, Any]) -> ValidationView:
@@ -63,7 +80,8 @@ def build_validation(results: Mapping[str, Any]) -> ValidationView:
             present.add(tier)
     return ValidationView(
         environment=environment(results),
-        build=build, tiers=tiers,
+        build=build,
+        tiers=tiers,
         tiers_not_run=tuple(t for t in GATE_TIERS if t not in present),
         probes=tuple(groups),
     )
@@ -108,12 +126,15 @@ def build_result(data: Any) -> BuildView | None:
         return None
     status = as_str(first(data, "status", "outcome")) or ("passed" if data.get("ok") else "unknown")
     return BuildView(
-        status=status, profile=_profile_name(data.get("profile")),
+        status=status,
+        profile=_profile_name(data.get("profile")),
         duration_s=as_float(first(data, "duration_s", "duration", "seconds")),
         log=as_str(first(data, "log", "log_path")),
         version=as_str(first(data, "installed_version", "version")),
         message=as_str(first(data, "message", "reason", "error")),
-        checks=_checks(data), command=command(data, label="build"), log_tail=_lines(first(data, "log_tail", "tail")),
+        checks=_checks(data),
+        command=command(data, label="build"),
+        log_tail=_lines(first(data, "log_tail", "tail")),
     )
 
 
@@ -168,8 +189,11 @@ def gate_tiers(data: Any) -> tuple[TierView, ...]:
                 view = gate(g, tier=as_str(g.get("tier")) or "unit")
                 grouped.setdefault(view.tier, []).append(view)
     order = [t for t in GATE_TIERS if t in grouped] + sorted(t for t in grouped if t not in GATE_TIERS)
-    return tuple(TierView(tier=t, status=_worst(g.status for g in grouped[t]), gates=tuple(grouped[t]))
-                 for t in order if grouped[t])
+    return tuple(
+        TierView(tier=t, status=_worst(g.status for g in grouped[t]), gates=tuple(grouped[t]))
+        for t in order
+        if grouped[t]
+    )
 
 
 def _worst(statuses: Any) -> str:
@@ -189,12 +213,17 @@ def gate(data: Mapping[str, Any], *, tier: str) -> GateView:
     categories = tally(f.category for f in failures if f.env_only and f.category)
     name = as_str(first(data, "name", "gate", "id")) or "(unnamed)"
     return GateView(
-        name=name, tier=as_str(data.get("tier")) or tier, kind=as_str(data.get("kind")),
-        status=as_str(first(data, "status", "outcome")) or "unknown", **values,
+        name=name,
+        tier=as_str(data.get("tier")) or tier,
+        kind=as_str(data.get("kind")),
+        status=as_str(first(data, "status", "outcome")) or "unknown",
+        **values,
         description=as_str(first(data, "description", "covers", "title")),
         duration_s=as_float(first(data, "duration_s", "duration", "seconds")),
         reason=as_str(first(data, "reason", "message", "skip_reason")),
-        failures=failures, env_categories=categories, command=command(data, label=name),
+        failures=failures,
+        env_categories=categories,
+        command=command(data, label=name),
     )
 
 
@@ -205,7 +234,8 @@ def _failure(data: Any) -> FailureView:
     env_only = data.get("env_only", data.get("environment_only"))
     return FailureView(
         test=as_str(first(data, "test", "nodeid", "node_id", "name")) or "(unknown test)",
-        category=category, reason=as_str(first(data, "reason", "message", "detail")),
+        category=category,
+        reason=as_str(first(data, "reason", "message", "detail")),
         env_only=bool(env_only) if env_only is not None else bool(category and category != "real"),
     )
 
@@ -227,8 +257,10 @@ def _probe(data: Mapping[str, Any]) -> ProbeView:
     return ProbeView(
         name=as_str(first(data, "name", "probe", "op")) or "(unnamed)",
         status=as_str(first(data, "status", "verdict")) or "unknown",
-        value=_number_text(data.get("value")), baseline=_number_text(data.get("baseline")),
-        unit=as_str(data.get("unit")), detail=as_str(first(data, "detail", "reason", "message")),
+        value=_number_text(data.get("value")),
+        baseline=_number_text(data.get("baseline")),
+        unit=as_str(data.get("unit")),
+        detail=as_str(first(data, "detail", "reason", "message")),
     )
 
 
@@ -243,9 +275,12 @@ def _number_text(value: Any) -> str:
 def _ab(data: Mapping[str, Any]) -> ABRow:
     return ABRow(
         metric=as_str(first(data, "metric", "name")) or "(unnamed)",
-        baseline_median=as_float(data.get("baseline_median")), candidate_median=as_float(data.get("candidate_median")),
-        delta_pct=as_float(data.get("delta_pct")), ci_low_pct=as_float(data.get("ci_low_pct")),
-        ci_high_pct=as_float(data.get("ci_high_pct")), verdict=as_str(data.get("verdict")),
+        baseline_median=as_float(data.get("baseline_median")),
+        candidate_median=as_float(data.get("candidate_median")),
+        delta_pct=as_float(data.get("delta_pct")),
+        ci_low_pct=as_float(data.get("ci_low_pct")),
+        ci_high_pct=as_float(data.get("ci_high_pct")),
+        verdict=as_str(data.get("verdict")),
     )
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field
 
-from ds4sync.config import FrozenModel, read_yaml, validate
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.serving import bench
 from ds4sync.serving.abstats import (
     MetricComparison,
@@ -79,8 +79,9 @@ def measurement_from_json(data: Any) -> dict[str, float]:
         if probe.get("name") == "kv_capacity" and probe.get("value") is not None:
             out["kv_cache_tokens"] = float(probe["value"])
         for row in (probe.get("details") or {}).get("rows") or ():
-            out.update({f"{row['name']}.{k}": float(v) for k, v in (row.get("metrics") or {}).items()
-                        if k in BENCH_KEYS})
+            out.update(
+                {f"{row['name']}.{k}": float(v) for k, v in (row.get("metrics") or {}).items() if k in BENCH_KEYS}
+            )
     return out
 
 
@@ -102,16 +103,25 @@ def load_recorded(paths: Sequence[Path]) -> Samples:
             continue
         one = measurement_from_json(data)
         if not one:
-            raise ConfigError("no measurement found (expected bench JSON, a serving result, a run record or "
-                              "{samples: {...}})", where=str(path))
+            raise ConfigError(
+                "no measurement found (expected bench JSON, a serving result, a run record or {samples: {...}})",
+                where=str(path),
+            )
         for metric, value in one.items():
             samples.setdefault(metric, []).append(value)
     return samples
 
 
-def compare_samples(baseline: Samples, candidate: Samples, rules: Mapping[str, MetricRule], *,
-                    labels: tuple[str, str], notes: Sequence[str] = (), order: Sequence[str] = (),
-                    units: Mapping[str, str] | None = None) -> ABResult:
+def compare_samples(
+    baseline: Samples,
+    candidate: Samples,
+    rules: Mapping[str, MetricRule],
+    *,
+    labels: tuple[str, str],
+    notes: Sequence[str] = (),
+    order: Sequence[str] = (),
+    units: Mapping[str, str] | None = None,
+) -> ABResult:
     """Judge every metric both sides have; pairs are (baseline[i], candidate[i]).
 
     Raises:
@@ -119,19 +129,31 @@ def compare_samples(baseline: Samples, candidate: Samples, rules: Mapping[str, M
     """
     common = [m for m in baseline if m in candidate]
     if not common:
-        raise ConfigError(f"baseline and candidate share no metric (baseline: {sorted(baseline)}, "
-                          f"candidate: {sorted(candidate)})", where=f"{labels[0]} vs {labels[1]}")
+        raise ConfigError(
+            f"baseline and candidate share no metric (baseline: {sorted(baseline)}, candidate: {sorted(candidate)})",
+            where=f"{labels[0]} vs {labels[1]}",
+        )
     judged = rules_for(common, rules)
     rows = []
     for metric in common:
         a, b = baseline[metric], candidate[metric]
         if len(a) != len(b):
-            raise ConfigError(f"{metric}: {len(a)} baseline vs {len(b)} candidate measurements; pairs need both",
-                              where=f"{labels[0]} vs {labels[1]}", fix="give the same number of runs per side")
+            raise ConfigError(
+                f"{metric}: {len(a)} baseline vs {len(b)} candidate measurements; pairs need both",
+                where=f"{labels[0]} vs {labels[1]}",
+                fix="give the same number of runs per side",
+            )
         unit = (units or {}).get(metric) or next((u for k, u in BENCH_KEYS.items() if metric.endswith(k)), "")
         rows.append(compare_metric(metric, a, b, judged[metric], unit=unit))
-    return ABResult(baseline=labels[0], candidate=labels[1], pairs=min(len(r.baseline) for r in rows),
-                    order=tuple(order), verdict=overall_verdict(rows), rows=tuple(rows), notes=tuple(notes))
+    return ABResult(
+        baseline=labels[0],
+        candidate=labels[1],
+        pairs=min(len(r.baseline) for r in rows),
+        order=tuple(order),
+        verdict=overall_verdict(rows),
+        rows=tuple(rows),
+        notes=tuple(notes),
+    )
 
 
 def run_interleaved(pairs: int, measure: Measure) -> tuple[Samples, Samples, list[str]]:
@@ -183,8 +205,10 @@ class LiveSides:
             for row in self.rows:
                 res = bench.run_row(self.bench, row, client=client, out_dir=self.out_dir / f"step{step:02d}-{side}")
                 if not res.ok:
-                    raise ConfigError(f"bench row {row.name} failed on side {side}: {res.detail}",
-                                      where=res.log_path or str(self.out_dir))
+                    raise ConfigError(
+                        f"bench row {row.name} failed on side {side}: {res.detail}",
+                        where=res.log_path or str(self.out_dir),
+                    )
                 out.update({f"{row.name}.{k}": res.metrics[k] for k in BENCH_KEYS if k in res.metrics})
         return out
 
@@ -208,21 +232,33 @@ def side_config(spec: str, *, model: str | None) -> ServerConfig | None:
     return None
 
 
-def run_ab(baseline: Sequence[str], candidate: Sequence[str], *, pairs: int = 5, out_dir: Path,
-           bench_config: BenchConfig | None = None, rules: Mapping[str, MetricRule] | None = None,
-           model: str | None = None) -> ABResult:
+def run_ab(
+    baseline: Sequence[str],
+    candidate: Sequence[str],
+    *,
+    pairs: int = 5,
+    out_dir: Path,
+    bench_config: BenchConfig | None = None,
+    rules: Mapping[str, MetricRule] | None = None,
+    model: str | None = None,
+) -> ABResult:
     """Compare two sides given as recorded JSON files, URLs or serving-config YAMLs (see the module doc).
 
     Raises:
         ConfigError: sides of different types, unreadable files, no common metric, a failed bench row.
     """
-    live = [side_config(s, model=model) if len(specs) == 1 else None
-            for specs in (baseline, candidate) for s in specs[:1]]
+    live = [
+        side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
+    ]
     labels = (", ".join(baseline), ", ".join(candidate))
     if all(c is None for c in live):
-        return compare_samples(load_recorded([Path(p) for p in baseline]),
-                               load_recorded([Path(p) for p in candidate]), rules or {}, labels=labels,
-                               notes=("recorded measurements, paired in file order",))
+        return compare_samples(
+            load_recorded([Path(p) for p in baseline]),
+            load_recorded([Path(p) for p in candidate]),
+            rules or {},
+            labels=labels,
+            notes=("recorded measurements, paired in file order",),
+        )
     if any(c is None for c in live):
         raise ConfigError("both sides must be recorded files, or both live servers", where=" vs ".join(labels))
     sides = LiveSides({"A": live[0], "B": live[1]}, bench_config or BenchConfig(), out_dir=out_dir)  # type: ignore[dict-item]
@@ -230,5 +266,11 @@ def run_ab(baseline: Sequence[str], candidate: Sequence[str], *, pairs: int = 5,
         base, cand, order = run_interleaved(pairs, sides.measure)
     finally:
         sides.close()
-    return compare_samples(base, cand, rules or {}, labels=labels, order=order,
-                           notes=(f"{pairs} pairs, reverse-interleaved order {' '.join(order)}",))
+    return compare_samples(
+        base,
+        cand,
+        rules or {},
+        labels=labels,
+        order=order,
+        notes=(f"{pairs} pairs, reverse-interleaved order {' '.join(order)}",),
+    )

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 
 Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
 Direction = Literal["higher", "lower"]
@@ -32,9 +32,38 @@ IntervalMethod = Literal["expanded", "percentile"]
 Estimator = Literal["mean", "trimmed"]
 
 # Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 class MetricRule(FrozenModel):
@@ -70,15 +99,27 @@ class MetricComparison(FrozenModel):
 
     def brief(self) -> dict[str, object]:
         """The documented JSON contract of one row."""
-        return {k: getattr(self, k) for k in ("metric", "baseline_median", "candidate_median", "delta_pct",
-                                              "ci_low_pct", "ci_high_pct", "verdict")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "metric",
+                "baseline_median",
+                "candidate_median",
+                "delta_pct",
+                "ci_low_pct",
+                "ci_high_pct",
+                "verdict",
+            )
+        }
 
     def line(self) -> str:
         """One report line, e.g. ``decode tok/s: 292.7 vs 298.9 median (-2.1 %, mean -2.0 %, 95 % CI ...)``."""
         unit = f" {self.unit}" if self.unit else ""
-        return (f"{self.metric}: {_num(self.candidate_median)}{unit} vs {_num(self.baseline_median)}{unit} median "
-                f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, 95% CI "
-                f"[{self.ci_low_pct:+.2f}%, {self.ci_high_pct:+.2f}%], {self.pairs} pairs): {self.verdict}")
+        return (
+            f"{self.metric}: {_num(self.candidate_median)}{unit} vs {_num(self.baseline_median)}{unit} median "
+            f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, 95% CI "
+            f"[{self.ci_low_pct:+.2f}%, {self.ci_high_pct:+.2f}%], {self.pairs} pairs): {self.verdict}"
+        )
 
 
 def interleaved_schedule(pairs: int) -> list[Side]:
@@ -122,7 +163,7 @@ def trimmed_mean(values: Sequence[float], *, trim: float = 0.2) -> float:
     """Mean after dropping ``trim`` of the values from each end (at least one each from 5 values on)."""
     ordered = sorted(values)
     cut = max(1, int(trim * len(ordered))) if len(ordered) >= 5 else 0
-    return statistics.fmean(ordered[cut:len(ordered) - cut])
+    return statistics.fmean(ordered[cut : len(ordered) - cut])
 
 
 def estimate(values: Sequence[float], estimator: Estimator) -> float:
@@ -130,8 +171,14 @@ def estimate(values: Sequence[float], estimator: Estimator) -> float:
     return statistics.fmean(values) if estimator == "mean" else trimmed_mean(values)
 
 
-def bootstrap_mean_ci(values: Sequence[float], *, resamples: int = 4000, seed: int = 0,
-                      method: IntervalMethod = "expanded", estimator: Estimator = "mean") -> tuple[float, float]:
+def bootstrap_mean_ci(
+    values: Sequence[float],
+    *,
+    resamples: int = 4000,
+    seed: int = 0,
+    method: IntervalMethod = "expanded",
+    estimator: Estimator = "mean",
+) -> tuple[float, float]:
     """A two-sided 95 % bootstrap interval of the mean (or trimmed mean) of ``values``.
 
     ``expanded`` widens the percentile levels for small n (Hesterberg 2015); ``percentile``
@@ -173,9 +220,17 @@ def judge(ci: tuple[float, float], mean_delta_pct: float, rule: MetricRule) -> V
     return "inconclusive"
 
 
-def compare_metric(metric: str, baseline: Sequence[float], candidate: Sequence[float], rule: MetricRule, *,
-                   unit: str = "", seed: int = 0, method: IntervalMethod = "expanded",
-                   estimator: Estimator = "mean") -> MetricComparison:
+def compare_metric(
+    metric: str,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    rule: MetricRule,
+    *,
+    unit: str = "",
+    seed: int = 0,
+    method: IntervalMethod = "expanded",
+    estimator: Estimator = "mean",
+) -> MetricComparison:
     """Compare paired samples of one metric and decide its verdict.
 
     Raises:
@@ -188,10 +243,21 @@ def compare_metric(metric: str, baseline: Sequence[float], candidate: Sequence[f
     mean_delta = estimate(deltas, estimator)
     med_a, med_b = statistics.median(baseline), statistics.median(candidate)
     return MetricComparison(
-        metric=metric, unit=unit, direction=rule.direction, threshold_pct=rule.threshold_pct, pairs=len(deltas),
-        baseline_median=med_a, candidate_median=med_b, delta_pct=100.0 * (med_b - med_a) / med_a,
-        mean_delta_pct=mean_delta, ci_low_pct=ci[0], ci_high_pct=ci[1],
-        verdict=judge(ci, mean_delta, rule), baseline=tuple(baseline), candidate=tuple(candidate))
+        metric=metric,
+        unit=unit,
+        direction=rule.direction,
+        threshold_pct=rule.threshold_pct,
+        pairs=len(deltas),
+        baseline_median=med_a,
+        candidate_median=med_b,
+        delta_pct=100.0 * (med_b - med_a) / med_a,
+        mean_delta_pct=mean_delta,
+        ci_low_pct=ci[0],
+        ci_high_pct=ci[1],
+        verdict=judge(ci, mean_delta, rule),
+        baseline=tuple(baseline),
+        candidate=tuple(candidate),
+    )
 
 
 def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:

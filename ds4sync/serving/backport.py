@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import yaml
 
-from ds4sync.gitrepo import GitRepo
-from ds4sync.model import FrozenModel
-from ds4sync.proc import run
+from ds4sync.core.git import GitRepo
+from ds4sync.core.model import FrozenModel
+from ds4sync.core.proc import run
 from ds4sync.serving.ab import ABResult, LiveSides, compare_samples, run_interleaved
 from ds4sync.serving.abstats import MetricComparison
 from ds4sync.serving.config import BackportConfig, ServingConfig
@@ -48,8 +48,9 @@ class BackportDecision(FrozenModel):
         return f"{self.upstream_sha[:10]} {word}: {'; '.join(self.reasons)}"
 
 
-def decide(rows: Sequence[MetricComparison], *, kv_change_pct: float | None, config: BackportConfig) -> \
-        tuple[Literal["include", "exclude"], list[str]]:
+def decide(
+    rows: Sequence[MetricComparison], *, kv_change_pct: float | None, config: BackportConfig
+) -> tuple[Literal["include", "exclude"], list[str]]:
     """The decision and its reasons from A/B rows (KV-capacity row excluded) and the KV change in percent."""
     reasons: list[str] = []
     bad = False
@@ -66,8 +67,11 @@ def decide(rows: Sequence[MetricComparison], *, kv_change_pct: float | None, con
     reasons += [f"improved {r.metric} by {abs(r.mean_delta_pct):.2f}%" for r in gains]
     if not gains:
         unsure = [r for r in perf if r.verdict == "inconclusive"]
-        reasons += [f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, 95% CI "
-                    f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])" for r in unsure]
+        reasons += [
+            f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, 95% CI "
+            f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])"
+            for r in unsure
+        ]
         if not unsure and not bad:
             reasons.append("no measurable benefit (all metrics neutral)")
         bad = bad or config.require_benefit
@@ -94,8 +98,10 @@ def prepare_trees(repo: GitRepo, sha: str, *, base_ref: str, base_tree: Path | N
     if not picked:
         repo.worktree_remove(path)
         repo.delete_branch(branch)
-        return (f"does not apply cleanly on {base_ref} (cherry-pick conflict in {', '.join(conflicted) or '?'}); "
-                "adapt it by hand")
+        return (
+            f"does not apply cleanly on {base_ref} (cherry-pick conflict in {', '.join(conflicted) or '?'}); "
+            "adapt it by hand"
+        )
     if base_tree is None:
         base_path = work_dir / f"base-{sha[:10]}"
         repo.worktree_remove(base_path)
@@ -141,9 +147,18 @@ def live_measure(serving: ServingConfig, trees: Trees, *, out_dir: Path) -> tupl
     return measure, sides.close
 
 
-def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_ref: str, base_tree: Path | None,
-                      work_dir: Path, python: str, measure_factory: MeasureFactory | None = None,
-                      patch_dir: Path | None = None) -> BackportDecision:
+def evaluate_backport(
+    repo: GitRepo,
+    sha: str,
+    serving: ServingConfig,
+    *,
+    base_ref: str,
+    base_tree: Path | None,
+    work_dir: Path,
+    python: str,
+    measure_factory: MeasureFactory | None = None,
+    patch_dir: Path | None = None,
+) -> BackportDecision:
     """Apply, build, A/B and decide.
 
     ``measure_factory(trees)`` gives the per-step measurement and a cleanup; the default starts
@@ -173,8 +188,9 @@ def evaluate_backport(repo: GitRepo, sha: str, serving: ServingConfig, *, base_r
     patchset = None
     if decision == "include" and patch_dir is not None:
         patchset = str(write_patchset(trees.candidate, trees.candidate.head(), sha, reasons, patch_dir))
-    return BackportDecision(decision=decision, reasons=tuple(reasons), kv_change_pct=kv, ab=ab, patchset=patchset,
-                            **common)
+    return BackportDecision(
+        decision=decision, reasons=tuple(reasons), kv_change_pct=kv, ab=ab, patchset=patchset, **common
+    )
 
 
 def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Sequence[str], patch_dir: Path) -> Path:
@@ -184,9 +200,15 @@ def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Seque
 
     folder = patch_dir / f"backport-{upstream_sha[:10]}"
     patches = tree.format_patch(f"{commit}~1..{commit}", folder)
-    meta = PatchSet(id=folder.name, title=tree.out("log", "-1", "--format=%s", commit), kind="backport",
-                    rationale="kept by measurement: " + "; ".join(reasons), upstream=Upstream(commit=upstream_sha),
-                    drop_when=DropWhen(upstream_has_commit=upstream_sha), patches=tuple(p.name for p in patches))
+    meta = PatchSet(
+        id=folder.name,
+        title=tree.out("log", "-1", "--format=%s", commit),
+        kind="backport",
+        rationale="kept by measurement: " + "; ".join(reasons),
+        upstream=Upstream(commit=upstream_sha),
+        drop_when=DropWhen(upstream_has_commit=upstream_sha),
+        patches=tuple(p.name for p in patches),
+    )
     data = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     (folder / "patchset.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return folder

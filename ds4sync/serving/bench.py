@@ -17,18 +17,36 @@ from typing import Any
 
 from pydantic import Field
 
-from ds4sync.errors import ToolMissingError
-from ds4sync.model import FrozenModel
-from ds4sync.proc import run
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.model import FrozenModel
+from ds4sync.core.proc import run
 from ds4sync.serving.client import OpenAIClient
 from ds4sync.serving.config import BenchConfig, BenchRow
 from ds4sync.serving.metrics import MetricsSampler, MetricsSummary
 from ds4sync.serving.results import ProbeResult
 
-KEPT_KEYS = ("completed", "failed", "num_prompts", "duration", "total_input_tokens", "total_output_tokens",
-             "request_throughput", "output_throughput", "total_token_throughput", "mean_ttft_ms", "median_ttft_ms",
-             "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms",
-             "p99_itl_ms", "spec_decode_acceptance_rate", "spec_decode_acceptance_length")
+KEPT_KEYS = (
+    "completed",
+    "failed",
+    "num_prompts",
+    "duration",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+)
 
 
 class BenchRowResult(FrozenModel):
@@ -46,12 +64,36 @@ class BenchRowResult(FrozenModel):
 
 def bench_argv(config: BenchConfig, row: BenchRow, *, base_url: str, model: str, result_dir: Path) -> list[str]:
     """The ``vllm bench serve`` command of one row (random dataset, EOS ignored so lengths match)."""
-    argv = [*config.command, "--backend", "openai", "--base-url", base_url, "--model", model,
-            "--dataset-name", "random", "--random-input-len", str(row.input_len),
-            "--random-output-len", str(row.output_len), "--num-prompts", str(row.num_prompts),
-            "--max-concurrency", str(row.concurrency), "--ignore-eos", "--disable-tqdm",
-            "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99",
-            "--save-result", "--result-dir", str(result_dir), "--result-filename", f"{row.name}.json"]
+    argv = [
+        *config.command,
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(row.input_len),
+        "--random-output-len",
+        str(row.output_len),
+        "--num-prompts",
+        str(row.num_prompts),
+        "--max-concurrency",
+        str(row.concurrency),
+        "--ignore-eos",
+        "--disable-tqdm",
+        "--percentile-metrics",
+        "ttft,tpot,itl",
+        "--metric-percentiles",
+        "50,99",
+        "--save-result",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        f"{row.name}.json",
+    ]
     if config.tokenizer:
         argv += ["--tokenizer", config.tokenizer]
     return argv + list(config.extra_args)
@@ -80,10 +122,15 @@ def run_row(config: BenchConfig, row: BenchRow, *, client: OpenAIClient, out_dir
         with MetricsSampler(client.metrics_text, interval_s=config.metrics_interval_s) as sampler:
             proc = run(argv, cwd=out_dir, timeout_s=config.timeout_s, log_path=log_path)
     except ToolMissingError as exc:
-        return BenchRowResult(name=row.name, ok=False, detail=f"{exc.one_line()} (serving.bench.command)",
-                              command=tuple(argv))
-    common: dict[str, Any] = {"name": row.name, "command": tuple(argv), "log_path": str(log_path),
-              "server_metrics": sampler.summary()}
+        return BenchRowResult(
+            name=row.name, ok=False, detail=f"{exc.one_line()} (serving.bench.command)", command=tuple(argv)
+        )
+    common: dict[str, Any] = {
+        "name": row.name,
+        "command": tuple(argv),
+        "log_path": str(log_path),
+        "server_metrics": sampler.summary(),
+    }
     if proc.timed_out or proc.returncode != 0:
         tail = "\n".join(proc.output.splitlines()[-5:])
         return BenchRowResult(ok=False, detail=f"{proc.describe()}; {tail}", **common)
@@ -95,8 +142,9 @@ def run_row(config: BenchConfig, row: BenchRow, *, client: OpenAIClient, out_dir
     return BenchRowResult(ok=ok, detail=detail, metrics=kept, result_path=str(result_path), **common)
 
 
-def probe_throughput(client: OpenAIClient, config: BenchConfig, *, out_dir: Path,
-                     rows: Sequence[BenchRow] | None = None) -> ProbeResult:
+def probe_throughput(
+    client: OpenAIClient, config: BenchConfig, *, out_dir: Path, rows: Sequence[BenchRow] | None = None
+) -> ProbeResult:
     """All rows; value = output tok/s of the first row, status failed when any row failed."""
     rows = tuple(rows if rows is not None else config.rows)
     if not rows:
@@ -106,6 +154,12 @@ def probe_throughput(client: OpenAIClient, config: BenchConfig, *, out_dir: Path
     failed = [r.name for r in results if not r.ok]
     first = results[0].metrics.get("output_throughput")
     summary = "; ".join(f"{r.name}: {r.detail}" for r in results)
-    return ProbeResult(name="throughput", status="failed" if failed else "passed", value=first, unit="tok/s",
-                       summary=summary, duration_s=time.monotonic() - start,
-                       details={"rows": [r.model_dump(mode="json") for r in results], "failed_rows": failed})
+    return ProbeResult(
+        name="throughput",
+        status="failed" if failed else "passed",
+        value=first,
+        unit="tok/s",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={"rows": [r.model_dump(mode="json") for r in results], "failed_rows": failed},
+    )

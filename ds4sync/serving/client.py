@@ -60,8 +60,14 @@ class OpenAIClient:
             (vLLM: ``reasoning``; older servers and DeepSeek's API: ``reasoning_content``).
     """
 
-    def __init__(self, base_url: str, model: str, *, timeout_s: float = 120.0,
-                 reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content")) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout_s: float = 120.0,
+        reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content"),
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout_s = timeout_s
@@ -102,8 +108,14 @@ class OpenAIClient:
         """POST a JSON body and return the JSON object answered (status >= 400 raises ``http``)."""
         return _json(self._ok(self._send("POST", path, json_body=dict(body), timeout_s=timeout_s)))
 
-    def complete(self, prompt: str, *, max_tokens: int = 1, timeout_s: float | None = None,
-                 extra: Mapping[str, Any] | None = None) -> Reply:
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 1,
+        timeout_s: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Reply:
         """``POST /v1/completions`` (temperature 0 unless ``extra`` says otherwise)."""
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **(extra or {})}
         start = time.monotonic()
@@ -113,8 +125,9 @@ class OpenAIClient:
             raise RequestFailed("malformed", "/v1/completions: choices[0].text is missing")
         return _reply(str(choice.get("text") or ""), None, choice, data, time.monotonic() - start)
 
-    def chat(self, messages: list[dict[str, Any]], *, timeout_s: float | None = None,
-             extra: Mapping[str, Any] | None = None) -> Reply:
+    def chat(
+        self, messages: list[dict[str, Any]], *, timeout_s: float | None = None, extra: Mapping[str, Any] | None = None
+    ) -> Reply:
         """``POST /v1/chat/completions``, not streamed; ``extra`` is merged into the body."""
         body = {"model": self.model, "messages": messages, **(extra or {})}
         start = time.monotonic()
@@ -128,19 +141,26 @@ class OpenAIClient:
         reply = _reply(str(message.get("content") or ""), reasoning, choice, data, time.monotonic() - start)
         return Reply(**{**reply.__dict__, "tool_calls": tools})
 
-    def chat_stream(self, messages: list[dict[str, Any]], *, timeout_s: float | None = None,
-                    extra: Mapping[str, Any] | None = None) -> Reply:
+    def chat_stream(
+        self, messages: list[dict[str, Any]], *, timeout_s: float | None = None, extra: Mapping[str, Any] | None = None
+    ) -> Reply:
         """Streamed chat: TTFT (first content or reasoning chunk) and gaps between chunks, in seconds."""
-        body = {"model": self.model, "messages": messages, "stream": True,
-                "stream_options": {"include_usage": True}, **(extra or {})}
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **(extra or {}),
+        }
         start = time.monotonic()
         parts: list[str] = []
         stamps: list[float] = []
         finish: str | None = None
         usage: dict[str, Any] = {}
         try:
-            with self._http.stream("POST", "/v1/chat/completions", json=body,
-                                   timeout=timeout_s or self.timeout_s) as resp:
+            with self._http.stream(
+                "POST", "/v1/chat/completions", json=body, timeout=timeout_s or self.timeout_s
+            ) as resp:
                 if resp.status_code >= 400:
                     resp.read()
                     self._ok(resp)
@@ -151,8 +171,9 @@ class OpenAIClient:
                     usage = event.get("usage") or usage
                     for choice in event.get("choices") or ():
                         delta = choice.get("delta") or {}
-                        text = delta.get("content") or next((delta[f] for f in self.reasoning_fields
-                                                             if delta.get(f)), None)
+                        text = delta.get("content") or next(
+                            (delta[f] for f in self.reasoning_fields if delta.get(f)), None
+                        )
                         if text:
                             stamps.append(time.monotonic())
                             parts.append(str(delta.get("content") or ""))
@@ -162,25 +183,36 @@ class OpenAIClient:
         except httpx.TransportError as exc:
             raise RequestFailed("connect", f"stream broke: {exc}") from exc
         gaps = tuple(b - a for a, b in itertools.pairwise(stamps))
-        return Reply(content="".join(parts), reasoning=None, finish_reason=finish, tool_calls=(),
-                     prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                     elapsed_s=time.monotonic() - start, ttft_s=(stamps[0] - start) if stamps else None,
-                     chunk_gaps_s=gaps)
+        return Reply(
+            content="".join(parts),
+            reasoning=None,
+            finish_reason=finish,
+            tool_calls=(),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            elapsed_s=time.monotonic() - start,
+            ttft_s=(stamps[0] - start) if stamps else None,
+            chunk_gaps_s=gaps,
+        )
 
     def _send(self, method: str, path: str, *, json_body: Any = None, timeout_s: float | None = None) -> httpx.Response:
         try:
             return self._http.request(method, path, json=json_body, timeout=timeout_s or self.timeout_s)
         except httpx.TimeoutException as exc:
-            raise RequestFailed("timeout", f"{method} {path}: no answer within {timeout_s or self.timeout_s:g} s") \
-                from exc
+            raise RequestFailed(
+                "timeout", f"{method} {path}: no answer within {timeout_s or self.timeout_s:g} s"
+            ) from exc
         except httpx.TransportError as exc:
             raise RequestFailed("connect", f"{method} {path}: {type(exc).__name__}: {exc}") from exc
 
     @staticmethod
     def _ok(resp: httpx.Response) -> httpx.Response:
         if resp.status_code >= 400:
-            raise RequestFailed("http", f"{resp.request.method} {resp.request.url.path}: HTTP {resp.status_code} "
-                                f"{resp.text[:200]}", status=resp.status_code)
+            raise RequestFailed(
+                "http",
+                f"{resp.request.method} {resp.request.url.path}: HTTP {resp.status_code} {resp.text[:200]}",
+                status=resp.status_code,
+            )
         return resp
 
 
@@ -205,9 +237,17 @@ def _first_choice(data: Mapping[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
-def _reply(content: str, reasoning: str | None, choice: Mapping[str, Any], data: Mapping[str, Any],
-           elapsed_s: float) -> Reply:
+def _reply(
+    content: str, reasoning: str | None, choice: Mapping[str, Any], data: Mapping[str, Any], elapsed_s: float
+) -> Reply:
     usage = data.get("usage") or {}
-    return Reply(content=content, reasoning=reasoning, finish_reason=choice.get("finish_reason"), tool_calls=(),
-                 prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                 elapsed_s=elapsed_s, raw=dict(data))
+    return Reply(
+        content=content,
+        reasoning=reasoning,
+        finish_reason=choice.get("finish_reason"),
+        tool_calls=(),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        elapsed_s=elapsed_s,
+        raw=dict(data),
+    )

@@ -13,12 +13,20 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 from ds4sync.serving.abstats import MetricRule
 
 ProbeName = Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput"]
-PROBE_ORDER: tuple[ProbeName, ...] = ("health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval",
-                                      "throughput")
+PROBE_ORDER: tuple[ProbeName, ...] = (
+    "health",
+    "exact",
+    "tool_call",
+    "reasoning",
+    "kv_capacity",
+    "recall",
+    "eval",
+    "throughput",
+)
 
 
 class ServerConfig(FrozenModel):
@@ -109,7 +117,8 @@ class ReasoningCase(FrozenModel):
 
     messages: tuple[dict[str, Any], ...]
     sampling: dict[str, Any] = Field(
-        default_factory=lambda: {"temperature": 0, "chat_template_kwargs": {"thinking": True}})
+        default_factory=lambda: {"temperature": 0, "chat_template_kwargs": {"thinking": True}}
+    )
     fields: tuple[str, ...] = ("reasoning", "reasoning_content")
     expect_pattern: str | None = None
 

@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import TypeAdapter
 
-from ds4sync.config import FrozenModel, read_yaml
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, read_yaml
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import EvalConfig, ExactCase
 from ds4sync.serving.probes import check_exact
@@ -56,8 +56,11 @@ def load_cases(path: Path) -> tuple[ExactCase, ...]:
     try:
         return tuple(TypeAdapter(list[ExactCase]).validate_python(items))
     except ValueError as exc:
-        raise ConfigError(f"not a list of exact-answer cases ({str(exc).splitlines()[0]})", where=str(path),
-                          fix="each case needs name, messages and one of expect/pattern") from exc
+        raise ConfigError(
+            f"not a list of exact-answer cases ({str(exc).splitlines()[0]})",
+            where=str(path),
+            fix="each case needs name, messages and one of expect/pattern",
+        ) from exc
 
 
 def score_one(client: OpenAIClient, case: ExactCase, *, max_tokens: int, timeout_s: float) -> Outcome:
@@ -76,8 +79,9 @@ def run_eval(client: OpenAIClient, cases: Sequence[ExactCase], config: EvalConfi
     jobs = [case for _ in range(config.repeat) for case in cases]
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
-        outcomes = list(pool.map(lambda c: score_one(client, c, max_tokens=config.max_tokens,
-                                                     timeout_s=config.timeout_s), jobs))
+        outcomes = list(
+            pool.map(lambda c: score_one(client, c, max_tokens=config.max_tokens, timeout_s=config.timeout_s), jobs)
+        )
     counts = Counter(outcomes)
     return EvalScore(total=len(jobs), wall_s=time.monotonic() - start, **{str(k): n for k, n in counts.items()})
 
@@ -91,7 +95,18 @@ def probe_eval(client: OpenAIClient, config: EvalConfig) -> ProbeResult:
     score = run_eval(client, cases, config)
     pct = 100.0 * score.correct / score.total
     ok = pct >= config.min_correct_pct and not (score.incorrect or score.request_error or score.timeout)
-    return ProbeResult(name="eval", status="passed" if ok else "failed", value=float(score.correct),
-                       baseline=float(score.total), unit="correct", summary=score.line(), duration_s=score.wall_s,
-                       details={**score.model_dump(mode="json"), "repeat": config.repeat,
-                                "concurrency": config.concurrency, "correct_pct": pct})
+    return ProbeResult(
+        name="eval",
+        status="passed" if ok else "failed",
+        value=float(score.correct),
+        baseline=float(score.total),
+        unit="correct",
+        summary=score.line(),
+        duration_s=score.wall_s,
+        details={
+            **score.model_dump(mode="json"),
+            "repeat": config.repeat,
+            "concurrency": config.concurrency,
+            "correct_pct": pct,
+        },
+    )

@@ -27,11 +27,17 @@ def run_probe(name: str, config: ServingConfig, handle: ServerHandle, *, out_dir
             cases = tuple(config.exact) + (evalsuite.load_cases(config.exact_file) if config.exact_file else ())
             return probes.probe_exact(client, cases) if cases else probes.skipped(name, "no exact cases configured")
         if name == "tool_call":
-            return (probes.probe_tool_call(client, config.tool_call) if config.tool_call
-                    else probes.skipped(name, "no tool_call case configured"))
+            return (
+                probes.probe_tool_call(client, config.tool_call)
+                if config.tool_call
+                else probes.skipped(name, "no tool_call case configured")
+            )
         if name == "reasoning":
-            return (probes.probe_reasoning(client, config.reasoning) if config.reasoning
-                    else probes.skipped(name, "no reasoning case configured"))
+            return (
+                probes.probe_reasoning(client, config.reasoning)
+                if config.reasoning
+                else probes.skipped(name, "no reasoning case configured")
+            )
         if name == "kv_capacity":
             return kvcache.probe_kv_capacity(client, handle.log_path, config.kv)
         if name == "recall":
@@ -43,8 +49,14 @@ def run_probe(name: str, config: ServingConfig, handle: ServerHandle, *, out_dir
     raise ValueError(f"unknown probe {name!r}")
 
 
-def run_probes(config: ServingConfig, handle: ServerHandle, names: Sequence[str], *, out_dir: Path,
-               progress: Progress = lambda _m: None) -> tuple[list[ProbeResult], str | None]:
+def run_probes(
+    config: ServingConfig,
+    handle: ServerHandle,
+    names: Sequence[str],
+    *,
+    out_dir: Path,
+    progress: Progress = lambda _m: None,
+) -> tuple[list[ProbeResult], str | None]:
     """Run ``names`` in order with the guard after each failure; returns the results and the wedge reason."""
     results: list[ProbeResult] = []
     wedged: str | None = None
@@ -63,8 +75,9 @@ def run_probes(config: ServingConfig, handle: ServerHandle, names: Sequence[str]
     return results, wedged
 
 
-def run_serving_gate(config: ServingConfig, *, out_dir: Path, names: Sequence[str] | None = None,
-                     progress: Progress = lambda _m: None) -> ServingResult:
+def run_serving_gate(
+    config: ServingConfig, *, out_dir: Path, names: Sequence[str] | None = None, progress: Progress = lambda _m: None
+) -> ServingResult:
     """The whole serving tier: returns a :class:`ServingResult`; never raises for a failing server.
 
     ``out_dir`` receives ``server.log`` and ``bench/``. ``names`` narrows ``config.probes``.
@@ -84,15 +97,26 @@ def run_serving_gate(config: ServingConfig, *, out_dir: Path, names: Sequence[st
         results, wedged = run_probes(config, handle, wanted, out_dir=out_dir, progress=progress)
     except ServerStartError as exc:
         reason = f"server did not start ({exc.kind})"
-        return ServingResult(status="failed", base_url=config.server.url, started=started,
-                             server_log=str(log_path) if started else None, startup_error=exc.one_line(),
-                             probes=tuple(probes.skipped(n, reason) for n in wanted))
+        return ServingResult(
+            status="failed",
+            base_url=config.server.url,
+            started=started,
+            server_log=str(log_path) if started else None,
+            startup_error=exc.one_line(),
+            probes=tuple(probes.skipped(n, reason) for n in wanted),
+        )
     finally:
         stop_server(handle)
     failed = any(r.status == "failed" for r in results)
-    return ServingResult(status="failed" if failed else "passed", base_url=config.server.url, started=started,
-                         cold_boot_s=handle.ready_s, server_log=str(log_path) if started else None, wedged=wedged,
-                         probes=tuple(results))
+    return ServingResult(
+        status="failed" if failed else "passed",
+        base_url=config.server.url,
+        started=started,
+        cold_boot_s=handle.ready_s,
+        server_log=str(log_path) if started else None,
+        wedged=wedged,
+        probes=tuple(results),
+    )
 
 
 def cold_boot_line(result: ServingResult) -> str:
@@ -102,4 +126,3 @@ def cold_boot_line(result: ServingResult) -> str:
     if result.cold_boot_s is None:
         return "attached to a running server"
     return f"cold boot {result.cold_boot_s:.1f} s" if result.started else f"ready check {result.cold_boot_s:.1f} s"
-

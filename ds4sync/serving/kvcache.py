@@ -13,7 +13,7 @@ import re
 import time
 from pathlib import Path
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import KvBaseline
 from ds4sync.serving.metrics import cache_info, parse
@@ -62,8 +62,11 @@ def from_log(text: str) -> KvCapacity | None:
     memory = _MEMORY_LINE.findall(text)
     if not tokens and not memory:
         return None
-    return KvCapacity(tokens=int(tokens[-1].replace(",", "")) if tokens else None,
-                      bytes=round(float(memory[-1]) * GIB) if memory else None, source="server log")
+    return KvCapacity(
+        tokens=int(tokens[-1].replace(",", "")) if tokens else None,
+        bytes=round(float(memory[-1]) * GIB) if memory else None,
+        source="server log",
+    )
 
 
 def read_capacity(client: OpenAIClient, log_path: Path | None) -> KvCapacity | None:
@@ -76,9 +79,11 @@ def read_capacity(client: OpenAIClient, log_path: Path | None) -> KvCapacity | N
     if (found is None or found.tokens is None or found.bytes is None) and log_path and log_path.is_file():
         logged = from_log(log_path.read_text(encoding="utf-8", errors="replace"))
         if logged and found:
-            found = KvCapacity(tokens=found.tokens if found.tokens is not None else logged.tokens,
-                               bytes=found.bytes if found.bytes is not None else logged.bytes,
-                               source=f"{found.source} + {logged.source}")
+            found = KvCapacity(
+                tokens=found.tokens if found.tokens is not None else logged.tokens,
+                bytes=found.bytes if found.bytes is not None else logged.bytes,
+                source=f"{found.source} + {logged.source}",
+            )
         found = found or logged
     return found
 
@@ -115,15 +120,31 @@ def probe_kv_capacity(client: OpenAIClient, log_path: Path | None, baseline: KvB
     start = time.monotonic()
     current = read_capacity(client, log_path)
     if current is None:
-        return ProbeResult(name="kv_capacity", status="failed", unit="tokens", baseline=_f(baseline.tokens),
-                           summary="KV cache capacity not found in /metrics or the server log",
-                           duration_s=time.monotonic() - start)
+        return ProbeResult(
+            name="kv_capacity",
+            status="failed",
+            unit="tokens",
+            baseline=_f(baseline.tokens),
+            summary="KV cache capacity not found in /metrics or the server log",
+            duration_s=time.monotonic() - start,
+        )
     ok, line = compare(current, baseline)
-    return ProbeResult(name="kv_capacity", status="passed" if ok else "failed", value=_f(current.tokens),
-                       baseline=_f(baseline.tokens), unit="tokens", summary=line,
-                       duration_s=time.monotonic() - start,
-                       details={"tokens": current.tokens, "bytes": current.bytes, "source": current.source,
-                                "baseline_bytes": baseline.bytes, "tolerance_pct": baseline.tolerance_pct})
+    return ProbeResult(
+        name="kv_capacity",
+        status="passed" if ok else "failed",
+        value=_f(current.tokens),
+        baseline=_f(baseline.tokens),
+        unit="tokens",
+        summary=line,
+        duration_s=time.monotonic() - start,
+        details={
+            "tokens": current.tokens,
+            "bytes": current.bytes,
+            "source": current.source,
+            "baseline_bytes": baseline.bytes,
+            "tolerance_pct": baseline.tolerance_pct,
+        },
+    )
 
 
 def _int(value: str | None) -> int | None:

@@ -16,8 +16,28 @@ from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import RecallConfig
 from ds4sync.serving.results import ProbeResult
 
-_WORDS = ("cobalt", "quartz", "onyx", "amber", "basalt", "cedar", "delta", "ember", "flint", "garnet", "harbor",
-          "indigo", "jasper", "kelp", "lumen", "marble", "nickel", "opal", "pewter", "quill")
+_WORDS = (
+    "cobalt",
+    "quartz",
+    "onyx",
+    "amber",
+    "basalt",
+    "cedar",
+    "delta",
+    "ember",
+    "flint",
+    "garnet",
+    "harbor",
+    "indigo",
+    "jasper",
+    "kelp",
+    "lumen",
+    "marble",
+    "nickel",
+    "opal",
+    "pewter",
+    "quill",
+)
 _BUILDINGS = ("North", "South", "East", "West")
 
 
@@ -51,14 +71,17 @@ def build_prompt(lines: int, *, seed: int = 7) -> RecallPrompt:
             body.append(f"Locker {lid} in building {bld} has access code {code}.")
         elif i % 3 == 0:
             lid = f"K-{rng.randint(1000, 9999)}"
-            body.append(f"Locker {lid} in building {rng.choice(_BUILDINGS)} has access code "
-                        f"{rng.choice(_WORDS)}-{rng.randint(10, 99)}.")
+            body.append(
+                f"Locker {lid} in building {rng.choice(_BUILDINGS)} has access code "
+                f"{rng.choice(_WORDS)}-{rng.randint(10, 99)}."
+            )
         else:
             body.append(" ".join(rng.choice(_WORDS) for _ in range(12)) + ".")
-    question = (f"\n\nQuestion: what is the access code of locker {target_id} in building {building}? "
-                "Answer with the code only.")
-    return RecallPrompt(text="\n".join(body) + question, answer=answer, distractors=tuple(distractors),
-                        lines=len(body))
+    question = (
+        f"\n\nQuestion: what is the access code of locker {target_id} in building {building}? "
+        "Answer with the code only."
+    )
+    return RecallPrompt(text="\n".join(body) + question, answer=answer, distractors=tuple(distractors), lines=len(body))
 
 
 def count_tokens(client: OpenAIClient, text: str) -> int | None:
@@ -83,21 +106,44 @@ def probe_recall(client: OpenAIClient, config: RecallConfig) -> ProbeResult:
     start = time.monotonic()
     prompt, expected_tokens = sized_prompt(client, config.tokens)
     try:
-        reply = client.chat([{"role": "user", "content": prompt.text}], timeout_s=config.timeout_s,
-                            extra={"max_tokens": config.max_tokens, **config.sampling})
+        reply = client.chat(
+            [{"role": "user", "content": prompt.text}],
+            timeout_s=config.timeout_s,
+            extra={"max_tokens": config.max_tokens, **config.sampling},
+        )
     except RequestFailed as exc:
-        return ProbeResult(name="recall", status="failed", unit="s", summary=f"recall request failed ({exc.kind}): "
-                           f"{exc}", duration_s=time.monotonic() - start,
-                           details={"error": exc.kind, "expected_prompt_tokens": expected_tokens})
+        return ProbeResult(
+            name="recall",
+            status="failed",
+            unit="s",
+            summary=f"recall request failed ({exc.kind}): {exc}",
+            duration_s=time.monotonic() - start,
+            details={"error": exc.kind, "expected_prompt_tokens": expected_tokens},
+        )
     correct = prompt.answer in reply.content and not any(d in reply.content for d in prompt.distractors)
-    truncated = (expected_tokens is not None and reply.prompt_tokens is not None
-                 and reply.prompt_tokens < expected_tokens)
+    truncated = (
+        expected_tokens is not None and reply.prompt_tokens is not None and reply.prompt_tokens < expected_tokens
+    )
     ok = correct and not truncated
     size = f"{reply.prompt_tokens:,}-token" if reply.prompt_tokens else f"~{config.tokens:,}-token"
-    summary = (f"{size} recall prompt {'completed correctly' if correct else 'answered wrongly'} in "
-               f"{reply.elapsed_s:.1f} s {'with truncation' if truncated else 'without truncation'}")
-    return ProbeResult(name="recall", status="passed" if ok else "failed", value=round(reply.elapsed_s, 3),
-                       unit="s", summary=summary, duration_s=time.monotonic() - start,
-                       details={"correct": correct, "truncated": truncated, "answer": prompt.answer,
-                                "content": reply.content[:200], "prompt_tokens": reply.prompt_tokens,
-                                "expected_prompt_tokens": expected_tokens, "finish_reason": reply.finish_reason})
+    summary = (
+        f"{size} recall prompt {'completed correctly' if correct else 'answered wrongly'} in "
+        f"{reply.elapsed_s:.1f} s {'with truncation' if truncated else 'without truncation'}"
+    )
+    return ProbeResult(
+        name="recall",
+        status="passed" if ok else "failed",
+        value=round(reply.elapsed_s, 3),
+        unit="s",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={
+            "correct": correct,
+            "truncated": truncated,
+            "answer": prompt.answer,
+            "content": reply.content[:200],
+            "prompt_tokens": reply.prompt_tokens,
+            "expected_prompt_tokens": expected_tokens,
+            "finish_reason": reply.finish_reason,
+        },
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -77,8 +77,11 @@ def parse(text: str, *, at_s: float | None = None) -> Snapshot:
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
             labels_of.setdefault(sample.name, []).append(dict(sample.labels))
-    return Snapshot(at_s=time.monotonic() if at_s is None else at_s, samples=samples,
-                    labels_of={k: tuple(v) for k, v in labels_of.items()})
+    return Snapshot(
+        at_s=time.monotonic() if at_s is None else at_s,
+        samples=samples,
+        labels_of={k: tuple(v) for k, v in labels_of.items()},
+    )
 
 
 def counter_delta(first: Snapshot, last: Snapshot, name: str) -> float | None:
@@ -111,10 +114,15 @@ def summarize(snapshots: list[Snapshot]) -> MetricsSummary:
     accepted = deltas.get("spec_decode_num_accepted_tokens")
     rate = accepted / draft_tokens if accepted is not None and draft_tokens else None
     length = 1.0 + accepted / drafts if accepted is not None and drafts else None
-    return MetricsSummary(samples=len(snapshots), window_s=last.at_s - first.at_s, deltas=deltas,
-                          kv_usage_max_pct=max(usage) if usage else None,
-                          kv_usage_mean_pct=sum(usage) / len(usage) if usage else None,
-                          spec_acceptance_rate=rate, spec_acceptance_length=length)
+    return MetricsSummary(
+        samples=len(snapshots),
+        window_s=last.at_s - first.at_s,
+        deltas=deltas,
+        kv_usage_max_pct=max(usage) if usage else None,
+        kv_usage_mean_pct=sum(usage) / len(usage) if usage else None,
+        spec_acceptance_rate=rate,
+        spec_acceptance_length=length,
+    )
 
 
 class MetricsSampler:

@@ -28,9 +28,16 @@ def probe_health(client: OpenAIClient) -> ProbeResult:
         return _failed("health", f"{exc.kind}: {exc}", start, kind=exc.kind)
     ok = status == 200 and client.model in models
     summary = f"health {status}; model {client.model!r} {'listed' if client.model in models else 'not listed'}"
-    return ProbeResult(name="health", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
-                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
-                       details={"status_code": status, "models": models})
+    return ProbeResult(
+        name="health",
+        status="passed" if ok else "failed",
+        value=1.0 if ok else 0.0,
+        baseline=1.0,
+        unit="ok",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={"status_code": status, "models": models},
+    )
 
 
 def check_exact(case: ExactCase, content: str) -> bool:
@@ -48,16 +55,24 @@ def probe_exact(client: OpenAIClient, cases: Sequence[ExactCase]) -> ProbeResult
         try:
             reply = client.chat(list(case.messages), extra=case.sampling)
             ok = check_exact(case, reply.content)
-            rows.append({"case": case.name, "ok": ok, "content": reply.content[:500],
-                         "finish_reason": reply.finish_reason})
+            rows.append(
+                {"case": case.name, "ok": ok, "content": reply.content[:500], "finish_reason": reply.finish_reason}
+            )
         except RequestFailed as exc:
             rows.append({"case": case.name, "ok": False, "error": exc.kind, "message": str(exc)[:300]})
     passed = sum(row["ok"] for row in rows)
     failed = [row["case"] for row in rows if not row["ok"]]
     summary = f"{passed}/{len(rows)} exact" + (f"; wrong: {', '.join(failed)}" if failed else "")
-    return ProbeResult(name="exact", status="passed" if rows and not failed else "failed", value=float(passed),
-                       baseline=float(len(rows)), unit="cases", summary=summary, duration_s=time.monotonic() - start,
-                       details={"cases": rows})
+    return ProbeResult(
+        name="exact",
+        status="passed" if rows and not failed else "failed",
+        value=float(passed),
+        baseline=float(len(rows)),
+        unit="cases",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={"cases": rows},
+    )
 
 
 def probe_tool_call(client: OpenAIClient, case: ToolCallCase) -> ProbeResult:
@@ -69,11 +84,21 @@ def probe_tool_call(client: OpenAIClient, case: ToolCallCase) -> ProbeResult:
         return _failed("tool_call", f"{exc.kind}: {exc}", start, kind=exc.kind)
     problems, call = _tool_problems(reply, case)
     ok = not problems
-    summary = (f"tool call {case.expect_name}({json.dumps(call.get('arguments'), sort_keys=True)})" if ok
-               else "tool call wrong: " + "; ".join(problems))
-    return ProbeResult(name="tool_call", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
-                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
-                       details={"problems": problems, "call": call, "finish_reason": reply.finish_reason})
+    summary = (
+        f"tool call {case.expect_name}({json.dumps(call.get('arguments'), sort_keys=True)})"
+        if ok
+        else "tool call wrong: " + "; ".join(problems)
+    )
+    return ProbeResult(
+        name="tool_call",
+        status="passed" if ok else "failed",
+        value=1.0 if ok else 0.0,
+        baseline=1.0,
+        unit="ok",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={"problems": problems, "call": call, "finish_reason": reply.finish_reason},
+    )
 
 
 def _tool_problems(reply: Reply, case: ToolCallCase) -> tuple[list[str], dict[str, Any]]:
@@ -114,12 +139,21 @@ def probe_reasoning(client: OpenAIClient, case: ReasoningCase) -> ProbeResult:
     if "</think>" in reply.content or "<think>" in reply.content:
         problems.append("think tags leaked into content")
     ok = not problems
-    summary = (f"reasoning {len(reply.reasoning or '')} chars, final {len(reply.content)} chars" if ok
-               else "routing wrong: " + "; ".join(problems))
-    return ProbeResult(name="reasoning", status="passed" if ok else "failed", value=1.0 if ok else 0.0, baseline=1.0,
-                       unit="ok", summary=summary, duration_s=time.monotonic() - start,
-                       details={"problems": problems, "content": reply.content[:300],
-                                "reasoning": (reply.reasoning or "")[:300]})
+    summary = (
+        f"reasoning {len(reply.reasoning or '')} chars, final {len(reply.content)} chars"
+        if ok
+        else "routing wrong: " + "; ".join(problems)
+    )
+    return ProbeResult(
+        name="reasoning",
+        status="passed" if ok else "failed",
+        value=1.0 if ok else 0.0,
+        baseline=1.0,
+        unit="ok",
+        summary=summary,
+        duration_s=time.monotonic() - start,
+        details={"problems": problems, "content": reply.content[:300], "reasoning": (reply.reasoning or "")[:300]},
+    )
 
 
 def skipped(name: str, reason: str) -> ProbeResult:
@@ -128,5 +162,13 @@ def skipped(name: str, reason: str) -> ProbeResult:
 
 
 def _failed(name: str, reason: str, start: float, *, kind: str) -> ProbeResult:
-    return ProbeResult(name=name, status="failed", value=0.0, baseline=1.0, unit="ok", summary=reason,
-                       duration_s=time.monotonic() - start, details={"error": kind})
+    return ProbeResult(
+        name=name,
+        status="failed",
+        value=0.0,
+        baseline=1.0,
+        unit="ok",
+        summary=reason,
+        duration_s=time.monotonic() - start,
+        details={"error": kind},
+    )

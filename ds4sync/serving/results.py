@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ds4sync.model import FrozenModel
+from ds4sync.core.model import FrozenModel
 
 ProbeStatus = Literal["passed", "failed", "skipped"]
 SCHEMA_VERSION = 1
@@ -33,8 +33,13 @@ class ProbeResult(FrozenModel):
 
     def brief(self) -> dict[str, Any]:
         """The documented JSON contract of ``ds4sync gate --tier serving --json``."""
-        return {"name": self.name, "status": self.status, "value": self.value, "baseline": self.baseline,
-                "unit": self.unit}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "value": self.value,
+            "baseline": self.baseline,
+            "unit": self.unit,
+        }
 
 
 class ServingResult(FrozenModel):

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ds4sync.config import read_yaml, validate
-from ds4sync.errors import ConfigError
-from ds4sync.pipeline import Workspace
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import read_yaml, validate
+from ds4sync.runner import Workspace
 from ds4sync.serving.config import ServingConfig
 
 
@@ -22,9 +22,12 @@ def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
         data = read_yaml(path)
         return validate(ServingConfig, data.get("serving", data), source=path)
     if ws.config.serving is None:
-        raise ConfigError("no serving section", where=str(ws.config.source or ws.repo.path),
-                          fix="add `serving:` (server.command or server.base_url, server.model) to ds4sync.yaml "
-                              "or pass --serving-config FILE")
+        raise ConfigError(
+            "no serving section",
+            where=str(ws.config.source or ws.repo.path),
+            fix="add `serving:` (server.command or server.base_url, server.model) to ds4sync.yaml "
+            "or pass --serving-config FILE",
+        )
     return ws.config.serving
 
 
@@ -57,8 +60,7 @@ def record_result(ws: Workspace, key: str, result: Any) -> str | None:
     return record.run_id
 
 
-def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None,
-                         serving_path: Path | None = None) -> Any:
+def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, serving_path: Path | None = None) -> Any:
     """``ds4sync backport evaluate``: measure upstream ``ref`` on the sync branch (or ``onto``) and record it.
 
     Returns the :class:`~ds4sync.serving.backport.BackportDecision`.
@@ -70,22 +72,32 @@ def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None,
     """
     import sys
 
-    from ds4sync.errors import GitError, StateError
+    from ds4sync.core.errors import GitError, StateError
     from ds4sync.serving.backport import evaluate_backport
 
     record = ws.store.current()
     base_ref = onto or (record.sync_branch if record else None)
     if base_ref is None:
-        raise StateError("no active run to apply the backport on", where=str(ws.store.root),
-                         fix="start a sync first, or pass --onto BRANCH")
+        raise StateError(
+            "no active run to apply the backport on",
+            where=str(ws.store.root),
+            fix="start a sync first, or pass --onto BRANCH",
+        )
     sha = ws.repo.resolve_commit(ref)
     if sha is None:
-        raise GitError(f"'{ref}' is not a commit here", where=str(ws.repo.path),
-                       fix="fetch it first (`git fetch upstream`)")
+        raise GitError(
+            f"'{ref}' is not a commit here", where=str(ws.repo.path), fix="fetch it first (`git fetch upstream`)"
+        )
     cfg = load_serving_config(ws, serving_path)
-    decision = evaluate_backport(ws.repo, sha, cfg, base_ref=base_ref,
-                                 base_tree=Path(record.worktree) if record and not onto else None,
-                                 work_dir=output_dir(ws, "backport"), python=sys.executable,
-                                 patch_dir=ws.profile / "patches")
+    decision = evaluate_backport(
+        ws.repo,
+        sha,
+        cfg,
+        base_ref=base_ref,
+        base_tree=Path(record.worktree) if record and not onto else None,
+        work_dir=output_dir(ws, "backport"),
+        python=sys.executable,
+        patch_dir=ws.profile / "patches",
+    )
     record_result(ws, "backports", decision)
     return decision

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ds4sync.errors import Ds4syncError, ExitCode
-from ds4sync.proc import kill_group, process_state, spawn
+from ds4sync.core.errors import Ds4syncError, ExitCode
+from ds4sync.core.proc import kill_group, process_state, spawn
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import ServerConfig
 
@@ -28,8 +28,9 @@ class ServerStartError(Ds4syncError):
 
     exit_code = ExitCode.FAILED
 
-    def __init__(self, kind: str, what: str, *, where: str | None = None, fix: str | None = None,
-                 log_tail: str = "") -> None:
+    def __init__(
+        self, kind: str, what: str, *, where: str | None = None, fix: str | None = None, log_tail: str = ""
+    ) -> None:
         super().__init__(what, where=where, fix=fix)
         self.kind = kind
         self.log_tail = log_tail
@@ -92,8 +93,12 @@ def start_server(config: ServerConfig, *, log_path: Path) -> ServerHandle:
         raise ValueError("start_server needs a command; use attach for base_url")
     with OpenAIClient(config.url, config.model, timeout_s=2.0) as probe, contextlib.suppress(RequestFailed):
         probe.get("/health")
-        raise ServerStartError("port-busy", f"something already answers on {config.url}",
-                               where=config.url, fix="stop it, or set serving.server.port to a free port")
+        raise ServerStartError(
+            "port-busy",
+            f"something already answers on {config.url}",
+            where=config.url,
+            fix="stop it, or set serving.server.port to a free port",
+        )
     log_path.parent.mkdir(parents=True, exist_ok=True)
     proc = spawn(config.argv(), cwd=config.cwd or Path.cwd(), log_path=log_path, env_overrides=config.env)
     return ServerHandle(config=config, log_path=log_path, proc=proc)
@@ -116,10 +121,13 @@ def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None) -> float
                 assert handle.proc is not None
                 tail = log_tail(handle.log_path)
                 raise ServerStartError(
-                    "died", f"server exited with code {handle.proc.returncode} after "
+                    "died",
+                    f"server exited with code {handle.proc.returncode} after "
                     f"{time.monotonic() - start:.1f} s while loading; log tail:\n{tail}",
-                    where=str(handle.log_path), fix="read the server log; fix the command or the build",
-                    log_tail=tail)
+                    where=str(handle.log_path),
+                    fix="read the server log; fix the command or the build",
+                    log_tail=tail,
+                )
             last = _readiness(client, config.model) or "ready"
             if last == "ready":
                 handle.ready_s = time.monotonic() - start
@@ -130,9 +138,13 @@ def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None) -> float
     state = process_state(handle.proc.pid) if handle.proc else None
     tail = log_tail(handle.log_path)
     raise ServerStartError(
-        "still-loading", f"server still loading after {limit:g} s (process alive, state {state or '?'}; "
-        f"last check: {last}); log tail:\n{tail}", where=str(handle.log_path) if handle.log_path else handle.url,
-        fix="raise serving.server.startup_timeout_s if loading is just slow", log_tail=tail)
+        "still-loading",
+        f"server still loading after {limit:g} s (process alive, state {state or '?'}; "
+        f"last check: {last}); log tail:\n{tail}",
+        where=str(handle.log_path) if handle.log_path else handle.url,
+        fix="raise serving.server.startup_timeout_s if loading is just slow",
+        log_tail=tail,
+    )
 
 
 def _readiness(client: OpenAIClient, model: str) -> str | None:

@@ -78,8 +78,12 @@ def load_callable(spec: str) -> Callable:
 
 def _deepgemm(op: str, fn: Callable, spec: str) -> Impl:
     if op == "prefill":
-        return Impl(spec, lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"],
-                                       clean_logits=False), clean=False, skip=frozenset({"bf16-in", "bf16-out"}))
+        return Impl(
+            spec,
+            lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"], clean_logits=False),
+            clean=False,
+            skip=frozenset({"bf16-in", "bf16-out"}),
+        )
     if op == "decode":
         module = importlib.import_module(fn.__module__)
         meta_fn = module.get_paged_mqa_logits_metadata
@@ -87,20 +91,43 @@ def _deepgemm(op: str, fn: Callable, spec: str) -> Impl:
         def call(a):
             sms = torch.cuda.get_device_properties(a["q"].device).multi_processor_count
             meta = meta_fn(a["context_lens"], 64, sms)
-            return fn(a["q"], a["kv_cache"], a["weights"], a["context_lens"], a["block_table"], meta,
-                      a["max_context_len"], clean_logits=False)
+            return fn(
+                a["q"],
+                a["kv_cache"],
+                a["weights"],
+                a["context_lens"],
+                a["block_table"],
+                meta,
+                a["max_context_len"],
+                clean_logits=False,
+            )
+
         return Impl(spec, call, clean=False)
     raise ValueError(f"adapter deepgemm has no mapping for op {op}")
 
 
 def _vllm_triton(op: str, fn: Callable, spec: str) -> Impl:
     if op == "prefill":
-        return Impl(spec, lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"]), clean=False,
-                    skip=frozenset({"bf16-in", "bf16-out"}))
+        return Impl(
+            spec,
+            lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"]),
+            clean=False,
+            skip=frozenset({"bf16-in", "bf16-out"}),
+        )
     if op == "decode":  # 1-D causal API: row t of sequence b sees ctx_b - next_n + t + 1 keys
-        return Impl(spec, lambda a: fn(a["q"], a["kv_cache"], a["weights"], a["context_lens"][:, -1].contiguous(),
-                                       a["block_table"], a["max_context_len"]),
-                    clean=False, skip=frozenset({"ragged"}))
+        return Impl(
+            spec,
+            lambda a: fn(
+                a["q"],
+                a["kv_cache"],
+                a["weights"],
+                a["context_lens"][:, -1].contiguous(),
+                a["block_table"],
+                a["max_context_len"],
+            ),
+            clean=False,
+            skip=frozenset({"ragged"}),
+        )
     raise ValueError(f"adapter vllm-triton has no mapping for op {op}")
 
 
@@ -113,6 +140,7 @@ def _vllm_topk(op: str, fn: Callable, spec: str) -> Impl:
         out = torch.full((x.shape[0], a["k"]), -1, dtype=torch.int32, device=x.device)
         fn(x, a["starts"], a["ends"], out, x.shape[0], x.stride(0), x.stride(1), a["k"])
         return out
+
     return Impl(spec, call)
 
 

@@ -18,8 +18,9 @@ def case_cost(op: str, a: dict) -> Cost:
     if op == "prefill":
         m, h, d = a["q"].shape
         out_bytes = 2 if a["out_dtype"] == torch.bfloat16 else 4
-        return prefill_cost(m, a["k"].shape[0], h, d, a["ks"], a["ke"], fp8=a["q"].dtype == FP8,
-                            clean=a["clean"], out_bytes=out_bytes)
+        return prefill_cost(
+            m, a["k"].shape[0], h, d, a["ks"], a["ke"], fp8=a["q"].dtype == FP8, clean=a["clean"], out_bytes=out_bytes
+        )
     if op == "decode":
         return decode_cost(a["context_lens"], a["q"].shape[2], a["q"].shape[3])
     if op == "topk":
@@ -56,8 +57,7 @@ def _time_us(fn, heavy: bool, graph: bool) -> tuple[float, str]:
     return 1e3 * float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")), mode
 
 
-def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | None,
-               graph_safe: bool = False) -> dict:
+def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | None, graph_safe: bool = False) -> dict:
     """Time ours and the reference; derive bandwidth, TFLOP/s, % of roofline and the target verdict.
 
     Implementations and references without host syncs are timed as CUDA-graph replays (kernel time, as
@@ -69,13 +69,24 @@ def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | 
     t = t_us * 1e-6
     roof = cost.roof_seconds()
     row = {
-        "op": op, "case": name, "time_us": t_us, "ref_time_us": ref_us, "speedup": ref_us / t_us,
-        "bytes": cost.bytes, "flops": cost.flops, "gb_per_s": cost.bytes / t / 1e9,
-        "tflop_per_s": cost.flops / t / 1e12, "roof_us": roof * 1e6, "pct_roof": roof / t,
+        "op": op,
+        "case": name,
+        "time_us": t_us,
+        "ref_time_us": ref_us,
+        "speedup": ref_us / t_us,
+        "bytes": cost.bytes,
+        "flops": cost.flops,
+        "gb_per_s": cost.bytes / t / 1e9,
+        "tflop_per_s": cost.flops / t / 1e12,
+        "roof_us": roof * 1e6,
+        "pct_roof": roof / t,
         "pct_hbm": cost.bytes / t / H200["hbm_bytes_per_s"],
         "pct_hbm_achievable": cost.bytes / t / H200["hbm_achievable_bytes_per_s"],
         "pct_peak": (cost.flops / t / H200[f"{cost.peak}_flops"]) if cost.peak else None,
-        "peak": cost.peak, "target": target or {}, "timing": mode, "ref_timing": ref_mode,
+        "peak": cost.peak,
+        "target": target or {},
+        "timing": mode,
+        "ref_timing": ref_mode,
     }
     flags = []
     if row["pct_roof"] > 1.0:

@@ -61,8 +61,16 @@ def check_topk(out, ref, args, clean: bool) -> dict:
     srt = out.sort(1).values
     dup = bool(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)).any()) if k > 1 else False
     compact = bool((valid.long().diff(dim=1) <= 0).all()) if k > 1 else True
-    problems = [p for p, bad in (("count != min(K, L)", not count_ok), ("index outside [0, L)", not in_bounds),
-                                 ("duplicate indices", dup), ("-1 before a valid index", not compact)) if bad]
+    problems = [
+        p
+        for p, bad in (
+            ("count != min(K, L)", not count_ok),
+            ("index outside [0, L)", not in_bounds),
+            ("duplicate indices", dup),
+            ("-1 before a valid index", not compact),
+        )
+        if bad
+    ]
     if not problems and out.numel():
         cols = (starts[:, None] + out.long().clamp(min=0)).clamp(max=max(x.shape[1] - 1, 0))
         ref_cols = (starts[:, None] + ref.long().clamp(min=0)).clamp(max=max(x.shape[1] - 1, 0))
@@ -133,18 +141,28 @@ def check_mhc(out, ref, args, clean: bool) -> dict:
     return {"ok": not problems, "detail": "; ".join(problems)}
 
 
-CHECKS = {"prefill": check_prefill, "decode": check_decode, "topk": check_topk, "routing": check_routing,
-          "mhc_pre": check_mhc, "mhc_post": check_mhc}
+CHECKS = {
+    "prefill": check_prefill,
+    "decode": check_decode,
+    "topk": check_topk,
+    "routing": check_routing,
+    "mhc_pre": check_mhc,
+    "mhc_post": check_mhc,
+}
 
 
 def deterministic(fn, args: dict, first, repeats: int, keep: torch.Tensor | None = None) -> bool:
     """Whether ``repeats`` further calls return bitwise the same outputs as ``first``.
 
     ``keep`` (bool, output-shaped) limits the comparison to specified entries (unclean logits)."""
+
     def norm(x):
         x = x if isinstance(x, tuple) else (x,)
-        return tuple(torch.where(keep, t, torch.zeros((), dtype=t.dtype, device=t.device)) for t in x) \
-            if keep is not None else x
+        return (
+            tuple(torch.where(keep, t, torch.zeros((), dtype=t.dtype, device=t.device)) for t in x)
+            if keep is not None
+            else x
+        )
 
     firsts = norm(first)
     for _ in range(repeats):

@@ -32,8 +32,8 @@ def pack_paged_cache(k_fp8: torch.Tensor, k_sf: torch.Tensor, block_stride: int 
     row = bk * (d + 4)
     stride = block_stride or row
     buf = torch.zeros((nb, stride), dtype=torch.uint8, device=k_fp8.device)
-    buf[:, :bk * d] = k_fp8.reshape(nb, -1).view(torch.uint8)
-    buf[:, bk * d:row] = k_sf.float().contiguous().view(torch.uint8).reshape(nb, -1)
+    buf[:, : bk * d] = k_fp8.reshape(nb, -1).view(torch.uint8)
+    buf[:, bk * d : row] = k_sf.float().contiguous().view(torch.uint8).reshape(nb, -1)
     return buf.as_strided((nb, bk, 1, d + 4), (stride, d + 4, d + 4, 1))
 
 
@@ -42,13 +42,14 @@ def unpack_paged_cache(kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     nb, bk, _, dp4 = kv_cache.shape
     d = dp4 - 4
     flat = kv_cache.as_strided((nb, bk * dp4), (kv_cache.stride(0), 1))
-    vals = flat[:, :bk * d].contiguous().view(FP8).view(nb, bk, d)
-    scales = flat[:, bk * d:].contiguous().view(torch.float32).view(nb, bk)
+    vals = flat[:, : bk * d].contiguous().view(FP8).view(nb, bk, d)
+    scales = flat[:, bk * d :].contiguous().view(torch.float32).view(nb, bk)
     return vals, scales
 
 
-def check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len, *,
-                        ranges: bool = False) -> None:
+def check_decode_inputs(
+    q, kv_cache, weights, context_lens, block_table, max_context_len, *, ranges: bool = False
+) -> None:
     """Host-side preconditions (``ranges`` reads the lengths on the host, a device sync: the reference
     does, the kernel does not). Raises ValueError on a shape, dtype or range violation."""
     b, next_n, h, d = q.shape
@@ -57,16 +58,19 @@ def check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_con
     if kv_cache.stride(1) != d + 4 or kv_cache.stride(3) != 1:
         raise ValueError("kv_cache needs stride(1) == D+4 and stride(3) == 1")
     if weights.shape != (b * next_n, h) or context_lens.shape != (b, next_n):
-        raise ValueError(f"weights must be [B*next_n, H] and context_lens [B, next_n]; got "
-                         f"{tuple(weights.shape)}, {tuple(context_lens.shape)}")
+        raise ValueError(
+            f"weights must be [B*next_n, H] and context_lens [B, next_n]; got "
+            f"{tuple(weights.shape)}, {tuple(context_lens.shape)}"
+        )
     if block_table.dim() != 2 or block_table.shape[0] != b or block_table.dtype != torch.int32:
         raise ValueError("block_table must be int32 [B, max_blocks]")
     if ranges and b and int(context_lens.max()) > min(max_context_len, block_table.shape[1] * BLOCK_KV):
         raise ValueError("a context length exceeds max_context_len or the block table")
 
 
-def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_context_len: int,
-                         *, out_dtype=torch.float32) -> torch.Tensor:
+def paged_mqa_logits_ref(
+    q, kv_cache, weights, context_lens, block_table, max_context_len: int, *, out_dtype=torch.float32
+) -> torch.Tensor:
     """Exact torch reference (fp32 on dequantised keys), one sequence at a time.
 
     Args:
@@ -84,10 +88,10 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
         lmax = int(lens[i].max()) if next_n else 0
         if lmax == 0:
             continue
-        blocks = block_table[i, :triton.cdiv(lmax, BLOCK_KV)].long()
+        blocks = block_table[i, : triton.cdiv(lmax, BLOCK_KV)].long()
         k = (vals[blocks].float() * scales[blocks][..., None]).reshape(-1, d)[:lmax]
         s = torch.einsum("thd,nd->thn", q[i].float(), k)
-        lg = (s.relu() * weights[i * next_n:(i + 1) * next_n, :, None].float()).sum(1)
+        lg = (s.relu() * weights[i * next_n : (i + 1) * next_n, :, None].float()).sum(1)
         for t in range(next_n):
             lt = int(lens[i, t])
             out[i * next_n + t, :lt] = lg[t, :lt]
@@ -95,10 +99,26 @@ def paged_mqa_logits_ref(q, kv_cache, weights, context_lens, block_table, max_co
 
 
 @triton.jit
-def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ctx, table_blocks,
-                         stride_kvb, stride_bt, stride_om,
-                         NEXT_N: tl.constexpr, H: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
-                         TILE: tl.constexpr, HEAD_DOT: tl.constexpr, SPLIT: tl.constexpr):
+def _paged_logits_kernel(
+    q_ptr,
+    kv_ptr,
+    w_ptr,
+    lens_ptr,
+    bt_ptr,
+    out_ptr,
+    max_ctx,
+    table_blocks,
+    stride_kvb,
+    stride_bt,
+    stride_om,
+    NEXT_N: tl.constexpr,
+    H: tl.constexpr,
+    D: tl.constexpr,
+    BLOCKS: tl.constexpr,
+    TILE: tl.constexpr,
+    HEAD_DOT: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
     b = tl.program_id(0)
     split = tl.program_id(1)
     offs_c = tl.arange(0, NEXT_N * H)  # columns: (next-token t, head h)
@@ -119,8 +139,11 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
     # SPLIT (next_n = 2): one [TILE, H] dot per next-token instead of one [TILE, 2H] dot and masked sums.
     offs_h = tl.arange(0, H)
     q0_t = tl.load(q_ptr + b * (NEXT_N * H * D) + offs_h[None, :] * D + offs_d[:, None])
-    q1_t = tl.load(q_ptr + b * (NEXT_N * H * D) + (H + offs_h[None, :] % H) * D + offs_d[:, None],
-                   mask=offs_h[None, :] < H * (NEXT_N - 1), other=0.0)
+    q1_t = tl.load(
+        q_ptr + b * (NEXT_N * H * D) + (H + offs_h[None, :] % H) * D + offs_d[:, None],
+        mask=offs_h[None, :] < H * (NEXT_N - 1),
+        other=0.0,
+    )
     w0 = tl.load(w_ptr + b * (NEXT_N * H) + offs_h)
     w1 = tl.load(w_ptr + b * (NEXT_N * H) + H + offs_h % H, mask=offs_h < H * (NEXT_N - 1), other=0.0)
     row0 = out_ptr + (b * NEXT_N).to(tl.int64) * stride_om
@@ -154,8 +177,9 @@ def _paged_logits_kernel(q_ptr, kv_ptr, w_ptr, lens_ptr, bt_ptr, out_ptr, max_ct
                 lg1 = tl.sum(tl.where(offs_c[None, :] >= H, x, 0.0), axis=1) * sf
         tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
         if NEXT_N == 2:
-            tl.store(row0 + stride_om + tok, tl.where(tok < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty),
-                     mask=st)
+            tl.store(
+                row0 + stride_om + tok, tl.where(tok < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty), mask=st
+            )
     ninf = tl.full([TILE], float("-inf"), dtype=tl.float32).to(out_ptr.dtype.element_ty)
     fill_lo = tok_lo + tl.cdiv(tl.maximum(tok_valid - tok_lo, 0), TILE) * TILE
     for t0 in range(fill_lo, tok_hi, TILE):
@@ -169,15 +193,26 @@ def decode_config(b: int, next_n: int, max_context_len: int) -> dict:
     from .common import interpreting, tuned
 
     if interpreting():
-        return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": next_n == 1, "SPLIT": next_n == 2, "num_warps": 4,
-                "num_stages": 1}
+        return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": next_n == 1, "SPLIT": next_n == 2, "num_warps": 4, "num_stages": 1}
     found = tuned("decode", f"n{next_n}")
-    return {"SPLIT": False, **found} if found else {"BLOCKS": 8, "TILE": 64, "HEAD_DOT": False, "SPLIT": False,
-                                                    "num_warps": 4, "num_stages": 3}
+    return (
+        {"SPLIT": False, **found}
+        if found
+        else {"BLOCKS": 8, "TILE": 64, "HEAD_DOT": False, "SPLIT": False, "num_warps": 4, "num_stages": 3}
+    )
 
 
-def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_context_len: int,
-                     *, out_dtype=torch.float32, config: dict | None = None) -> torch.Tensor:
+def paged_mqa_logits(
+    q,
+    kv_cache,
+    weights,
+    context_lens,
+    block_table,
+    max_context_len: int,
+    *,
+    out_dtype=torch.float32,
+    config: dict | None = None,
+) -> torch.Tensor:
     """Triton kernel for the paged decode logits; same contract as :func:`paged_mqa_logits_ref`.
 
     Grid (B, splits): each program keeps Q[b]^T (D x next_n*H, e4m3) resident and streams BLOCKS KV blocks,
@@ -195,10 +230,24 @@ def paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, max_contex
     cfg = dict(config or decode_config(b, next_n, max_context_len))
     blocks = cfg.pop("BLOCKS")
     grid = (b, triton.cdiv(triton.cdiv(max_context_len, BLOCK_KV), blocks))
-    _paged_logits_kernel[grid](q.contiguous(), kv_cache, weights.float().contiguous(),
-                               context_lens.contiguous(), block_table, out, max_context_len, block_table.shape[1],
-                               kv_cache.stride(0), block_table.stride(0), out.stride(0),
-                               NEXT_N=next_n, H=h, D=d, BLOCKS=blocks, **cfg)
+    _paged_logits_kernel[grid](
+        q.contiguous(),
+        kv_cache,
+        weights.float().contiguous(),
+        context_lens.contiguous(),
+        block_table,
+        out,
+        max_context_len,
+        block_table.shape[1],
+        kv_cache.stride(0),
+        block_table.stride(0),
+        out.stride(0),
+        NEXT_N=next_n,
+        H=h,
+        D=d,
+        BLOCKS=blocks,
+        **cfg,
+    )
     return out
 
 

@@ -45,7 +45,7 @@ def _prefill(m, n, h, d, bounds: str, *, dtype=FP8, out_dtype=torch.float32, cle
         else:
             q, k = q.bfloat16(), k.bfloat16()
             sf = torch.rand(n, generator=g, device=device) + 0.5
-        w = _randn(g, m, h, device=device) * (d ** -0.5) * (h ** -0.5)
+        w = _randn(g, m, h, device=device) * (d**-0.5) * (h**-0.5)
         i = torch.arange(m, device=device)
         if bounds == "causal":  # last chunk of a prompt, COMPRESS_RATIO 1
             ks, ke = torch.zeros_like(i), n - m + i + 1
@@ -67,8 +67,17 @@ def _prefill(m, n, h, d, bounds: str, *, dtype=FP8, out_dtype=torch.float32, cle
         else:  # "random": ragged, unaligned, some empty rows
             ks = torch.randint(0, n + 1, (m,), generator=g, device=device)
             ke = torch.minimum(ks + torch.randint(0, n + 1, (m,), generator=g, device=device), torch.tensor(n))
-        return {"q": q, "k": k, "k_sf": sf, "weights": w.float(), "ks": ks.int(), "ke": ke.int(),
-                "clean": clean, "out_dtype": out_dtype}
+        return {
+            "q": q,
+            "k": k,
+            "k_sf": sf,
+            "weights": w.float(),
+            "ks": ks.int(),
+            "ke": ke.int(),
+            "clean": clean,
+            "out_dtype": out_dtype,
+        }
+
     return build
 
 
@@ -77,23 +86,55 @@ def prefill_cases(scale: str) -> list[Case]:
     h, d = (8, 32) if scale == "ci" else (64, 128)
     small = [(37, 53), (1, 1), (0, 16), (20, 1)] if scale == "ci" else [(257, 1000), (1, 1), (0, 256), (130, 1)]
     m, n = small[0]
-    out = [Case("prefill", f"{b}-M{m}-N{n}", _prefill(m, n, h, d, b), frozenset({"fp8"}))
-           for b in ("causal", "ratio4", "multi", "cp", "empty", "random")]
-    out += [Case("prefill", f"random-M{mm}-N{nn}", _prefill(mm, nn, h, d, "random"), frozenset({"fp8"}))
-            for mm, nn in small[1:]]
-    out += [Case("prefill", f"causal-M{m}-N{n}-bf16in", _prefill(m, n, h, d, "causal", dtype=torch.bfloat16),
-                 frozenset({"bf16-in"})),
-            Case("prefill", f"causal-M{m}-N{n}-bf16out", _prefill(m, n, h, d, "causal", out_dtype=torch.bfloat16),
-                 frozenset({"fp8", "bf16-out"})),
-            Case("prefill", f"causal-M{m}-N{n}-H{h // 2}", _prefill(m, n, h // 2, d, "causal"), frozenset({"fp8"}))]
+    out = [
+        Case("prefill", f"{b}-M{m}-N{n}", _prefill(m, n, h, d, b), frozenset({"fp8"}))
+        for b in ("causal", "ratio4", "multi", "cp", "empty", "random")
+    ]
+    out += [
+        Case("prefill", f"random-M{mm}-N{nn}", _prefill(mm, nn, h, d, "random"), frozenset({"fp8"}))
+        for mm, nn in small[1:]
+    ]
+    out += [
+        Case(
+            "prefill",
+            f"causal-M{m}-N{n}-bf16in",
+            _prefill(m, n, h, d, "causal", dtype=torch.bfloat16),
+            frozenset({"bf16-in"}),
+        ),
+        Case(
+            "prefill",
+            f"causal-M{m}-N{n}-bf16out",
+            _prefill(m, n, h, d, "causal", out_dtype=torch.bfloat16),
+            frozenset({"fp8", "bf16-out"}),
+        ),
+        Case("prefill", f"causal-M{m}-N{n}-H{h // 2}", _prefill(m, n, h // 2, d, "causal"), frozenset({"fp8"})),
+    ]
     if scale == "full":
-        out += [Case("prefill", "bench-fp8-M4096-N32768", _prefill(4096, 32768, 64, 128, "causal", clean=False),
-                     frozenset({"fp8"}), bench=True, target={"pct_peak_min": 0.35}),
-                Case("prefill", "bench-bf16-M4096-N32768",
-                     _prefill(4096, 32768, 64, 128, "causal", dtype=torch.bfloat16, clean=False),
-                     frozenset({"bf16-in"}), bench=True, target={"pct_peak_min": 0.50}),
-                Case("prefill", "bench-v4flash-M8192-N2048", _prefill(8192, 2048, 64, 128, "ratio4", clean=True),
-                     frozenset({"fp8"}), bench=True)]
+        out += [
+            Case(
+                "prefill",
+                "bench-fp8-M4096-N32768",
+                _prefill(4096, 32768, 64, 128, "causal", clean=False),
+                frozenset({"fp8"}),
+                bench=True,
+                target={"pct_peak_min": 0.35},
+            ),
+            Case(
+                "prefill",
+                "bench-bf16-M4096-N32768",
+                _prefill(4096, 32768, 64, 128, "causal", dtype=torch.bfloat16, clean=False),
+                frozenset({"bf16-in"}),
+                bench=True,
+                target={"pct_peak_min": 0.50},
+            ),
+            Case(
+                "prefill",
+                "bench-v4flash-M8192-N2048",
+                _prefill(8192, 2048, 64, 128, "ratio4", clean=True),
+                frozenset({"fp8"}),
+                bench=True,
+            ),
+        ]
     return out
 
 
@@ -105,7 +146,7 @@ def _decode(b, next_n, h, d, max_ctx, lens_kind: str, *, stride_pad=0, shared=Fa
         else:
             base = torch.randint(0, max_ctx + 1, (b,), generator=g, device=device)
             edges = torch.tensor([0, 1, 63, 64, 65, 127, max_ctx], device=device)
-            base[:min(b, edges.numel())] = edges[:min(b, edges.numel())]
+            base[: min(b, edges.numel())] = edges[: min(b, edges.numel())]
             lens = torch.stack([(base - next_n + 1 + t).clamp(0, max_ctx) for t in range(next_n)], 1).int()
             if lens_kind == "ragged" and next_n == 2:  # spec decode: per-row lengths
                 lens[:, 0] = (lens[:, 0] - torch.randint(0, 70, (b,), generator=g, device=device)).clamp(min=0)
@@ -123,9 +164,17 @@ def _decode(b, next_n, h, d, max_ctx, lens_kind: str, *, stride_pad=0, shared=Fa
         junk = torch.arange(max_blocks, device=device)[None, :] >= used[:, None]
         table = torch.where(junk, torch.tensor(-1 if b % 2 else 2**30, device=device, dtype=torch.int32), table)
         q = _randn(g, b, next_n, h, d, device=device).to(FP8)
-        w = _randn(g, b * next_n, h, device=device) * (d ** -0.5) * (h ** -0.5)
-        return {"q": q, "kv_cache": cache, "weights": w.float(), "context_lens": lens.contiguous(),
-                "block_table": table.contiguous(), "max_context_len": max_ctx, "out_dtype": torch.float32}
+        w = _randn(g, b * next_n, h, device=device) * (d**-0.5) * (h**-0.5)
+        return {
+            "q": q,
+            "kv_cache": cache,
+            "weights": w.float(),
+            "context_lens": lens.contiguous(),
+            "block_table": table.contiguous(),
+            "max_context_len": max_ctx,
+            "out_dtype": torch.float32,
+        }
+
     return build
 
 
@@ -137,15 +186,28 @@ def decode_cases(scale: str) -> list[Case]:
     out = []
     for nn in (1, 2):
         out.append(Case("decode", f"edges-B{b}-n{nn}-ctx{mc}", _decode(b, nn, h, d, mc, "edges")))
-        out.append(Case("decode", f"ragged-B{b}-n{nn}-ctx{mc}-pad", _decode(b, nn, h, d, mc, "ragged", stride_pad=256),
-                        frozenset({"ragged"} if nn == 2 else set())))
+        out.append(
+            Case(
+                "decode",
+                f"ragged-B{b}-n{nn}-ctx{mc}-pad",
+                _decode(b, nn, h, d, mc, "ragged", stride_pad=256),
+                frozenset({"ragged"} if nn == 2 else set()),
+            )
+        )
     out.append(Case("decode", f"shared-B4-n1-ctx{mc}", _decode(4, 1, h, d, mc, "edges", shared=True)))
     out.append(Case("decode", "B1-n2-ctx1", _decode(1, 2, h, d, 1, "uniform")))
     if scale == "full":
         for bb, ctx in ((32, 8192), (64, 8192), (64, 32768), (128, 16384), (256, 8192), (32, 65536)):
             for nn in (1, 2):
-                out.append(Case("decode", f"bench-B{bb}-n{nn}-ctx{ctx}", _decode(bb, nn, 64, 128, ctx, "uniform"),
-                                bench=True, target={"pct_hbm_min": 0.60}))
+                out.append(
+                    Case(
+                        "decode",
+                        f"bench-B{bb}-n{nn}-ctx{ctx}",
+                        _decode(bb, nn, 64, 128, ctx, "uniform"),
+                        bench=True,
+                        target={"pct_hbm_min": 0.60},
+                    )
+                )
     return out
 
 
@@ -183,6 +245,7 @@ def _topk(rows, cols, k, data: str, lengths: str, *, stride_pad=0, transposed=Fa
             buf[:, :cols] = x
             x = buf[:, :cols]
         return {"logits": x, "starts": starts.int(), "ends": ends.int(), "k": k}
+
     return build
 
 
@@ -190,19 +253,33 @@ def topk_cases(scale: str) -> list[Case]:
     """Top-k grid: L in {0, 1, K-1, K, K+1} and L < 0, 10-LSB data, constant/ascending/-inf/NaN rows, padded
     and transposed strides, and (GPU) more than 12288 and 200k columns."""
     k, rows, cols = (16, 12, 100) if scale == "ci" else (512, 36, 3000)
-    out = [Case("topk", f"{dt}-{ln}-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, dt, ln))
-           for dt, ln in (("randn", "edges"), ("lsb10", "edges"), ("const", "edges"), ("ascending", "random"),
-                          ("special", "edges"), ("randn", "random"))]
+    out = [
+        Case("topk", f"{dt}-{ln}-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, dt, ln))
+        for dt, ln in (
+            ("randn", "edges"),
+            ("lsb10", "edges"),
+            ("const", "edges"),
+            ("ascending", "random"),
+            ("special", "edges"),
+            ("randn", "random"),
+        )
+    ]
     out.append(Case("topk", f"padded-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, "randn", "random", stride_pad=64)))
-    out.append(Case("topk", f"transposed-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, "randn", "edges",
-                                                                     transposed=True)))
+    out.append(
+        Case("topk", f"transposed-R{rows}-C{cols}-K{k}", _topk(rows, cols, k, "randn", "edges", transposed=True))
+    )
     out.append(Case("topk", f"rows0-K{k}", _topk(0, cols, k, "randn", "full")))
     out.append(Case("topk", f"negative-length-R{rows}-K{k}", _topk(rows, cols, k, "randn", "negative")))
     if scale == "full":
         out.append(Case("topk", "K2048-R20-C13000", _topk(20, 13000, 2048, "randn", "edges")))
         out.append(Case("topk", "K2048-R8-C200000", _topk(8, 200_000, 2048, "randn", "full")))
-        for r, c, kk in ((64, 8192, 512), (128, 32768, 1024), (256, 16384, 2048), (4096, 8192, 2048),
-                         (2048, 32768, 2048)):
+        for r, c, kk in (
+            (64, 8192, 512),
+            (128, 32768, 1024),
+            (256, 16384, 2048),
+            (4096, 8192, 2048),
+            (2048, 32768, 2048),
+        ):
             out.append(Case("topk", f"bench-R{r}-C{c}-K{kk}", _topk(r, c, kk, "randn", "full"), bench=True))
     return out
 
@@ -233,9 +310,10 @@ def _route(t, e, topk, data: str, *, hashed=False, vocab=1000, scale=1.5):
             table[5, 0] = -7
             ids = torch.randint(0, vocab, (t,), generator=g, device=device)
             edge = torch.tensor([-1, 0, vocab - 1, vocab, 2**31 - 1, 3, 4, 5], device=device)
-            ids[:min(t, edge.numel())] = edge[:min(t, edge.numel())]
+            ids[: min(t, edge.numel())] = edge[: min(t, edge.numel())]
             args.update(bias=None, input_ids=ids.long(), tid2eid=table)
         return args
+
     return build
 
 
@@ -249,14 +327,29 @@ def routing_cases(scale: str) -> list[Case]:
         for data in ("randn", "ties", "negative", "special", "bigbias"):
             out.append(Case("routing", f"{data}-T{t}-E{e}", _route(t, e, 6, data)))
         out.append(Case("routing", f"hash-T{t}-E{e}", _route(t, e, 6, "randn", hashed=True), frozenset({"hash"})))
-    out += [Case("routing", "T0", _route(0, es[0], 6, "randn")), Case("routing", "T1", _route(1, es[0], 6, "randn")),
-            Case("routing", f"top8-T{t}-E{es[0] + 8}", _route(t, es[0] + 8, 8, "randn"), frozenset({"fallback"}))]
+    out += [
+        Case("routing", "T0", _route(0, es[0], 6, "randn")),
+        Case("routing", "T1", _route(1, es[0], 6, "randn")),
+        Case("routing", f"top8-T{t}-E{es[0] + 8}", _route(t, es[0] + 8, 8, "randn"), frozenset({"fallback"})),
+    ]
     if scale == "full":
-        out += [Case("routing", "bench-T8192-E256-top6", _route(8192, 256, 6, "randn"), bench=True,
-                     target={"max_us": 15.0, "min_speedup": 5.0}),
-                Case("routing", "bench-T8192-E384-top6", _route(8192, 384, 6, "randn", scale=2.5), bench=True),
-                Case("routing", "bench-hash-T8192-E256", _route(8192, 256, 6, "randn", hashed=True, vocab=129280),
-                     frozenset({"hash"}), bench=True)]
+        out += [
+            Case(
+                "routing",
+                "bench-T8192-E256-top6",
+                _route(8192, 256, 6, "randn"),
+                bench=True,
+                target={"max_us": 15.0, "min_speedup": 5.0},
+            ),
+            Case("routing", "bench-T8192-E384-top6", _route(8192, 384, 6, "randn", scale=2.5), bench=True),
+            Case(
+                "routing",
+                "bench-hash-T8192-E256",
+                _route(8192, 256, 6, "randn", hashed=True, vocab=129280),
+                frozenset({"hash"}),
+                bench=True,
+            ),
+        ]
     return out
 
 
@@ -278,8 +371,13 @@ def _mhc(t, d, kind: str, *, post: bool, n=4, iters=20):
         if not post:
             return {"x": x, "fn": fn, "scale": scale, "base": base, "iters": iters, "hc_eps": 1e-6, "rms_eps": 1e-6}
         comb = torch.rand(t, n, n, generator=g, device=device)
-        return {"x": _randn(g, t, d, device=device).bfloat16(), "residual": x,
-                "post": 2 * torch.rand(t, n, generator=g, device=device), "comb": comb / comb.sum(1, keepdim=True)}
+        return {
+            "x": _randn(g, t, d, device=device).bfloat16(),
+            "residual": x,
+            "post": 2 * torch.rand(t, n, generator=g, device=device),
+            "comb": comb / comb.sum(1, keepdim=True),
+        }
+
     return build
 
 
@@ -287,9 +385,18 @@ def mhc_pre_cases(scale: str) -> list[Case]:
     """hc_pre grid: T in {0, 1, 13, 37/137}, d % 256 != 0, iters = 1, saturated mix, zero and NaN rows."""
     d = 96 if scale == "ci" else 4096
     t = 37 if scale == "ci" else 137
-    out = [Case("mhc_pre", f"{k}-T{tt}-d{d}", _mhc(tt, d, k, post=False))
-           for k, tt in (("randn", t), ("randn", 1), ("randn", 0), ("randn", 13), ("zero-row", t), ("nan-row", t),
-                         ("saturated", t))]
+    out = [
+        Case("mhc_pre", f"{k}-T{tt}-d{d}", _mhc(tt, d, k, post=False))
+        for k, tt in (
+            ("randn", t),
+            ("randn", 1),
+            ("randn", 0),
+            ("randn", 13),
+            ("zero-row", t),
+            ("nan-row", t),
+            ("saturated", t),
+        )
+    ]
     out.append(Case("mhc_pre", f"iters1-T{t}-d{d}", _mhc(t, d, "randn", post=False, iters=1)))
     if scale == "full":
         out.append(Case("mhc_pre", "T137-d7168", _mhc(137, 7168, "randn", post=False)))
@@ -300,12 +407,20 @@ def mhc_pre_cases(scale: str) -> list[Case]:
 def mhc_post_cases(scale: str) -> list[Case]:
     """hc_post grid: T in {0, 1, small}, d % 256 != 0, a NaN in the residual."""
     d = 96 if scale == "ci" else 7168
-    out = [Case("mhc_post", f"{k}-T{t}-d{d}", _mhc(t, d, k, post=True))
-           for k, t in (("randn", 37), ("randn", 1), ("randn", 0), ("nan-row", 13))]
+    out = [
+        Case("mhc_post", f"{k}-T{t}-d{d}", _mhc(t, d, k, post=True))
+        for k, t in (("randn", 37), ("randn", 1), ("randn", 0), ("nan-row", 13))
+    ]
     if scale == "full":
         out.append(Case("mhc_post", "bench-T8192-d4096", _mhc(8192, 4096, "randn", post=True), bench=True))
     return out
 
 
-ALL_CASES = {"prefill": prefill_cases, "decode": decode_cases, "topk": topk_cases, "routing": routing_cases,
-             "mhc_pre": mhc_pre_cases, "mhc_post": mhc_post_cases}
+ALL_CASES = {
+    "prefill": prefill_cases,
+    "decode": decode_cases,
+    "topk": topk_cases,
+    "routing": routing_cases,
+    "mhc_pre": mhc_pre_cases,
+    "mhc_post": mhc_post_cases,
+}

@@ -32,8 +32,8 @@ def mhc_pre_ref(x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_e
     xf = x.reshape(t, n * d).float()
     mix = (xf @ fn.float().T) * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + rms_eps)
     pre = torch.sigmoid(mix[:, :n] * scale[0] + base[:n]) + hc_eps
-    post = 2 * torch.sigmoid(mix[:, n:2 * n] * scale[1] + base[n:2 * n])
-    comb = (mix[:, 2 * n:] * scale[2] + base[2 * n:]).view(t, n, n).softmax(-1) + hc_eps
+    post = 2 * torch.sigmoid(mix[:, n : 2 * n] * scale[1] + base[n : 2 * n])
+    comb = (mix[:, 2 * n :] * scale[2] + base[2 * n :]).view(t, n, n).softmax(-1) + hc_eps
     comb = comb / (comb.sum(-2, keepdim=True) + hc_eps)
     for _ in range(iters - 1):
         comb = comb / (comb.sum(-1, keepdim=True) + hc_eps)
@@ -44,15 +44,34 @@ def mhc_pre_ref(x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_e
 
 def mhc_post_ref(x, residual, post, comb):
     """Torch reference. x [T, d] bf16, residual [T, n, d] bf16, post [T, n], comb [T, n, n] -> [T, n, d] bf16."""
-    out = post[:, :, None].float() * x.float()[:, None, :] + torch.einsum("tij,tid->tjd", comb.float(),
-                                                                         residual.float())
+    out = post[:, :, None].float() * x.float()[:, None, :] + torch.einsum(
+        "tij,tid->tjd", comb.float(), residual.float()
+    )
     return out.to(residual.dtype)
 
 
 @triton.jit
-def _hc_pre_kernel(x_ptr, fn_ptr, scale_ptr, base_ptr, y_ptr, post_ptr, c_ptr, T, K, D, iters, hc_eps, rms_eps,
-                   N: tl.constexpr, GROUPS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
-                   BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+def _hc_pre_kernel(
+    x_ptr,
+    fn_ptr,
+    scale_ptr,
+    base_ptr,
+    y_ptr,
+    post_ptr,
+    c_ptr,
+    T,
+    K,
+    D,
+    iters,
+    hc_eps,
+    rms_eps,
+    N: tl.constexpr,
+    GROUPS: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < T
     offs_m = tl.arange(0, GROUPS * N)
@@ -62,8 +81,9 @@ def _hc_pre_kernel(x_ptr, fn_ptr, scale_ptr, base_ptr, y_ptr, post_ptr, c_ptr, T
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         k_ok = offs_k < K
-        xk = tl.load(x_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :],
-                     mask=t_ok[:, None] & k_ok[None, :], other=0.0).to(tl.float32)
+        xk = tl.load(
+            x_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :], mask=t_ok[:, None] & k_ok[None, :], other=0.0
+        ).to(tl.float32)
         sq += tl.sum(xk * xk, axis=1)
         fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         acc += tl.dot(xk, tl.trans(fk), input_precision=PRECISION)
@@ -86,8 +106,11 @@ def _hc_pre_kernel(x_ptr, fn_ptr, scale_ptr, base_ptr, y_ptr, post_ptr, c_ptr, T
         c3 = c3 / (tl.sum(c3, axis=2)[:, :, None] + hc_eps)
         c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
     c_flat = tl.reshape(c3, [BLOCK_T, GROUPS * N])
-    tl.store(c_ptr + offs_t[:, None] * (N * N) + (offs_m - 2 * N)[None, :], c_flat,
-             mask=t_ok[:, None] & ((grp >= 2) & m_ok)[None, :])
+    tl.store(
+        c_ptr + offs_t[:, None] * (N * N) + (offs_m - 2 * N)[None, :],
+        c_flat,
+        mask=t_ok[:, None] & ((grp >= 2) & m_ok)[None, :],
+    )
     # y = Σ_i pre_i · X[:, i]: pre as [BLOCK_T, N], then a second pass over X (recently read: L2).
     pre2 = tl.reshape(tl.where((grp == 0)[None, :], sig + hc_eps, 0.0), [BLOCK_T, GROUPS, N])
     pre = tl.sum(pre2, axis=1)  # [BLOCK_T, N]
@@ -98,12 +121,16 @@ def _hc_pre_kernel(x_ptr, fn_ptr, scale_ptr, base_ptr, y_ptr, post_ptr, c_ptr, T
         ptr = x_ptr + offs_t[:, None, None].to(tl.int64) * K + offs_n[None, :, None] * D + offs_d[None, None, :]
         xs = tl.load(ptr, mask=t_ok[:, None, None] & d_ok[None, None, :], other=0.0).to(tl.float32)
         y = tl.sum(xs * pre[:, :, None], axis=1)
-        tl.store(y_ptr + offs_t[:, None].to(tl.int64) * D + offs_d[None, :], y.to(y_ptr.dtype.element_ty),
-                 mask=t_ok[:, None] & d_ok[None, :])
+        tl.store(
+            y_ptr + offs_t[:, None].to(tl.int64) * D + offs_d[None, :],
+            y.to(y_ptr.dtype.element_ty),
+            mask=t_ok[:, None] & d_ok[None, :],
+        )
 
 
-def mhc_pre(x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_eps: float = 1e-6,
-            *, config: dict | None = None):
+def mhc_pre(
+    x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_eps: float = 1e-6, *, config: dict | None = None
+):
     """Triton hc_pre, one launch: mixing GEMV (TF32x3 dot) with the RMS factor, sigmoid gates, Sinkhorn on
     the [n, n] combination matrices and the pre-weighted sum. Same contract as :func:`mhc_pre_ref`."""
     t, n, d = x.shape
@@ -112,14 +139,36 @@ def mhc_pre(x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_eps: 
     comb = torch.empty((t, n, n), dtype=torch.float32, device=x.device)
     if t == 0:
         return y, post, comb
-    cfg = dict(config or ({"BLOCK_T": 16, "BLOCK_K": 32, "BLOCK_D": 32, "num_warps": 4} if interpreting() else
-                          {"BLOCK_T": 16, "BLOCK_K": 128, "BLOCK_D": 256, "num_warps": 4}))
+    cfg = dict(
+        config
+        or (
+            {"BLOCK_T": 16, "BLOCK_K": 32, "BLOCK_D": 32, "num_warps": 4}
+            if interpreting()
+            else {"BLOCK_T": 16, "BLOCK_K": 128, "BLOCK_D": 256, "num_warps": 4}
+        )
+    )
     bt = cfg.pop("BLOCK_T")
     groups = triton.next_power_of_2(2 + n)
     _hc_pre_kernel[(triton.cdiv(t, bt),)](
-        x.contiguous(), fn.float().contiguous(), scale.float().contiguous(), base.float().contiguous(), y, post, comb,
-        t, n * d, d, iters, hc_eps, rms_eps, N=n, GROUPS=groups, BLOCK_T=bt,
-        PRECISION="ieee" if interpreting() else "tf32x3", **cfg)
+        x.contiguous(),
+        fn.float().contiguous(),
+        scale.float().contiguous(),
+        base.float().contiguous(),
+        y,
+        post,
+        comb,
+        t,
+        n * d,
+        d,
+        iters,
+        hc_eps,
+        rms_eps,
+        N=n,
+        GROUPS=groups,
+        BLOCK_T=bt,
+        PRECISION="ieee" if interpreting() else "tf32x3",
+        **cfg,
+    )
     return y, post, comb
 
 
@@ -130,14 +179,18 @@ def _hc_post_kernel(x_ptr, res_ptr, post_ptr, c_ptr, out_ptr, D, N: tl.constexpr
     d_ok = offs_d < D
     offs_n = tl.arange(0, N)
     x = tl.load(x_ptr + t * D + offs_d, mask=d_ok, other=0.0).to(tl.float32)
-    res = tl.load(res_ptr + t * N * D + offs_n[:, None] * D + offs_d[None, :], mask=d_ok[None, :],
-                  other=0.0).to(tl.float32)
+    res = tl.load(res_ptr + t * N * D + offs_n[:, None] * D + offs_d[None, :], mask=d_ok[None, :], other=0.0).to(
+        tl.float32
+    )
     post = tl.load(post_ptr + t * N + offs_n)
     comb = tl.load(c_ptr + t * N * N + offs_n[:, None] * N + offs_n[None, :])  # [i, j]
     mixed = tl.sum(comb[:, :, None] * res[:, None, :], axis=0)  # [j, BLOCK_D]
     out = post[:, None] * x[None, :] + mixed
-    tl.store(out_ptr + t * N * D + offs_n[:, None] * D + offs_d[None, :], out.to(out_ptr.dtype.element_ty),
-             mask=d_ok[None, :])
+    tl.store(
+        out_ptr + t * N * D + offs_n[:, None] * D + offs_d[None, :],
+        out.to(out_ptr.dtype.element_ty),
+        mask=d_ok[None, :],
+    )
 
 
 def mhc_post(x, residual, post, comb, *, config: dict | None = None):
@@ -148,8 +201,17 @@ def mhc_post(x, residual, post, comb, *, config: dict | None = None):
         return out
     cfg = dict(config or {"BLOCK_D": 32 if interpreting() else 512, "num_warps": 4})
     bd = cfg.pop("BLOCK_D")
-    _hc_post_kernel[(t, triton.cdiv(d, bd))](x.contiguous(), residual.contiguous(), post.float().contiguous(),
-                                              comb.float().contiguous(), out, d, N=n, BLOCK_D=bd, **cfg)
+    _hc_post_kernel[(t, triton.cdiv(d, bd))](
+        x.contiguous(),
+        residual.contiguous(),
+        post.float().contiguous(),
+        comb.float().contiguous(),
+        out,
+        d,
+        N=n,
+        BLOCK_D=bd,
+        **cfg,
+    )
     return out
 
 
@@ -157,8 +219,11 @@ def mhc_pre_cost(t: int, n: int, d: int) -> Cost:
     """Spec page §5: bytes ≈ 2·T·nd + 96·nd + 2·T·d + 80·T; FLOPs ≈ 2·T·24·nd + 4·T·nd (TF32)."""
     nd = n * d
     mix = (2 + n) * n
-    return Cost(bytes=float(2 * t * nd + 4 * mix * nd + 2 * t * d + 80 * t), flops=float(2 * t * mix * nd + 4 * t * nd),
-                peak="tf32")
+    return Cost(
+        bytes=float(2 * t * nd + 4 * mix * nd + 2 * t * d + 80 * t),
+        flops=float(2 * t * mix * nd + 4 * t * nd),
+        peak="tf32",
+    )
 
 
 def mhc_post_cost(t: int, n: int, d: int) -> Cost:

@@ -28,8 +28,10 @@ def check_prefill_inputs(q, k, k_sf, weights, ks, ke, *, ranges: bool = True) ->
     m, h, d = q.shape
     n = k.shape[0]
     if k.shape != (n, d) or k_sf.shape != (n,) or weights.shape != (m, h):
-        raise ValueError(f"shape mismatch: q {tuple(q.shape)}, k {tuple(k.shape)}, k_sf {tuple(k_sf.shape)}, "
-                         f"weights {tuple(weights.shape)}")
+        raise ValueError(
+            f"shape mismatch: q {tuple(q.shape)}, k {tuple(k.shape)}, k_sf {tuple(k_sf.shape)}, "
+            f"weights {tuple(weights.shape)}"
+        )
     if q.dtype != k.dtype or q.dtype not in (FP8, torch.bfloat16):
         raise ValueError(f"q/k must both be float8_e4m3fn or bfloat16, got {q.dtype}/{k.dtype}")
     if ks.shape != (m,) or ke.shape != (m,) or ks.dtype != torch.int32 or ke.dtype != torch.int32:
@@ -38,8 +40,9 @@ def check_prefill_inputs(q, k, k_sf, weights, ks, ke, *, ranges: bool = True) ->
         raise ValueError(f"ks/ke out of [0, N={n}]: negative bounds or ke > N are precondition violations")
 
 
-def mqa_logits_ref(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=torch.float32,
-                   chunk_elems: int = 1 << 27) -> torch.Tensor:
+def mqa_logits_ref(
+    q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=torch.float32, chunk_elems: int = 1 << 27
+) -> torch.Tensor:
     """Exact plain-torch reference in fp32 (inputs dequantised first: DeepGEMM's "simulated" reference).
 
     Args:
@@ -61,11 +64,11 @@ def mqa_logits_ref(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype
     cn = min(n, 8192)
     cm = max(1, min(m, chunk_elems // (h * cn)))
     for m0 in range(0, m, cm):
-        qm = q[m0:m0 + cm].float().reshape(-1, d)
+        qm = q[m0 : m0 + cm].float().reshape(-1, d)
         for n0 in range(0, n, cn):
-            s = (qm @ kf[n0:n0 + cn].T).view(-1, h, min(cn, n - n0))
-            s.relu_().mul_(w[m0:m0 + cm, :, None])
-            out[m0:m0 + cm, n0:n0 + cn] = s.sum(1)
+            s = (qm @ kf[n0 : n0 + cn].T).view(-1, h, min(cn, n - n0))
+            s.relu_().mul_(w[m0 : m0 + cm, :, None])
+            out[m0 : m0 + cm, n0 : n0 + cn] = s.sum(1)
     j = torch.arange(n, device=q.device)
     mask = (j[None, :] >= ks[:, None]) & (j[None, :] < ke[:, None])
     out.masked_fill_(~mask, float("-inf"))
@@ -73,10 +76,29 @@ def mqa_logits_ref(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype
 
 
 @triton.jit
-def _mqa_logits_kernel(q_ptr, k_ptr, sf_ptr, w_ptr, ks_ptr, ke_ptr, out_ptr, M, N, num_n,
-                       stride_qm, stride_qh, stride_kn, stride_wm, stride_om,
-                       H: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                       CLEAN: tl.constexpr, UPCAST: tl.constexpr):
+def _mqa_logits_kernel(
+    q_ptr,
+    k_ptr,
+    sf_ptr,
+    w_ptr,
+    ks_ptr,
+    ke_ptr,
+    out_ptr,
+    M,
+    N,
+    num_n,
+    stride_qm,
+    stride_qh,
+    stride_kn,
+    stride_wm,
+    stride_om,
+    H: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CLEAN: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
     pid = tl.program_id(0)
     pid_m = pid // num_n
     pid_n = pid % num_n  # key blocks vary fastest: concurrent programs share the Q tile in L2
@@ -127,8 +149,9 @@ def prefill_key(dtype: torch.dtype) -> str:
     return "fp8" if dtype == FP8 else "bf16"
 
 
-def mqa_logits(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=torch.float32,
-               config: dict | None = None) -> torch.Tensor:
+def mqa_logits(
+    q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=torch.float32, config: dict | None = None
+) -> torch.Tensor:
     """Triton kernel for the prefill indexer logits; same contract and shapes as :func:`mqa_logits_ref`.
 
     One program per (BLOCK_M queries x BLOCK_N keys) tile loops over the H heads: an FP8 (or bf16) tensor-core
@@ -147,15 +170,36 @@ def mqa_logits(q, k, k_sf, weights, ks, ke, *, clean: bool = True, out_dtype=tor
     bm, bn = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N")
     num_n = triton.cdiv(n, bn)
     grid = (triton.cdiv(m, bm) * num_n,)
-    _mqa_logits_kernel[grid](q, k, k_sf, weights, ks, ke, out, m, n, num_n,
-                             q.stride(0), q.stride(1), k.stride(0), weights.stride(0), out.stride(0),
-                             H=h, D=d, BLOCK_M=bm, BLOCK_N=bn, CLEAN=clean,
-                             UPCAST=interpreting() and q.dtype == torch.bfloat16, **cfg)
+    _mqa_logits_kernel[grid](
+        q,
+        k,
+        k_sf,
+        weights,
+        ks,
+        ke,
+        out,
+        m,
+        n,
+        num_n,
+        q.stride(0),
+        q.stride(1),
+        k.stride(0),
+        weights.stride(0),
+        out.stride(0),
+        H=h,
+        D=d,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        CLEAN=clean,
+        UPCAST=interpreting() and q.dtype == torch.bfloat16,
+        **cfg,
+    )
     return out
 
 
-def prefill_cost(m: int, n: int, h: int, d: int, ks: torch.Tensor, ke: torch.Tensor, *, fp8: bool,
-                 clean: bool, out_bytes: int = 4) -> Cost:
+def prefill_cost(
+    m: int, n: int, h: int, d: int, ks: torch.Tensor, ke: torch.Tensor, *, fp8: bool, clean: bool, out_bytes: int = 4
+) -> Cost:
     """Bytes and FLOPs of one call, by the spec page's formulas (§1 Cost)."""
     nnz = int((ke.clamp(max=n).long() - ks.clamp(min=0).long()).clamp(min=0).sum())
     in_bytes = 1 if fp8 else 2

@@ -43,8 +43,15 @@ def hash_ids_ref(input_ids: torch.Tensor, tid2eid: torch.Tensor, num_experts: in
     return torch.where((ids >= 0) & (ids < num_experts), ids, -1).int()
 
 
-def route_ref(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, topk: int,
-              *, input_ids: torch.Tensor | None = None, tid2eid: torch.Tensor | None = None):
+def route_ref(
+    logits: torch.Tensor,
+    bias: torch.Tensor | None,
+    route_scale: float,
+    topk: int,
+    *,
+    input_ids: torch.Tensor | None = None,
+    tid2eid: torch.Tensor | None = None,
+):
     """Torch reference. Returns (ids int32 [T, topk], weights fp32 [T, topk]).
 
     Args:
@@ -70,9 +77,25 @@ def _sqrt_softplus(x):
 
 
 @triton.jit
-def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E, vocab, stride_l, route_scale,
-                  HASH: tl.constexpr, HAS_BIAS: tl.constexpr, TOPK: tl.constexpr, KPAD: tl.constexpr,
-                  BLOCK_T: tl.constexpr, BLOCK_E: tl.constexpr):
+def _route_kernel(
+    logits_ptr,
+    bias_ptr,
+    tok_ptr,
+    table_ptr,
+    ids_ptr,
+    w_ptr,
+    T,
+    E,
+    vocab,
+    stride_l,
+    route_scale,
+    HASH: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    TOPK: tl.constexpr,
+    KPAD: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+):
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     offs_e = tl.arange(0, BLOCK_E)
     offs_k = tl.arange(0, KPAD)
@@ -82,12 +105,16 @@ def _route_kernel(logits_ptr, bias_ptr, tok_ptr, table_ptr, ids_ptr, w_ptr, T, E
     if HASH:  # indices from the table; only the picked logits are read
         tok = tl.load(tok_ptr + offs_t, mask=t_ok, other=-1).to(tl.int64)
         tok_ok = (tok >= 0) & (tok < vocab)
-        ent = tl.load(table_ptr + tok[:, None] * TOPK + offs_k[None, :],
-                      mask=tok_ok[:, None] & (offs_k[None, :] < TOPK), other=-1)
+        ent = tl.load(
+            table_ptr + tok[:, None] * TOPK + offs_k[None, :], mask=tok_ok[:, None] & (offs_k[None, :] < TOPK), other=-1
+        )
         ids = tl.where((ent >= 0) & (ent < E), ent, -1).to(tl.int32)
     else:
-        x = tl.load(logits_ptr + offs_t[:, None].to(tl.int64) * stride_l + offs_e[None, :],
-                    mask=t_ok[:, None] & e_ok[None, :], other=0.0).to(tl.float32)
+        x = tl.load(
+            logits_ptr + offs_t[:, None].to(tl.int64) * stride_l + offs_e[None, :],
+            mask=t_ok[:, None] & e_ok[None, :],
+            other=0.0,
+        ).to(tl.float32)
         s = _sqrt_softplus(x)
         sel = s
         if HAS_BIAS:
@@ -126,9 +153,16 @@ def route_key(t: int, e: int, hashed: bool = False) -> str:
     return "hash" if hashed else f"E{triton.next_power_of_2(e)}"
 
 
-def route(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, topk: int,
-          *, input_ids: torch.Tensor | None = None, tid2eid: torch.Tensor | None = None,
-          config: dict | None = None):
+def route(
+    logits: torch.Tensor,
+    bias: torch.Tensor | None,
+    route_scale: float,
+    topk: int,
+    *,
+    input_ids: torch.Tensor | None = None,
+    tid2eid: torch.Tensor | None = None,
+    config: dict | None = None,
+):
     """Triton routing in one launch; same contract and outputs as :func:`route_ref`."""
     t, e = logits.shape
     hashed = tid2eid is not None
@@ -145,10 +179,25 @@ def route(logits: torch.Tensor, bias: torch.Tensor | None, route_scale: float, t
     table = tid2eid.int().contiguous() if hashed else dummy
     vocab = tid2eid.shape[0] if hashed else 0
     _route_kernel[(triton.cdiv(t, bt),)](
-        logits, bias if bias is not None else w, input_ids if hashed else dummy, table, ids, w,
-        t, e, vocab, logits.stride(0), float(route_scale),
-        HASH=hashed, HAS_BIAS=bias is not None and not hashed, TOPK=topk, KPAD=triton.next_power_of_2(topk),
-        BLOCK_T=bt, BLOCK_E=triton.next_power_of_2(e), **cfg)
+        logits,
+        bias if bias is not None else w,
+        input_ids if hashed else dummy,
+        table,
+        ids,
+        w,
+        t,
+        e,
+        vocab,
+        logits.stride(0),
+        float(route_scale),
+        HASH=hashed,
+        HAS_BIAS=bias is not None and not hashed,
+        TOPK=topk,
+        KPAD=triton.next_power_of_2(topk),
+        BLOCK_T=bt,
+        BLOCK_E=triton.next_power_of_2(e),
+        **cfg,
+    )
     return ids, w
 
 

@@ -25,9 +25,16 @@ def environment(device: str) -> dict:
 
     from .common import interpreting
 
-    env = {"device": device, "torch": torch.__version__, "triton": triton.__version__,
-           "date": datetime.now(UTC).isoformat(timespec="seconds"), "interpreter": interpreting(),
-           "gpu": None, "driver": None, "sm_count": None}
+    env = {
+        "device": device,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "interpreter": interpreting(),
+        "gpu": None,
+        "driver": None,
+        "sm_count": None,
+    }
     if device.startswith("cuda"):
         props = torch.cuda.get_device_properties(device)
         env.update(gpu=props.name, sm_count=props.multi_processor_count)
@@ -46,8 +53,15 @@ def _run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, d
     g.manual_seed(seed)
     args = case.build(device, g)
     ref = REFERENCES[case.op](args)
-    result = {"name": case.name, "status": "pass", "metric": None, "tolerance": None, "detail": "",
-              "deterministic": None, "seconds": 0.0}
+    result = {
+        "name": case.name,
+        "status": "pass",
+        "metric": None,
+        "tolerance": None,
+        "detail": "",
+        "deterministic": None,
+        "seconds": 0.0,
+    }
     start = time.perf_counter()
     out = impl.call(args)
     verdict = CHECKS[case.op](out, ref, args, impl.clean)
@@ -57,8 +71,13 @@ def _run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, d
     det = deterministic(impl.call, args, out, repeats, keep) if repeats else None
     if device.startswith("cuda"):
         torch.cuda.synchronize()
-    result.update(metric=verdict.get("metric"), tolerance=verdict.get("tolerance"), detail=verdict["detail"],
-                  deterministic=det, seconds=time.perf_counter() - start)
+    result.update(
+        metric=verdict.get("metric"),
+        tolerance=verdict.get("tolerance"),
+        detail=verdict["detail"],
+        deterministic=det,
+        seconds=time.perf_counter() - start,
+    )
     if not verdict["ok"] or det is False:
         result["status"] = "fail"
         if det is False:
@@ -67,13 +86,26 @@ def _run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, d
 
 
 def _has_work(op: str, args: dict) -> bool:
-    first = {"prefill": "q", "decode": "q", "topk": "logits", "routing": "logits", "mhc_pre": "x",
-             "mhc_post": "residual"}[op]
+    first = {
+        "prefill": "q",
+        "decode": "q",
+        "topk": "logits",
+        "routing": "logits",
+        "mhc_pre": "x",
+        "mhc_post": "residual",
+    }[op]
     return args[first].shape[0] > 0
 
 
-def run_suite(ops=None, candidate: str | None = None, bench: bool = False, device: str | None = None,
-              scale: str | None = None, repeats: int | None = None, seed: int = 0) -> dict:
+def run_suite(
+    ops=None,
+    candidate: str | None = None,
+    bench: bool = False,
+    device: str | None = None,
+    scale: str | None = None,
+    repeats: int | None = None,
+    seed: int = 0,
+) -> dict:
     """Run the grid (and with ``bench`` the benchmarks) for ``ops`` on ``device``.
 
     Args:
@@ -122,21 +154,39 @@ def _run_op(op, candidate, bench, device, scale, repeats, seed, bench_rows) -> d
     cases = []
     for i, case in enumerate(ALL_CASES[op](scale)):
         if case.tags & impl.skip:
-            cases.append({"name": case.name, "status": "skip", "metric": None, "tolerance": None,
-                          "detail": f"{impl.name} does not take {sorted(case.tags & impl.skip)}",
-                          "deterministic": None, "seconds": 0.0})
+            cases.append(
+                {
+                    "name": case.name,
+                    "status": "skip",
+                    "metric": None,
+                    "tolerance": None,
+                    "detail": f"{impl.name} does not take {sorted(case.tags & impl.skip)}",
+                    "deterministic": None,
+                    "seconds": 0.0,
+                }
+            )
             continue
         try:
             result, args = _run_case(case, impl, device, repeats, seed + i)
         except Exception as exc:  # a crash in the implementation is a failed case, not a crashed suite
-            cases.append({"name": case.name, "status": "error", "metric": None, "tolerance": None,
-                          "detail": f"{type(exc).__name__}: {exc}"[:500], "deterministic": None, "seconds": 0.0})
+            cases.append(
+                {
+                    "name": case.name,
+                    "status": "error",
+                    "metric": None,
+                    "tolerance": None,
+                    "detail": f"{type(exc).__name__}: {exc}"[:500],
+                    "deterministic": None,
+                    "seconds": 0.0,
+                }
+            )
             continue
         cases.append(result)
         if bench and result["status"] == "pass" and _has_work(op, args):
             from .bench import bench_case
 
-            bench_rows.append(bench_case(op, case.name, impl.call, REFERENCES[op], args, case.target,
-                                         graph_safe=impl.graph_safe))
+            bench_rows.append(
+                bench_case(op, case.name, impl.call, REFERENCES[op], args, case.target, graph_safe=impl.graph_safe)
+            )
         del args
     return {"op": op, "impl": impl.name, "cases": cases}

@@ -12,18 +12,40 @@ from .bench import _time_us, case_cost
 from .check import CHECKS
 from .grid import decode_cases, prefill_cases, routing_cases, topk_cases
 
-PREFILL = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s) for bm, bn, w, s in
-           ((64, 128, 4, 4), (64, 128, 4, 3), (64, 128, 4, 5), (128, 128, 8, 4), (64, 64, 4, 4), (64, 256, 8, 4))]
-DECODE = [dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s) for b, t, sp, w, s in
-          ((8, 64, False, 4, 3), (8, 64, True, 4, 3), (8, 64, False, 4, 4), (8, 64, True, 4, 4), (16, 64, False, 4, 4),
-           (16, 64, True, 4, 3), (4, 64, True, 4, 3), (8, 64, True, 8, 3))]
+PREFILL = [
+    dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
+    for bm, bn, w, s in (
+        (64, 128, 4, 4),
+        (64, 128, 4, 3),
+        (64, 128, 4, 5),
+        (128, 128, 8, 4),
+        (64, 64, 4, 4),
+        (64, 256, 8, 4),
+    )
+]
+DECODE = [
+    dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s)
+    for b, t, sp, w, s in (
+        (8, 64, False, 4, 3),
+        (8, 64, True, 4, 3),
+        (8, 64, False, 4, 4),
+        (8, 64, True, 4, 4),
+        (16, 64, False, 4, 4),
+        (16, 64, True, 4, 3),
+        (4, 64, True, 4, 3),
+        (8, 64, True, 8, 3),
+    )
+]
 TOPK = [dict(BLOCK=b, num_warps=w) for b, w in ((4096, 16), (2048, 8), (1024, 4), (512, 2), (1024, 2))]
 ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
 
 TARGETS = {
     "prefill": (prefill.mqa_logits, PREFILL, ("bench-fp8-M4096-N32768", "bench-bf16-M4096-N32768")),
-    "decode": (decode.paged_mqa_logits, DECODE, ("bench-B32-n1-ctx8192", "bench-B64-n1-ctx32768",
-                                                 "bench-B64-n2-ctx32768", "bench-B256-n2-ctx8192")),
+    "decode": (
+        decode.paged_mqa_logits,
+        DECODE,
+        ("bench-B32-n1-ctx8192", "bench-B64-n1-ctx32768", "bench-B64-n2-ctx32768", "bench-B256-n2-ctx8192"),
+    ),
     "topk": (topk.topk_per_row, TOPK, ("bench-R128-C32768-K1024", "bench-R4096-C8192-K2048")),
     "routing": (routing.route, ROUTE, ("bench-T8192-E256-top6", "bench-T8192-E384-top6", "bench-hash-T8192-E256")),
 }
@@ -49,11 +71,31 @@ def run_sweep(ops=None, device: str = "cuda") -> list[dict]:
                     verdict = CHECKS[op](out, base, args, False)
                     t, _ = _time_us(lambda cfg=cfg, fn=fn, a=args: fn(**a, config=cfg), heavy=False, graph=True)
                     t *= 1e-3
-                    rows.append({"op": op, "case": name, "key": key, "config": cfg, "time_us": t * 1e3,
-                                 "pct_roof": roof / (t * 1e-3), "ok": verdict["ok"], "detail": verdict["detail"]})
+                    rows.append(
+                        {
+                            "op": op,
+                            "case": name,
+                            "key": key,
+                            "config": cfg,
+                            "time_us": t * 1e3,
+                            "pct_roof": roof / (t * 1e-3),
+                            "ok": verdict["ok"],
+                            "detail": verdict["detail"],
+                        }
+                    )
                 except Exception as exc:  # a config the compiler rejects is a result of the sweep
-                    rows.append({"op": op, "case": name, "key": key, "config": cfg, "time_us": None, "pct_roof": None,
-                                 "ok": False, "detail": f"{type(exc).__name__}: {str(exc)[:200]}"})
+                    rows.append(
+                        {
+                            "op": op,
+                            "case": name,
+                            "key": key,
+                            "config": cfg,
+                            "time_us": None,
+                            "pct_roof": None,
+                            "ok": False,
+                            "detail": f"{type(exc).__name__}: {str(exc)[:200]}",
+                        }
+                    )
             del args, base
     return rows
 

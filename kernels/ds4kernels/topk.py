@@ -14,8 +14,9 @@ import triton.language as tl
 from .common import Cost
 
 
-def topk_per_row_ref(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int,
-                     *, chunk_rows: int = 256) -> torch.Tensor:
+def topk_per_row_ref(
+    logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int, *, chunk_rows: int = 256
+) -> torch.Tensor:
     """Torch reference: ``torch.topk`` over each row's range, -1 padded, request-local indices.
 
     Columns outside [start, end) are masked below any float32 value (float64 -inf, real -inf mapped to
@@ -32,8 +33,8 @@ def topk_per_row_ref(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Ten
     j = torch.arange(cols, device=logits.device)
     kk = min(k, cols)
     for r0 in range(0, rows, chunk_rows):
-        s, e = starts[r0:r0 + chunk_rows, None], ends[r0:r0 + chunk_rows, None]
-        x = logits[r0:r0 + chunk_rows].double()
+        s, e = starts[r0 : r0 + chunk_rows, None], ends[r0 : r0 + chunk_rows, None]
+        x = logits[r0 : r0 + chunk_rows].double()
         x = torch.where(x == float("-inf"), torch.finfo(torch.float64).min, x)
         x = torch.where((j >= s) & (j < e), x, float("-inf"))
         if kk == 0:
@@ -43,7 +44,7 @@ def topk_per_row_ref(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Ten
         col = torch.arange(kk, device=logits.device)[None, :]
         short = length <= k
         picked = torch.where(short, col, idx)
-        out[r0:r0 + chunk_rows, :kk] = torch.where(col < length, picked, -1).int()
+        out[r0 : r0 + chunk_rows, :kk] = torch.where(col < length, picked, -1).int()
     return out
 
 
@@ -55,8 +56,7 @@ def _sort_key(x):
 
 
 @triton.jit
-def _topk_kernel(x_ptr, starts_ptr, ends_ptr, out_ptr, cols, stride_xm, stride_xn, stride_om, K,
-                 BLOCK: tl.constexpr):
+def _topk_kernel(x_ptr, starts_ptr, ends_ptr, out_ptr, cols, stride_xm, stride_xn, stride_om, K, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     start = tl.minimum(tl.maximum(tl.load(starts_ptr + row), 0), cols)  # clamped: never read outside the row
     length = tl.maximum(tl.minimum(tl.load(ends_ptr + row), cols) - start, 0)
@@ -117,8 +117,9 @@ def topk_config(rows: int, cols: int, k: int) -> dict:
     return {"BLOCK": 1024, "num_warps": 4} if many else {"BLOCK": 4096, "num_warps": 16}
 
 
-def topk_per_row(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int,
-                 *, config: dict | None = None) -> torch.Tensor:
+def topk_per_row(
+    logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int, *, config: dict | None = None
+) -> torch.Tensor:
     """Triton radix-select top-k per row; same contract as :func:`topk_per_row_ref`.
 
     One program per row: four 8-bit histogram passes over order-preserving uint32 keys find the exact
@@ -132,8 +133,18 @@ def topk_per_row(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor,
     if rows == 0:
         return out
     cfg = dict(config or topk_config(rows, cols, k))
-    _topk_kernel[(rows,)](logits, starts.int().contiguous(), ends.int().contiguous(), out, cols,
-                          logits.stride(0), logits.stride(1), out.stride(0), k, **cfg)
+    _topk_kernel[(rows,)](
+        logits,
+        starts.int().contiguous(),
+        ends.int().contiguous(),
+        out,
+        cols,
+        logits.stride(0),
+        logits.stride(1),
+        out.stride(0),
+        k,
+        **cfg,
+    )
     return out
 
 

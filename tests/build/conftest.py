@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from ds4sync.build.demo_ext import DemoExtension, demo_profile, write_demo_extension
-from ds4sync.build.driver import BuildResult, run_build
-from ds4sync.build.profile import BuildProfile
+from ds4sync.demo.native_ext import DemoExtension, demo_profile, write_demo_extension
+from ds4sync.native.driver import BuildResult, run_build
+from ds4sync.native.profile import BuildProfile
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,9 @@ def cpu_profile(torch_available: None) -> BuildProfile:
 
 
 @pytest.fixture(scope="module")
-def built_demo(tmp_path_factory: pytest.TempPathFactory, cpu_profile: BuildProfile
-               ) -> tuple[DemoExtension, BuildResult]:
+def built_demo(
+    tmp_path_factory: pytest.TempPathFactory, cpu_profile: BuildProfile
+) -> tuple[DemoExtension, BuildResult]:
     """One real CPU build of the demo extension, shared by the proof tests of a module."""
     root = tmp_path_factory.mktemp("demo-build")
     ext = write_demo_extension(root / "proj", namespace="ds4demo", package="ds4demo_ext")

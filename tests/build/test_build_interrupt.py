@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.build.demo_ext import write_demo_extension
-from ds4sync.proc import pid_alive
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.core.proc import pid_alive
+from ds4sync.demo.native_ext import write_demo_extension
+from ds4sync.demo.repobuild import RepoBuilder
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.slow]
 COMPILERS = ("cc1plus", "cc1", "c++", "g++", "gcc", "ninja", "slow-cxx", "sleep")
@@ -31,8 +31,8 @@ def _processes() -> dict[int, tuple[int, str]]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
         table[int(entry.name)] = (int(fields[1]), name)
     return table
 
@@ -73,13 +73,35 @@ def test_sigint_during_compile_leaves_no_compiler_running(tmp_path: Path) -> Non
     slow_cxx.parent.mkdir()
     slow_cxx.write_text('#!/bin/sh\nc++ "$@"\nstatus=$?\ncase " $* " in *" -c "*) sleep 600;; esac\nexit $status\n')
     slow_cxx.chmod(0o755)
-    (repo.path / "ds4sync.yaml").write_text(yaml.safe_dump({"build": {"profile": "cpu", "profiles": {"cpu": {
-        "requires": ["g++"], "env": {"CXX": str(slow_cxx)},
-        "venv": {"create": True, "python": sys.executable, "inherit_site_packages": True}}}}}))
+    (repo.path / "ds4sync.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "build": {
+                    "profile": "cpu",
+                    "profiles": {
+                        "cpu": {
+                            "requires": ["g++"],
+                            "env": {"CXX": str(slow_cxx)},
+                            "venv": {"create": True, "python": sys.executable, "inherit_site_packages": True},
+                        }
+                    },
+                }
+            }
+        )
+    )
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(yaml.safe_dump(ext.manifest.model_dump(mode="json", by_alias=True)))
-    argv = [sys.executable, "-m", "ds4sync.cli", "build", "--repo", str(repo.path), "--manifest", str(manifest),
-            "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "ds4sync.cli",
+        "build",
+        "--repo",
+        str(repo.path),
+        "--manifest",
+        str(manifest),
+        "--json",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         tree = _wait_for_compiler(proc)

@@ -9,26 +9,46 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.build.demo_ext import demo_build_section, write_demo_extension
-from ds4sync.build.manifest import load_manifest, write_manifest
-from ds4sync.build.phase import BUILD_PHASES
 from ds4sync.config import shipped_profile
-from ds4sync.pipeline import RunContext, open_workspace, run_phases
-from ds4sync.record import ForkRef, RunRecord, UpstreamRef
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
+from ds4sync.demo.native_ext import demo_build_section, write_demo_extension
+from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.native.manifest import load_manifest, write_manifest
+from ds4sync.native.phase import BUILD_PHASES
+from ds4sync.runner import RunContext, open_workspace, run_phases
 
 
 def test_missing_tool_fails_the_phase_with_one_line(builder: RepoBuilder, tmp_path: Path) -> None:
     head = builder.commit({"setup.py": "raise SystemExit(1)\n"}, "tree")
-    (builder.path / "ds4sync.yaml").write_text(yaml.safe_dump({"build": {"profile": "gpu", "profiles": {"gpu": {
-        "requires": ["nvcc"], "env": {"CUDA_HOME": str(tmp_path / "no-cuda")}, "requires_torch": False,
-        "manifest": str(tmp_path / "manifest.yaml")}}}}))
+    (builder.path / "ds4sync.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "build": {
+                    "profile": "gpu",
+                    "profiles": {
+                        "gpu": {
+                            "requires": ["nvcc"],
+                            "env": {"CUDA_HOME": str(tmp_path / "no-cuda")},
+                            "requires_torch": False,
+                            "manifest": str(tmp_path / "manifest.yaml"),
+                        }
+                    },
+                }
+            }
+        )
+    )
     (tmp_path / "manifest.yaml").write_text("modules: []\n")
     ws = open_workspace(builder.path)
-    record = RunRecord(run_id="r1", repo=str(builder.path), state_dir=str(ws.store.root),
-                       upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
-                       fork=ForkRef(branch="main", head_before=head), sync_branch="sync/x",
-                       worktree=str(builder.path), backup_ref="refs/ds4sync/backup/r1")
+    record = RunRecord(
+        run_id="r1",
+        repo=str(builder.path),
+        state_dir=str(ws.store.root),
+        upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
+        fork=ForkRef(branch="main", head_before=head),
+        sync_branch="sync/x",
+        worktree=str(builder.path),
+        backup_ref="refs/ds4sync/backup/r1",
+    )
     outcome = run_phases(RunContext(ws, record), BUILD_PHASES)
     assert outcome.status == "failed"
     state = outcome.record.phases["build"]
@@ -45,15 +65,22 @@ def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuil
     head = builder.commit({rel: (ext.path / rel).read_text() for rel in ext.files}, "extension")
     profile = tmp_path / "profile"
     write_manifest(ext.manifest, profile / "kernels" / "manifest.yaml")
-    (builder.path / "ds4sync.yaml").write_text(yaml.safe_dump({
-        "profile": str(profile), "build": demo_build_section(python=sys.executable)}))
+    (builder.path / "ds4sync.yaml").write_text(
+        yaml.safe_dump({"profile": str(profile), "build": demo_build_section(python=sys.executable)})
+    )
     ws = open_workspace(builder.path)
     worktree = ws.store.worktree_path("r2")
     ws.repo.worktree_add(worktree, "sync/phase", head)
-    record = RunRecord(run_id="r2", repo=str(builder.path), state_dir=str(ws.store.root),
-                       upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
-                       fork=ForkRef(branch="main", head_before=head), sync_branch="sync/phase",
-                       worktree=str(worktree), backup_ref="refs/ds4sync/backup/r2")
+    record = RunRecord(
+        run_id="r2",
+        repo=str(builder.path),
+        state_dir=str(ws.store.root),
+        upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
+        fork=ForkRef(branch="main", head_before=head),
+        sync_branch="sync/phase",
+        worktree=str(worktree),
+        backup_ref="refs/ds4sync/backup/r2",
+    )
     outcome = run_phases(RunContext(ws, record), BUILD_PHASES)
     assert outcome.status == "done", outcome.outcome.details if outcome.outcome else None
     saved = ws.store.load("r2")

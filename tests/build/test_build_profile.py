@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.build.profile import (
+from ds4sync.config import load_config, shipped_profile
+from ds4sync.core.errors import ConfigError
+from ds4sync.native.profile import (
     BuildConfig,
     BuildProfile,
     BuildStep,
@@ -15,8 +17,6 @@ from ds4sync.build.profile import (
     load_profiles,
     select_profile,
 )
-from ds4sync.config import load_config, shipped_profile
-from ds4sync.errors import ConfigError
 
 
 def test_shipped_profiles_name_the_targets() -> None:
@@ -32,14 +32,20 @@ def test_shipped_profiles_name_the_targets() -> None:
         assert [s.when_exists for s in profile.pre_steps] == ["use_existing_torch.py", "requirements/build/cuda.txt"]
 
 
-@pytest.mark.parametrize(("profile", "expected"), [
-    ({"envv": {}}, "profiles.bad.envv: unknown key"),
-    ({"requires": ["nvcc", "icc"]}, "unknown tool(s) icc"),
-    ({"env": {"BAD NAME": "1"}}, "is not an environment variable name"),
-    ({"pre_steps": [{"name": "both", "run": ["x"], "pip_install": ["y"]}]}, "exactly one of 'run' or 'pip_install'"),
-    ({"pre_steps": [{"name": "neither"}]}, "exactly one of 'run' or 'pip_install'"),
-    ({"venv": {"tool": "conda"}}, "profiles.bad.venv.tool"),
-])
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ({"envv": {}}, "profiles.bad.envv: unknown key"),
+        ({"requires": ["nvcc", "icc"]}, "unknown tool(s) icc"),
+        ({"env": {"BAD NAME": "1"}}, "is not an environment variable name"),
+        (
+            {"pre_steps": [{"name": "both", "run": ["x"], "pip_install": ["y"]}]},
+            "exactly one of 'run' or 'pip_install'",
+        ),
+        ({"pre_steps": [{"name": "neither"}]}, "exactly one of 'run' or 'pip_install'"),
+        ({"venv": {"tool": "conda"}}, "profiles.bad.venv.tool"),
+    ],
+)
 def test_bad_profiles_name_file_and_key(tmp_path: Path, profile: dict, expected: str) -> None:
     folder = tmp_path / "profile"
     (folder / "kernels").mkdir(parents=True)
@@ -52,11 +58,19 @@ def test_bad_profiles_name_file_and_key(tmp_path: Path, profile: dict, expected:
 
 
 def test_config_section_adds_and_replaces_profiles(tmp_path: Path) -> None:
-    (tmp_path / "ds4sync.yaml").write_text(yaml.safe_dump({"build": {
-        "profile": "sm90",
-        "profiles": {"sm90": {"env": {"TORCH_CUDA_ARCH_LIST": "9.0a"}, "requires": ["nvcc"]},
-                     "cpu": {"requires": ["g++"], "requires_torch": False}},
-    }}))
+    (tmp_path / "ds4sync.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "build": {
+                    "profile": "sm90",
+                    "profiles": {
+                        "sm90": {"env": {"TORCH_CUDA_ARCH_LIST": "9.0a"}, "requires": ["nvcc"]},
+                        "cpu": {"requires": ["g++"], "requires_torch": False},
+                    },
+                }
+            }
+        )
+    )
     config = load_config(tmp_path / "ds4sync.yaml")
     profiles = load_profiles(shipped_profile(), config.build)
     assert config.build.profile == "sm90"
@@ -77,12 +91,20 @@ def test_unknown_profile_lists_known_ones() -> None:
 
 
 def test_profile_env_wins_and_secrets_stay_out(tmp_path: Path) -> None:
-    base = {"PATH": "/usr/bin", "MAX_JOBS": "64", "CUDA_HOME": "/opt/cuda-old", "HOME": "/home/x",
-            "GITHUB_TOKEN": "ghp_processsecret", "HF_TOKEN": "hf_processsecret", "AWS_SECRET_ACCESS_KEY": "aws1",
-            "GH_TOKEN": "gho_kept_value"}
-    profile = BuildProfile(env={"MAX_JOBS": "{cpus}", "CUDA_HOME": "/usr/local/cuda-13", "PY": "{python}",
-                                "HF_TOKEN": "hf_profilesecret"},
-                           keep_env=("GH_TOKEN",))
+    base = {
+        "PATH": "/usr/bin",
+        "MAX_JOBS": "64",
+        "CUDA_HOME": "/opt/cuda-old",
+        "HOME": "/home/x",
+        "GITHUB_TOKEN": "ghp_processsecret",
+        "HF_TOKEN": "hf_processsecret",
+        "AWS_SECRET_ACCESS_KEY": "aws1",
+        "GH_TOKEN": "gho_kept_value",
+    }
+    profile = BuildProfile(
+        env={"MAX_JOBS": "{cpus}", "CUDA_HOME": "/usr/local/cuda-13", "PY": "{python}", "HF_TOKEN": "hf_profilesecret"},
+        keep_env=("GH_TOKEN",),
+    )
     venv = tmp_path / "venv"
     env, recorded = compose_build_env(profile, base=base, venv=venv, values={"python": "/x/bin/python"})
     assert env["CUDA_HOME"] == "/usr/local/cuda-13"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.build.driver import run_build
-from ds4sync.build.manifest import Manifest
-from ds4sync.build.profile import BuildProfile, VenvSpec
-from ds4sync.build.toolchain import capture_toolchain, require_tools
-from ds4sync.errors import ToolMissingError
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.native.driver import run_build
+from ds4sync.native.manifest import Manifest
+from ds4sync.native.profile import BuildProfile, VenvSpec
+from ds4sync.native.toolchain import capture_toolchain, require_tools
 
 
 def _script(path: Path, text: str) -> Path:
@@ -46,19 +46,24 @@ def test_capture_reports_torch_as_the_target_sees_it() -> None:
 
 def test_nvcc_comes_from_cuda_home(tmp_path: Path) -> None:
     cuda = tmp_path / "cuda-12.8"
-    _script(cuda / "bin" / "nvcc", 'echo "nvcc: NVIDIA (R) Cuda compiler driver"\n'
-                                   'echo "Cuda compilation tools, release 12.8, V12.8.93"\n')
+    _script(
+        cuda / "bin" / "nvcc",
+        'echo "nvcc: NVIDIA (R) Cuda compiler driver"\necho "Cuda compilation tools, release 12.8, V12.8.93"\n',
+    )
     env = {**os.environ, "CUDA_HOME": str(cuda)}
     toolchain = capture_toolchain(sys.executable, env)
     assert toolchain.tools["nvcc"].path == str(cuda / "bin" / "nvcc")
     assert toolchain.tools["nvcc"].version == "12.8"
 
 
-@pytest.mark.parametrize(("env", "cache", "how"), [
-    ({"CXX": "ccache g++"}, "ccache", "CXX=ccache g++"),
-    ({"CMAKE_CXX_COMPILER_LAUNCHER": "/usr/bin/sccache"}, "sccache", "CMAKE_CXX_COMPILER_LAUNCHER"),
-    ({}, None, "no compiler launcher"),
-])
+@pytest.mark.parametrize(
+    ("env", "cache", "how"),
+    [
+        ({"CXX": "ccache g++"}, "ccache", "CXX=ccache g++"),
+        ({"CMAKE_CXX_COMPILER_LAUNCHER": "/usr/bin/sccache"}, "sccache", "CMAKE_CXX_COMPILER_LAUNCHER"),
+        ({}, None, "no compiler launcher"),
+    ],
+)
 def test_compiler_cache_from_launcher_variables(env: dict, cache: str | None, how: str) -> None:
     toolchain = capture_toolchain(sys.executable, {**os.environ, **env})
     assert toolchain.compiler_cache == cache
@@ -107,10 +112,20 @@ def test_torch_without_cuda_is_refused_for_a_cuda_profile() -> None:
 
 
 def test_build_stops_before_any_step_when_a_tool_is_missing(tmp_path: Path) -> None:
-    profile = BuildProfile(requires=("nvcc", "cmake"), env={"CUDA_HOME": str(tmp_path / "none")},
-                           venv=VenvSpec(python=sys.executable, create=True), requires_torch=False)
+    profile = BuildProfile(
+        requires=("nvcc", "cmake"),
+        env={"CUDA_HOME": str(tmp_path / "none")},
+        venv=VenvSpec(python=sys.executable, create=True),
+        requires_torch=False,
+    )
     with pytest.raises(ToolMissingError, match="nvcc"):
-        run_build(tmp_path / "src", profile, manifest=Manifest(), work_dir=tmp_path / "work", profile_name="x",
-                  base_env={"PATH": str(tmp_path / "empty")})
+        run_build(
+            tmp_path / "src",
+            profile,
+            manifest=Manifest(),
+            work_dir=tmp_path / "work",
+            profile_name="x",
+            base_env={"PATH": str(tmp_path / "empty")},
+        )
     assert not (tmp_path / "work" / "venv").exists()
     assert "==> venv" not in (tmp_path / "work" / "build.log").read_text()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sample_project import write_sample_project
 
-from ds4sync.gates.sample import write_sample_project
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.demo.repobuild import RepoBuilder
 
 
 @pytest.fixture
@@ -21,4 +21,3 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
     monkeypatch.setenv("SAMPLE_FLAKY_DIR", str(tmp_path / "flaky"))
     monkeypatch.setenv("SAMPLE_PID_FILE", str(tmp_path / "pids"))
     return repo
-

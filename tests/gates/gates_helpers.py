@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ds4sync.pipeline import Workspace, open_workspace
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.runner import Workspace, open_workspace
 
 
 def workspace(repo: RepoBuilder, profile: Path | None = None) -> Workspace:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.config import shipped_profile
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
 from ds4sync.gates.definition import load_tier
 from ds4sync.gates.kinds.pytest_kind import build_argv
 
@@ -30,7 +30,8 @@ FOCUSED_UNIT = (
     "tests/model_executor/test_deepseek_v4_flashmla_decode_dispatch.py "
     "tests/model_executor/test_deepseek_v4_moe_metadata.py --deselect=tests/models/test_deepseek_v4_mega_moe.py "
     "-k 'not gpu_roundtrip and not cross_topology_roundtrip and not writer_rotation_submits and not "
-    "mhc_warmup_drives_dummy_runs'")
+    "mhc_warmup_drives_dummy_runs'"
+)
 
 
 def _gate(tier: str, name: str):
@@ -42,26 +43,53 @@ def test_focused_unit_command_is_the_write_ups() -> None:
     assert shlex.join(build_argv(gate.spec, ".venv/bin/python")) == FOCUSED_UNIT
 
 
-@pytest.mark.parametrize(("tier", "name", "expected"), [
-    ("unit", "connector-config", ".venv/bin/python -m pytest -q --tb=short "
-     "tests/v1/kv_connector/unit/offloading_connector/test_config.py tests/v1/kv_offload/test_compact_transport.py"),
-    ("gpu", "cpu-offload-transfer", ".venv/bin/python -m pytest -q --tb=short "
-     "tests/v1/kv_offload/cpu/test_swap_blocks_batch.py tests/v1/kv_offload/cpu/test_compact_transfer.py "
-     "tests/v1/kv_offload/cpu/test_compact_worker_spec.py tests/v1/kv_offload/cpu/test_gpu_worker.py"),
-    ("gpu", "hash-routing", ".venv/bin/python -m pytest -q tests/kernels/moe/test_topk_softplus_sqrt.py "
-     "-k 'hash_bounds_guard or hash_bias_vl'"),
-])
+@pytest.mark.parametrize(
+    ("tier", "name", "expected"),
+    [
+        (
+            "unit",
+            "connector-config",
+            ".venv/bin/python -m pytest -q --tb=short "
+            "tests/v1/kv_connector/unit/offloading_connector/test_config.py "
+            "tests/v1/kv_offload/test_compact_transport.py",
+        ),
+        (
+            "gpu",
+            "cpu-offload-transfer",
+            ".venv/bin/python -m pytest -q --tb=short "
+            "tests/v1/kv_offload/cpu/test_swap_blocks_batch.py tests/v1/kv_offload/cpu/test_compact_transfer.py "
+            "tests/v1/kv_offload/cpu/test_compact_worker_spec.py tests/v1/kv_offload/cpu/test_gpu_worker.py",
+        ),
+        (
+            "gpu",
+            "hash-routing",
+            ".venv/bin/python -m pytest -q tests/kernels/moe/test_topk_softplus_sqrt.py "
+            "-k 'hash_bounds_guard or hash_bias_vl'",
+        ),
+    ],
+)
 def test_representative_commands_are_the_write_ups(tier: str, name: str, expected: str) -> None:
     assert shlex.join(build_argv(_gate(tier, name).spec, ".venv/bin/python")) == expected
 
 
-@pytest.mark.parametrize(("tier", "name", "text", "category"), [
-    ("unit", "kv-cache-utils", "ValueError: pipeline_parallel_size=4 exceeds the 2 GPUs of this host",
-     "host-topology"),
-    ("unit", "dspark", "OSError: 403 Client Error: Forbidden for url: https://huggingface.co/google/gemma-3-1b-it",
-     "gated-model-403"),
-    ("gpu", "hash-routing", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda-oom"),
-])
+@pytest.mark.parametrize(
+    ("tier", "name", "text", "category"),
+    [
+        (
+            "unit",
+            "kv-cache-utils",
+            "ValueError: pipeline_parallel_size=4 exceeds the 2 GPUs of this host",
+            "host-topology",
+        ),
+        (
+            "unit",
+            "dspark",
+            "OSError: 403 Client Error: Forbidden for url: https://huggingface.co/google/gemma-3-1b-it",
+            "gated-model-403",
+        ),
+        ("gpu", "hash-routing", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda-oom"),
+    ],
+)
 def test_catalogue_env_rules_classify(tier: str, name: str, text: str, category: str) -> None:
     from ds4sync.gates.envrules import classify
 
@@ -78,18 +106,25 @@ def test_catalogue_rules_leave_real_failures_alone() -> None:
 G = "tier: unit\ngates:\n  - "
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    (G + "{name: a, kind: pytest, run: {paths: [t]}, colour: red}\n", "gates.0.colour: unknown key"),
-    (G + "{name: a, kind: fortran, run: {}}\n", "gates.0.kind: unknown kind 'fortran'"),
-    (G + "{name: a, kind: pytest, run: {paths: [t], maxfail: 0}}\n", "gates.0.run.maxfail"),
-    (G + "{name: a, kind: pytest, run: {paths: [t], color: 1}}\n", "gates.0.run.color: unknown key"),
-    ("tier: unit\nenv_failures: [{name: x, category: c, pattern: '(unclosed'}]\ngates: []\n",
-     "env_failures.0.pattern"),
-    (G + "{name: a, kind: pytest, run: {paths: [t]}}\n  - {name: a, kind: pytest, run: {paths: [u]}}\n",
-     "gate names must be unique (repeated: a)"),
-    (G + "{name: a, kind: pytest, run: {paths: [t]}, timeout: -1}\n", "gates.0.timeout"),
-    ("tier: unit\ngates: [\n", "malformed YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (G + "{name: a, kind: pytest, run: {paths: [t]}, colour: red}\n", "gates.0.colour: unknown key"),
+        (G + "{name: a, kind: fortran, run: {}}\n", "gates.0.kind: unknown kind 'fortran'"),
+        (G + "{name: a, kind: pytest, run: {paths: [t], maxfail: 0}}\n", "gates.0.run.maxfail"),
+        (G + "{name: a, kind: pytest, run: {paths: [t], color: 1}}\n", "gates.0.run.color: unknown key"),
+        (
+            "tier: unit\nenv_failures: [{name: x, category: c, pattern: '(unclosed'}]\ngates: []\n",
+            "env_failures.0.pattern",
+        ),
+        (
+            G + "{name: a, kind: pytest, run: {paths: [t]}}\n  - {name: a, kind: pytest, run: {paths: [u]}}\n",
+            "gate names must be unique (repeated: a)",
+        ),
+        (G + "{name: a, kind: pytest, run: {paths: [t]}, timeout: -1}\n", "gates.0.timeout"),
+        ("tier: unit\ngates: [\n", "malformed YAML"),
+    ],
+)
 def test_bad_files_give_one_line_with_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "gates").mkdir()
     (tmp_path / "gates" / "unit.yaml").write_text(text)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 from gates_helpers import PYTHON, workspace, write_gates
+from sample_project import EXPECTED_MAIN, UNIT_YAML
 
+from ds4sync.core.proc import pid_alive
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.gates.sample import EXPECTED_MAIN, UNIT_YAML
-from ds4sync.proc import pid_alive
-from ds4sync.repobuild import RepoBuilder
 
 
 def _run(repo: RepoBuilder, *names: str, **kw):
@@ -23,8 +23,11 @@ def test_sample_counts_come_out_exactly(sample: RepoBuilder) -> None:
     assert gate.counts.model_dump() == EXPECTED_MAIN
     assert gate.status == "failed" and result.status == "failed" and not result
     by_node = {f.node_id: f for f in gate.failures}
-    assert set(by_node) == {"tests/test_fail.py::test_add_is_wrong", "tests/test_env.py::test_gated_model_fixture",
-                            "tests/test_env.py::test_pipeline_parallel_4"}
+    assert set(by_node) == {
+        "tests/test_fail.py::test_add_is_wrong",
+        "tests/test_env.py::test_gated_model_fixture",
+        "tests/test_env.py::test_pipeline_parallel_4",
+    }
     assert by_node["tests/test_env.py::test_gated_model_fixture"].env_category == "gated-model-403"
     assert by_node["tests/test_env.py::test_pipeline_parallel_4"].env_category == "host-topology"
     assert by_node["tests/test_fail.py::test_add_is_wrong"].env_category is None
@@ -60,10 +63,13 @@ def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: 
     assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
 
 
-@pytest.mark.parametrize(("run", "reason"), [
-    ("{paths: [tests/test_pass.py], args: [--no-such-flag]}", "JUnit XML not written"),
-    ("{paths: [tests/test_pass.py], k: nothing_matches_this}", "no tests ran (6 deselected)"),
-])
+@pytest.mark.parametrize(
+    ("run", "reason"),
+    [
+        ("{paths: [tests/test_pass.py], args: [--no-such-flag]}", "JUnit XML not written"),
+        ("{paths: [tests/test_pass.py], k: nothing_matches_this}", "no tests ran (6 deselected)"),
+    ],
+)
 def test_pytest_that_reports_nothing_is_an_error(sample: RepoBuilder, run: str, reason: str) -> None:
     write_gates(sample, "unit", f"tier: unit\ngates:\n  - {{name: odd, kind: pytest, run: {run}}}\n")
     gate = _run(sample).gates[0]
@@ -73,10 +79,15 @@ def test_pytest_that_reports_nothing_is_an_error(sample: RepoBuilder, run: str, 
 
 def test_malformed_junit_is_an_error(sample: RepoBuilder) -> None:
     # A conftest that overwrites the report at session end: pytest "succeeds", the XML is garbage.
-    sample.commit({"tests/conftest.py": (
-        "import pytest\n\n\n@pytest.hookimpl(trylast=True)\ndef pytest_unconfigure(config):\n"
-        "    path = config.option.xmlpath\n    if path:\n        open(path, 'w').write('<testsuites><oops')\n")},
-        "break the junit report")
+    sample.commit(
+        {
+            "tests/conftest.py": (
+                "import pytest\n\n\n@pytest.hookimpl(trylast=True)\ndef pytest_unconfigure(config):\n"
+                "    path = config.option.xmlpath\n    if path:\n        open(path, 'w').write('<testsuites><oops')\n"
+            )
+        },
+        "break the junit report",
+    )
     write_gates(sample, "unit", "gates:\n  - {name: ok, kind: pytest, run: {paths: [tests/test_pass.py]}}\n")
     gate = _run(sample).gates[0]
     assert gate.status == "error" and "malformed JUnit XML" in gate.reason

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from gates_helpers import PYTHON, workspace, write_gates
+from sample_project import UNIT_YAML
 
 from ds4sync.cli import main
+from ds4sync.core.proc import pid_alive
+from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.gates.sample import UNIT_YAML
-from ds4sync.proc import pid_alive
-from ds4sync.record import ForkRef, RunRecord, UpstreamRef
-from ds4sync.repobuild import RepoBuilder
 
 OK_YAML = """\
 tier: unit
@@ -65,8 +65,10 @@ def test_passed_gate_is_cached_until_its_inputs_change(sample: RepoBuilder) -> N
     assert _run(sample, names=("calc",), use_cache=False).gates[0].status == "passed"
     sample.commit({"docs/x.md": "not a dependency\n"}, "docs")
     assert _run(sample, names=("calc",)).gates[0].status == "cached"
-    sample.commit({"calc/__init__.py": "def add(a, b):\n    return b + a\n\n\ndef mul(a, b):\n    return a * b\n"},
-                  "touch a dependency")
+    sample.commit(
+        {"calc/__init__.py": "def add(a, b):\n    return b + a\n\n\ndef mul(a, b):\n    return a * b\n"},
+        "touch a dependency",
+    )
     miss = _run(sample, names=("calc",))
     assert miss.gates[0].status == "passed" and miss.gates[0].cache_key != first.gates[0].cache_key
 
@@ -120,24 +122,37 @@ def test_gpus_default_to_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -
     assert _gpus(None, ()) == ()
 
 
-def _pair(repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, tier: str, devices: int,
-          big: int) -> None:
+def _pair(
+    repo: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, tier: str, devices: int, big: int
+) -> None:
     (tmp_path / "meet").mkdir()
     monkeypatch.setenv("MEET_DIR", str(tmp_path / "meet"))
-    repo.commit({"tests/test_meet_a.py": MEET.format(me="a", other="b"),
-                 "tests/test_meet_b.py": MEET.format(me="b", other="a"),
-                 f"profile/gates/{tier}.yaml": PAIR_YAML.format(tier=tier, devices=devices, big=big)}, "pair")
+    repo.commit(
+        {
+            "tests/test_meet_a.py": MEET.format(me="a", other="b"),
+            "tests/test_meet_b.py": MEET.format(me="b", other="a"),
+            f"profile/gates/{tier}.yaml": PAIR_YAML.format(tier=tier, devices=devices, big=big),
+        },
+        "pair",
+    )
 
 
 def _start_run(repo: RepoBuilder) -> Path:
-    from ds4sync.record import RecordStore
+    from ds4sync.core.record import RecordStore
 
     store = RecordStore(repo.path / ".git" / "ds4sync")
     head = repo.head()
-    record = RunRecord(run_id="20260101-000000-abc", repo=str(repo.path), state_dir=str(store.root),
-                       upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
-                       fork=ForkRef(branch="main", head_before=head), sync_branch="sync/x", worktree=str(repo.path),
-                       backup_ref="refs/ds4sync/backup/x", status="paused")
+    record = RunRecord(
+        run_id="20260101-000000-abc",
+        repo=str(repo.path),
+        state_dir=str(store.root),
+        upstream=UpstreamRef(remote="upstream", ref="main", sha=head),
+        fork=ForkRef(branch="main", head_before=head),
+        sync_branch="sync/x",
+        worktree=str(repo.path),
+        backup_ref="refs/ds4sync/backup/x",
+        status="paused",
+    )
     store.save(record)
     return store.record_path(record.run_id)
 
@@ -145,8 +160,22 @@ def _start_run(repo: RepoBuilder) -> Path:
 def test_cli_records_into_the_active_run(sample: RepoBuilder, capsys: pytest.CaptureFixture[str]) -> None:
     write_gates(sample, "unit", OK_YAML)
     record_path = _start_run(sample)
-    code = main(["gate", "--tier", "unit", "--gate", "calc", "--repo", str(sample.path), "--profile",
-                 str(sample.path / "profile"), "--python", PYTHON, "--json"])
+    code = main(
+        [
+            "gate",
+            "--tier",
+            "unit",
+            "--gate",
+            "calc",
+            "--repo",
+            str(sample.path),
+            "--profile",
+            str(sample.path / "profile"),
+            "--python",
+            PYTHON,
+            "--json",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["status"] == "passed" and printed["record"] == str(record_path)
@@ -156,8 +185,17 @@ def test_cli_records_into_the_active_run(sample: RepoBuilder, capsys: pytest.Cap
 
 
 def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["gate", "--tier", "unit", "--repo", str(sample.path), "--profile", str(sample.path / "profile"),
-            "--python", PYTHON]
+    args = [
+        "gate",
+        "--tier",
+        "unit",
+        "--repo",
+        str(sample.path),
+        "--profile",
+        str(sample.path / "profile"),
+        "--python",
+        PYTHON,
+    ]
     assert main([*args, "--gate", "main"]) == 1
     assert "test_add_is_wrong" in capsys.readouterr().out
     assert main([*args, "--gate", "nope"]) == 2
@@ -167,8 +205,23 @@ def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str])
 def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: Path) -> None:
     write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 600"))
     pid_file = tmp_path / "pids"
-    cmd = [sys.executable, "-m", "ds4sync.cli", "gate", "--tier", "unit", "--gate", "hang", "--repo",
-           str(sample.path), "--profile", str(sample.path / "profile"), "--python", PYTHON, "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ds4sync.cli",
+        "gate",
+        "--tier",
+        "unit",
+        "--gate",
+        "hang",
+        "--repo",
+        str(sample.path),
+        "--profile",
+        str(sample.path / "profile"),
+        "--python",
+        PYTHON,
+        "--json",
+    ]
     env = {**os.environ, "SAMPLE_PID_FILE": str(pid_file)}
     with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         deadline = time.monotonic() + 60
@@ -183,9 +236,9 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
 
 
 def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
+    from ds4sync.core.record import RecordStore
     from ds4sync.gates.phase import GATE_PHASES
-    from ds4sync.pipeline import RunContext, open_workspace
-    from ds4sync.record import RecordStore
+    from ds4sync.runner import RunContext, open_workspace
 
     write_gates(sample, "unit", OK_YAML)
     sample.commit({"ds4sync.yaml": f"gates: {{tiers: [unit], python: {PYTHON}}}\nprofile: profile\n"}, "config")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from gates_helpers import PYTHON, workspace, write_gates
 
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.repobuild import RepoBuilder
 
 STATIC_YAML = """\
 tier: static
@@ -45,8 +45,15 @@ def upstream_and_fork(builder: RepoBuilder) -> tuple[RepoBuilder, str]:
     """An upstream commit with badly formatted code, then fork commits on top (the delta)."""
     builder.commit({"up/legacy.py": "import os,sys\nx=1\n", "profile/gates/static.yaml": STATIC_YAML}, "upstream")
     base = builder.head()
-    builder.commit({"fork/good.py": "X = 1\n", "fork/unused.py": "import os\n\nY = 2\n",
-                    "fork/ugly.py": "Z=[1,\n 2]\n", "fork/notes.txt": "trailing space \n"}, "fork delta")
+    builder.commit(
+        {
+            "fork/good.py": "X = 1\n",
+            "fork/unused.py": "import os\n\nY = 2\n",
+            "fork/ugly.py": "Z=[1,\n 2]\n",
+            "fork/notes.txt": "trailing space \n",
+        },
+        "fork delta",
+    )
     return builder, base
 
 
@@ -83,8 +90,13 @@ def test_delta_checks_need_a_base(upstream_and_fork: tuple[RepoBuilder, str]) ->
 
 
 def test_command_kind(builder: RepoBuilder) -> None:
-    builder.commit({"tools/check.py": "import sys\nprint('docker/versions.json is out of sync with Dockerfile')\n",
-                    "profile/gates/static.yaml": COMMAND_YAML}, "tools")
+    builder.commit(
+        {
+            "tools/check.py": "import sys\nprint('docker/versions.json is out of sync with Dockerfile')\n",
+            "profile/gates/static.yaml": COMMAND_YAML,
+        },
+        "tools",
+    )
     gates = {g.name: g for g in _run(builder, None).gates}
     assert gates["versions"].status == "failed" and "output has /out of sync/" in gates["versions"].reason
     assert gates["wants-exit-3"].status == "passed"
@@ -106,10 +118,13 @@ def test_python_default_is_the_checkouts_venv(builder: RepoBuilder, tmp_path: Pa
     write_gates(builder, "static", "gates: []\n")
 
 
-@pytest.mark.parametrize("output", [
-    "Would reformat: fork/ugly.py\n1 file would be reformatted, 2 files already formatted\n",  # ruff 0.14
-    "unformatted: File would be reformatted\n --> fork/ugly.py:1:2\n  |\n1 file would be reformatted\n",  # newer
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Would reformat: fork/ugly.py\n1 file would be reformatted, 2 files already formatted\n",  # ruff 0.14
+        "unformatted: File would be reformatted\n --> fork/ugly.py:1:2\n  |\n1 file would be reformatted\n",  # newer
+    ],
+)
 def test_ruff_format_output_of_either_version(output: str) -> None:
     from ds4sync.gates.kinds.static_kind import _unformatted
 

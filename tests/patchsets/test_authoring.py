@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
-from ds4sync.gitrepo import GitRepo
+from ds4sync.core.git import GitRepo
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.patchsets.model import load_patchset
-from ds4sync.repobuild import RepoBuilder
 
 from .scenario import MOE, MOE_BOUNDS, REFACTORED, Scenario, add_patchsets, attention, build_repos
 
@@ -82,8 +82,7 @@ def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> N
     fix = sc.upstream.commit({"vllm/moe.py": MOE.replace("% 7", "% 11")}, "[Bugfix] route modulo (#53000)")
     sc.fork.repo.git.fetch("-q", "upstream")
     capsys.readouterr()
-    assert main(["backport", fix, "--id", "route-modulo", "--repo", str(sc.fork.path)]) == 0, \
-        capsys.readouterr().err
+    assert main(["backport", fix, "--id", "route-modulo", "--repo", str(sc.fork.path)]) == 0, capsys.readouterr().err
     wt = GitRepo(ws_record["worktree"])
     assert "(cherry picked from commit " + fix in wt.message("HEAD")
     assert "Patch-set: route-modulo" in wt.message("HEAD")
@@ -115,9 +114,17 @@ def test_patch_without_known_preimage_leaves_rejected_hunks(tmp_path: Path, sc: 
     sha = other.commit({"vllm/moe.py": "def route(token_id):\n    return token_id % 3\n"}, "other change")
     folder = sc.patches / "foreign"
     [patch] = GitRepo(other.path).format_patch(f"{sha}^..{sha}", folder)
-    (folder / "patchset.yaml").write_text(yaml.safe_dump({
-        "id": "foreign", "title": "Foreign change", "kind": "fixup", "patches": [patch.name],
-        "invariants": [{"kind": "contains", "files": "vllm/moe.py", "pattern": "% 3"}]}))
+    (folder / "patchset.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": "foreign",
+                "title": "Foreign change",
+                "kind": "fixup",
+                "patches": [patch.name],
+                "invariants": [{"kind": "contains", "files": "vllm/moe.py", "pattern": "% 3"}],
+            }
+        )
+    )
     capsys.readouterr()
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json"]) == 4
     data = json.loads(capsys.readouterr().out)

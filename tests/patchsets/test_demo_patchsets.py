@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync import demo, sync
-from ds4sync.patchsets.demo import adapt_like_a_person, write_demo_patchsets
-from ds4sync.pipeline import open_workspace
+from ds4sync.demo import run as demo
+from ds4sync.demo.patchsets import adapt_like_a_person, write_demo_patchsets
+from ds4sync.loop import sync
+from ds4sync.runner import open_workspace
 
 
 def _statuses(outcome) -> dict[str, str]:
@@ -51,7 +52,7 @@ def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
 
 
 def demo_attention() -> str:
-    from ds4sync.patchsets.demo import ATTENTION
+    from ds4sync.demo.patchsets import ATTENTION
 
     return ATTENTION
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.gitrepo import GitRepo
+from ds4sync.core.git import GitRepo
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
 from ds4sync.patchsets.model import PatchSet
 from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree, expand_braces, match_paths
-from ds4sync.repobuild import RepoBuilder
 
 FILES = {
     "vllm/__init__.py": "",
@@ -19,7 +19,8 @@ FILES = {
     "vllm/models/dsv4/attention.py": (
         "import torch\nfrom .rope import build_rope\n\n\nclass Attention:\n    _scratch: dict = {}\n\n"
         "    def reserve(self):\n        return None\n\n    class Inner:\n        def deep(self):\n            pass\n\n"
-        "if torch.cuda.is_available():\n    def cuda_only():\n        pass\n"),
+        "if torch.cuda.is_available():\n    def cuda_only():\n        pass\n"
+    ),
     "vllm/models/dsv4/rope.py": "def build_rope(x):\n    return x\n",
     "vllm/models/dsv4/broken.py": "def oops(:\n",
     "csrc/bindings.cpp": 'ops.def("foo(Tensor x) -> ()");\nops.impl("foo", &foo);\nops.impl("bar", &bar);\n',
@@ -52,17 +53,32 @@ CASES = [
     ({"kind": "contains", "files": "vllm/envs.py", "pattern": r'^\s+"VLLM_B":'}, "holds", "vllm/envs.py:3"),
     ({"kind": "contains", "files": "vllm/envs.py", "pattern": r"VLLM_C"}, "violated", "/VLLM_C/ not found"),
     ({"kind": "contains", "files": "vllm/nope.py", "pattern": "x"}, "violated", "no file matches vllm/nope.py"),
-    ({"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 2},
-     "holds", "found 2 time(s)"),
-    ({"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 3},
-     "violated", "found 2 time(s), need 3"),
-    ({"kind": "contains", "files": "vllm/models/**/*.py", "pattern": r"^def build_rope", "every_file": True},
-     "violated", "not found in vllm/models/dsv4/attention.py"),
-    ({"kind": "contains", "files": "vllm/models/dsv4/{rope,attention}.py", "pattern": r"[\s\S]{0,40}build_rope\("},
-     "holds", "2 file(s)"),
+    (
+        {"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 2},
+        "holds",
+        "found 2 time(s)",
+    ),
+    (
+        {"kind": "contains", "files": "requirements/cuda.txt", "pattern": r"==0\.6\.18$", "min_count": 3},
+        "violated",
+        "found 2 time(s), need 3",
+    ),
+    (
+        {"kind": "contains", "files": "vllm/models/**/*.py", "pattern": r"^def build_rope", "every_file": True},
+        "violated",
+        "not found in vllm/models/dsv4/attention.py",
+    ),
+    (
+        {"kind": "contains", "files": "vllm/models/dsv4/{rope,attention}.py", "pattern": r"[\s\S]{0,40}build_rope\("},
+        "holds",
+        "2 file(s)",
+    ),
     ({"kind": "absent", "files": "vllm/**/*.py", "pattern": r"eager_scratch"}, "holds", "absent from"),
-    ({"kind": "absent", "files": "vllm/**/*.py", "pattern": r"_scratch: dict"}, "violated",
-     "vllm/models/dsv4/attention.py:6"),
+    (
+        {"kind": "absent", "files": "vllm/**/*.py", "pattern": r"_scratch: dict"},
+        "violated",
+        "vllm/models/dsv4/attention.py:6",
+    ),
     ({"kind": "absent", "files": "gone/*.py", "pattern": "x"}, "holds", "absent from 0 file(s)"),
     ({"kind": "file_exists", "path": "vllm/models/dsv4/rope.py"}, "holds", "exists"),
     ({"kind": "file_exists", "path": "vllm/models/dsv4"}, "holds", "exists"),  # a folder with files
@@ -74,27 +90,58 @@ CASES = [
     ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.Inner.deep"}, "holds", "defined in"),
     ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:cuda_only"}, "holds", "defined in"),
     ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:build_rope"}, "holds", "re-exported"),
-    ({"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.missing"}, "violated",
-     "Attention.missing is not defined in vllm/models/dsv4/attention.py"),
+    (
+        {"kind": "symbol", "symbol": "vllm.models.dsv4.attention:Attention.missing"},
+        "violated",
+        "Attention.missing is not defined in vllm/models/dsv4/attention.py",
+    ),
     ({"kind": "symbol", "symbol": "vllm.models.dsv4.nope:X"}, "violated", "module vllm.models.dsv4.nope not found"),
     ({"kind": "symbol", "symbol": "vllm:env"}, "violated", "env is not defined in vllm/__init__.py"),
     ({"kind": "symbol", "symbol": "vllm.models.dsv4.broken:oops"}, "violated", "does not parse"),
     ({"kind": "symbol", "symbol": "vllm.envs:env.x"}, "violated", "is not a class or function"),
-    ({"kind": "cross_ref", "source": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("(\w+)\('},
-      "target": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("{name}"'}}, "holds", "foo"),
-    ({"kind": "cross_ref", "source": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("(?P<name>\w+)"'},
-      "target": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("{name}\('}}, "violated",
-     "bar (from csrc/bindings.cpp)"),
-    ({"kind": "cross_ref", "source": {"files": "vllm/envs.py", "pattern": r'^\s+"(VLLM_\w+)":'},
-      "target": {"files": "vllm/runtime.py", "pattern": r'"{name}"'}}, "violated", "VLLM_B (from vllm/envs.py)"),
-    ({"kind": "cross_ref", "source": {"files": "vllm/runtime.py", "pattern": r'"(NOPE_\w+)"'},
-      "target": {"files": "vllm/envs.py", "pattern": r'"{name}"'}}, "violated", "0 name(s) extracted"),
+    (
+        {
+            "kind": "cross_ref",
+            "source": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("(\w+)\('},
+            "target": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("{name}"'},
+        },
+        "holds",
+        "foo",
+    ),
+    (
+        {
+            "kind": "cross_ref",
+            "source": {"files": "csrc/*.cpp", "pattern": r'ops\.impl\("(?P<name>\w+)"'},
+            "target": {"files": "csrc/*.cpp", "pattern": r'ops\.def\("{name}\('},
+        },
+        "violated",
+        "bar (from csrc/bindings.cpp)",
+    ),
+    (
+        {
+            "kind": "cross_ref",
+            "source": {"files": "vllm/envs.py", "pattern": r'^\s+"(VLLM_\w+)":'},
+            "target": {"files": "vllm/runtime.py", "pattern": r'"{name}"'},
+        },
+        "violated",
+        "VLLM_B (from vllm/envs.py)",
+    ),
+    (
+        {
+            "kind": "cross_ref",
+            "source": {"files": "vllm/runtime.py", "pattern": r'"(NOPE_\w+)"'},
+            "target": {"files": "vllm/envs.py", "pattern": r'"{name}"'},
+        },
+        "violated",
+        "0 name(s) extracted",
+    ),
     ({"kind": "test", "node": "tests/test_a.py::test_b"}, "deferred", "run by the gate phase"),
 ]
 
 
-@pytest.mark.parametrize(("invariant", "status", "fragment"), CASES,
-                         ids=[f"{c[0]['kind']}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("invariant", "status", "fragment"), CASES, ids=[f"{c[0]['kind']}-{c[1]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_invariant(tree: Tree, invariant: dict, status: str, fragment: str) -> None:
     result = _one(tree, invariant)
     assert result.status == status, result.detail

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
-from ds4sync.errors import ConfigError
+from ds4sync.core.errors import ConfigError
 from ds4sync.patchsets.model import dependency_order, load_catalogue, load_patchset
 
 
@@ -19,30 +19,67 @@ def _write(folder: Path, data: object, *, raw: str | None = None) -> Path:
 
 
 def _ps(pid: str, *deps: str) -> dict:
-    return {"id": pid, "title": pid.upper(), "kind": "fork-feature", "depends_on": list(deps),
-            "invariants": [{"kind": "file_exists", "path": "setup.py"}]}
+    return {
+        "id": pid,
+        "title": pid.upper(),
+        "kind": "fork-feature",
+        "depends_on": list(deps),
+        "invariants": [{"kind": "file_exists", "path": "setup.py"}],
+    }
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ({"id": "a", "title": "A", "kind": "feature"},
-     "kind: Input should be 'fork-feature', 'backport', 'fixup' or 'removal' (got 'feature')"),
-    ({"id": "a", "title": "A", "kind": "fixup", "owners": "me"}, "owners: unknown key"),
-    ({"id": "a", "kind": "fixup"}, "title: required key is missing"),
-    ({"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "contains", "files": "x.py",
-                                                                  "pattern": "("}]},
-     "invariants.0.contains.pattern: Value error, not a valid regular expression"),
-    ({"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "symbol", "symbol": "pkg.mod.Name"}]},
-     "invariants.0.symbol.symbol: Value error, expected 'package.module:Name'"),
-    ({"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "grep", "files": "x"}]},
-     "invariants.0: Input tag 'grep'"),
-    ({"id": "a", "title": "A", "kind": "fixup", "invariants": [
-        {"kind": "cross_ref", "source": {"files": "a", "pattern": r"def (\w+)"},
-         "target": {"files": "b", "pattern": "no placeholder"}}]},
-     "target.pattern must contain the {name} placeholder"),
-    ({"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "contains", "files": [],
-                                                                  "pattern": "x"}]},
-     "invariants.0.contains.files: Tuple should have at least 1 item"),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"id": "a", "title": "A", "kind": "feature"},
+            "kind: Input should be 'fork-feature', 'backport', 'fixup' or 'removal' (got 'feature')",
+        ),
+        ({"id": "a", "title": "A", "kind": "fixup", "owners": "me"}, "owners: unknown key"),
+        ({"id": "a", "kind": "fixup"}, "title: required key is missing"),
+        (
+            {
+                "id": "a",
+                "title": "A",
+                "kind": "fixup",
+                "invariants": [{"kind": "contains", "files": "x.py", "pattern": "("}],
+            },
+            "invariants.0.contains.pattern: Value error, not a valid regular expression",
+        ),
+        (
+            {"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "symbol", "symbol": "pkg.mod.Name"}]},
+            "invariants.0.symbol.symbol: Value error, expected 'package.module:Name'",
+        ),
+        (
+            {"id": "a", "title": "A", "kind": "fixup", "invariants": [{"kind": "grep", "files": "x"}]},
+            "invariants.0: Input tag 'grep'",
+        ),
+        (
+            {
+                "id": "a",
+                "title": "A",
+                "kind": "fixup",
+                "invariants": [
+                    {
+                        "kind": "cross_ref",
+                        "source": {"files": "a", "pattern": r"def (\w+)"},
+                        "target": {"files": "b", "pattern": "no placeholder"},
+                    }
+                ],
+            },
+            "target.pattern must contain the {name} placeholder",
+        ),
+        (
+            {
+                "id": "a",
+                "title": "A",
+                "kind": "fixup",
+                "invariants": [{"kind": "contains", "files": [], "pattern": "x"}],
+            },
+            "invariants.0.contains.files: Tuple should have at least 1 item",
+        ),
+    ],
+)
 def test_malformed_patchset_is_one_line_naming_file_and_key(tmp_path: Path, data: dict, expected: str) -> None:
     folder = _write(tmp_path / "a", data)
     with pytest.raises(ConfigError) as info:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.gitrepo import GitRepo
-from ds4sync.pipeline import open_workspace
-from ds4sync.record import RecordStore
+from ds4sync.core.git import GitRepo
+from ds4sync.core.record import RecordStore
+from ds4sync.runner import open_workspace
 
 from .scenario import SOFTCAP_V2, SPARSE, Scenario, add_patchsets, attention, build_repos
 
@@ -38,9 +38,13 @@ def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys
     assert code == 4, data
     replay = data["replay"]
     statuses = {e["id"]: e["status"] for e in replay["entries"]}
-    assert statuses == {"bounds-check": "reapplied", "flashinfer-0618": "landed-upstream",
-                        "larger-scratch": "landed-upstream", "sparse-decode": "retained",
-                        "softcap": "needs-adaptation"}
+    assert statuses == {
+        "bounds-check": "reapplied",
+        "flashinfer-0618": "landed-upstream",
+        "larger-scratch": "landed-upstream",
+        "sparse-decode": "retained",
+        "softcap": "needs-adaptation",
+    }
     # dependency order: softcap comes after sparse-decode, which it depends on
     order = [e["id"] for e in replay["entries"]]
     assert order.index("sparse-decode") < order.index("softcap")
@@ -67,8 +71,12 @@ def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 1  # sparse-decode lost by the adaptation
     data = json.loads(capsys.readouterr().out)
     assert data["verify"]["totals"]["violated"] == 2
-    bad = {(r["patchset"], r["invariant"]) for ps in data["verify"]["patchsets"] for r in ps["invariants"]
-           if r["status"] == "violated"}
+    bad = {
+        (r["patchset"], r["invariant"])
+        for ps in data["verify"]["patchsets"]
+        for r in ps["invariants"]
+        if r["status"] == "violated"
+    }
     assert ("sparse-decode", "symbol-1") in bad
 
 
@@ -109,11 +117,18 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     import shutil
 
     shutil.rmtree(sc.patches / "softcap")
-    sc.write_patchset({"id": "wrong-invariant", "title": "Bounds, with a wrong invariant", "kind": "fixup",
-                       "invariants": [{"kind": "contains", "files": "vllm/moe.py", "pattern": "return -2"},
-                                      {"kind": "absent", "files": "vllm/moe.py", "pattern": "return -1",
-                                       "severity": "advisory"}]},
-                      commits=(sc.shas["bounds"],))
+    sc.write_patchset(
+        {
+            "id": "wrong-invariant",
+            "title": "Bounds, with a wrong invariant",
+            "kind": "fixup",
+            "invariants": [
+                {"kind": "contains", "files": "vllm/moe.py", "pattern": "return -2"},
+                {"kind": "absent", "files": "vllm/moe.py", "pattern": "return -1", "severity": "advisory"},
+            ],
+        },
+        commits=(sc.shas["bounds"],),
+    )
     code, data = _merge(sc, capsys)
     assert code == 1
     assert data["status"] == "failed"
@@ -122,8 +137,14 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     results = {r["invariant"]: r for r in wrong["invariants"]}
     assert results["contains-1"]["status"] == "violated" and results["contains-1"]["files"] == ["vllm/moe.py"]
     assert results["absent-2"]["severity"] == "advisory" and "vllm/moe.py:3" in results["absent-2"]["evidence"][0]
-    assert data["verify"]["totals"] == {"patchsets": 5, "invariants": 8, "holds": 4, "violated": 1,
-                                        "advisory": 2, "deferred": 1}
+    assert data["verify"]["totals"] == {
+        "patchsets": 5,
+        "invariants": 8,
+        "holds": 4,
+        "violated": 1,
+        "advisory": 2,
+        "deferred": 1,
+    }
     state = RecordStore(Path(_record(sc).state_dir)).latest()
     assert state.phases["verify"].status == "failed"
 

@@ -9,11 +9,11 @@ import jsonschema
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.gitrepo import GitRepo
-from ds4sync.pipeline import RunContext, open_workspace, run_phases
-from ds4sync.record import RecordStore, RunRecord
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.core.git import GitRepo
+from ds4sync.core.record import RecordStore, RunRecord
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.report import report_schema
+from ds4sync.runner import RunContext, open_workspace, run_phases
 from tests.report.conftest import ROOT
 from tests.report.records import failing_record, rich_record
 
@@ -38,8 +38,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 def test_report_of_the_latest_run_is_printed(repo, capsys) -> None:
     path, state = repo
-    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state),
-                        "--profile", str(ROOT))
+    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT))
     assert code == 0
     assert out.startswith("# Sync jasl/vllm:codex/ds4-sm120-min-enable with vllm-project/vllm main")
     assert "run `20260911-060000-537af2c3a4`" in out, "the latest run is the failing one"
@@ -48,8 +47,22 @@ def test_report_of_the_latest_run_is_printed(repo, capsys) -> None:
 def test_report_by_run_id_to_a_file_as_json(repo, capsys, tmp_path: Path) -> None:
     path, state = repo
     target = tmp_path / "summary.json"
-    code, out, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
-                          "--run", "20260910-081500-537af2c3a4", "--format", "json", "--out", str(target))
+    code, out, err = _run(
+        capsys,
+        "report",
+        "--repo",
+        str(path),
+        "--state-dir",
+        str(state),
+        "--profile",
+        str(ROOT),
+        "--run",
+        "20260910-081500-537af2c3a4",
+        "--format",
+        "json",
+        "--out",
+        str(target),
+    )
     assert code == 0 and out == "" and str(target) in err
     summary = json.loads(target.read_text())
     jsonschema.validate(summary, report_schema())
@@ -61,23 +74,63 @@ def test_public_report_with_notes(repo, capsys, tmp_path: Path) -> None:
     path, state = repo
     notes = tmp_path / "notes.md"
     notes.write_text("Reviewed on /home/alexbi/box by a person.\n")
-    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
-                        "--run", "20260910-081500-537af2c3a4", "--public", "--notes", str(notes), "--format", "html")
+    code, out, _ = _run(
+        capsys,
+        "report",
+        "--repo",
+        str(path),
+        "--state-dir",
+        str(state),
+        "--profile",
+        str(ROOT),
+        "--run",
+        "20260910-081500-537af2c3a4",
+        "--public",
+        "--notes",
+        str(notes),
+        "--format",
+        "html",
+    )
     assert code == 0 and out.startswith("<!doctype html>")
     assert "Reviewed on ~/box by a person." in out and "/home/" not in out
 
 
 def test_compare_two_runs(repo, capsys) -> None:
     path, state = repo
-    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
-                        "--compare", "20260910-081500-537af2c3a4", "20260911-060000-537af2c3a4")
+    code, out, _ = _run(
+        capsys,
+        "report",
+        "--repo",
+        str(path),
+        "--state-dir",
+        str(state),
+        "--profile",
+        str(ROOT),
+        "--compare",
+        "20260910-081500-537af2c3a4",
+        "20260911-060000-537af2c3a4",
+    )
     assert code == 0
     assert "| gate focused-unit | passed | 309 | 301 | -8 |" in out
-    code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
-                        "--compare", "20260910-081500-537af2c3a4", "20260911-060000-537af2c3a4", "--format", "json")
+    code, out, _ = _run(
+        capsys,
+        "report",
+        "--repo",
+        str(path),
+        "--state-dir",
+        str(state),
+        "--profile",
+        str(ROOT),
+        "--compare",
+        "20260910-081500-537af2c3a4",
+        "20260911-060000-537af2c3a4",
+        "--format",
+        "json",
+    )
     data = json.loads(out)
-    assert {"section": "build", "item": "status", "before": "passed", "after": "failed", "delta": None} \
-        in data["changed"]
+    assert {"section": "build", "item": "status", "before": "passed", "after": "failed", "delta": None} in data[
+        "changed"
+    ]
 
 
 def test_schema_command_prints_the_published_schema(capsys) -> None:
@@ -86,15 +139,17 @@ def test_schema_command_prints_the_published_schema(capsys) -> None:
     assert json.loads(out) == json.loads((ROOT / "reports" / "schema" / "report-summary.schema.json").read_text())
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--run", "nope"), "no run named nope"),
-    (("--format", "pdf"), "unknown format 'pdf'"),
-    (("--notes", "missing.md"), "cannot read notes"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--run", "nope"), "no run named nope"),
+        (("--format", "pdf"), "unknown format 'pdf'"),
+        (("--notes", "missing.md"), "cannot read notes"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(repo, capsys, args, message) -> None:
     path, state = repo
-    code, _, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT),
-                        *args)
+    code, _, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT), *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
@@ -107,7 +162,7 @@ def test_no_run_at_all_is_a_usage_error(tmp_path: Path, capsys) -> None:
 
 def test_report_phase_writes_report_and_summary(repo) -> None:
     path, state = repo
-    from ds4sync.phases.report import REPORT_PHASES
+    from ds4sync.report.phase import REPORT_PHASES
 
     ws = open_workspace(path, state_dir=state, profile=ROOT)
     record = ws.store.load("20260910-081500-537af2c3a4")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.core.record import RecordStore, RunRecord
+from ds4sync.core.redact import redact, redact_private, redact_secrets
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
-from ds4sync.report.redact import redact, redact_private, redact_secrets
 from tests.report.records import rich_record
 
 # Built at run time so that no credential-shaped literal sits in the repository.
@@ -23,8 +23,16 @@ BEARER = "eyJhbGciOi" + "JIUzI1NiJ9x"
 SLACK = "xoxb-" + "1234567890-abcdefghij"
 PASSWORD = "hunter2" + "Secret"
 SECRETS = (GHP, PAT, HF, SK, AKIA, BEARER, SLACK, PASSWORD)
-PRIVATE = ("/home/alexbi", "10.20.30.40", "192.168.1.77", "172.20.0.9", "gpu-box-7.internal", "builder.local",
-           "fd12:3456:789a::1", "epyc")
+PRIVATE = (
+    "/home/alexbi",
+    "10.20.30.40",
+    "192.168.1.77",
+    "172.20.0.9",
+    "gpu-box-7.internal",
+    "builder.local",
+    "fd12:3456:789a::1",
+    "epyc",
+)
 
 
 def planted_record(tmp_path: Path) -> dict:
@@ -40,26 +48,34 @@ def planted_record(tmp_path: Path) -> dict:
     build["env"]["HF_TOKEN"] = HF
     build["env"]["PIP_INDEX_URL"] = f"https://alex:{PASSWORD}@pypi.builder.local/simple"
     build["log"] = str(logs / "build.log")
-    build["log_tail"] = [f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels",
-                         f"cloned https://{GHP}@github.com/jasl/vllm.git into /home/alexbi/src/vllm"]
+    build["log_tail"] = [
+        f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels",
+        f"cloned https://{GHP}@github.com/jasl/vllm.git into /home/alexbi/src/vllm",
+    ]
     gate = results["gates"]["gpu"][2]
     gate["env"] = {"GITHUB_TOKEN": PAT, "AWS_ACCESS_KEY_ID": AKIA, "OPENAI_API_KEY": SK}
     gate["failures"][0]["reason"] = f"403 for https://huggingface.co (token {HF}) from gpu-box-7.internal"
     gate["command"] = [*gate["command"], f"--slack-hook={SLACK}", "--server=172.20.0.9:8000"]
     results["publish"]["duplicate_check"]["conclusion"] = f"Checked with password={PASSWORD} from builder.local."
     record["followups"][0]["text"].append(
-        "The build is live on epyc from /home/alexbi/llm-src-ds4-upstream-20260912 (fd12:3456:789a::1).")
+        "The build is live on epyc from /home/alexbi/llm-src-ds4-upstream-20260912 (fd12:3456:789a::1)."
+    )
     record["notes"].append(f"Posted with {GHP}")
     return record
 
 
 @pytest.mark.parametrize(("fmt", "kind"), [("md", "pr"), ("html", "pr"), ("json", "pr"), ("md", "nightly")])
-def test_public_report_holds_no_secret_nor_private_detail(tmp_path: Path, templates: Path, fmt: str,
-                                                          kind: str) -> None:
+def test_public_report_holds_no_secret_nor_private_detail(tmp_path: Path, templates: Path, fmt: str, kind: str) -> None:
     record = planted_record(tmp_path)
     notes = f"Deployed by alexbi@10.20.30.40 with {SK}; see /home/alexbi/notes.md\n"
-    text = render_report(record, templates_dir=templates, fmt=fmt, public=True, notes=notes,  # type: ignore[arg-type]
-                         kind=kind)  # type: ignore[arg-type]
+    text = render_report(
+        record,
+        templates_dir=templates,
+        fmt=fmt,
+        public=True,
+        notes=notes,  # type: ignore[arg-type]
+        kind=kind,
+    )  # type: ignore[arg-type]
     for needle in (*SECRETS, *PRIVATE):
         assert needle not in text, f"{needle!r} leaked into the {fmt} report"
     if kind == "pr":
@@ -89,37 +105,52 @@ def test_written_report_and_summary_hold_no_secret(tmp_path: Path, templates: Pa
     json.loads(path.with_name("summary.json").read_text())
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (f"token {GHP} end", "token [redacted] end"),
-    (f"HF_TOKEN={HF}", "HF_TOKEN=[redacted]"),
-    (f"AWS_SECRET_ACCESS_KEY: '{SK}'", "AWS_SECRET_ACCESS_KEY: [redacted]"),
-    (f"Authorization: Bearer {BEARER}", "Authorization: [redacted]"),
-    (f"curl -H 'bearer {BEARER}'", "curl -H 'bearer [redacted]'"),
-    (f"https://bob:{PASSWORD}@example.org/x", "https://[redacted]@example.org/x"),
-    (f"api_key={PASSWORD}&x=1", "api_key=[redacted]&x=1"),
-    ("max_num_batched_tokens=8192 MAX_TOKENS=4096", "max_num_batched_tokens=8192 MAX_TOKENS=4096"),
-    ("KV: 1,778,916 tokens: fine; token budget 512", "KV: 1,778,916 tokens: fine; token budget 512"),
-    ("task-runner-abcdefghijklmnopqrstuvwxyz and use_hf_hub_download_abcdefghijklmnopqrstu",
-     "task-runner-abcdefghijklmnopqrstuvwxyz and use_hf_hub_download_abcdefghijklmnopqrstu"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"token {GHP} end", "token [redacted] end"),
+        (f"HF_TOKEN={HF}", "HF_TOKEN=[redacted]"),
+        (f"AWS_SECRET_ACCESS_KEY: '{SK}'", "AWS_SECRET_ACCESS_KEY: [redacted]"),
+        (f"Authorization: Bearer {BEARER}", "Authorization: [redacted]"),
+        (f"curl -H 'bearer {BEARER}'", "curl -H 'bearer [redacted]'"),
+        (f"https://bob:{PASSWORD}@example.org/x", "https://[redacted]@example.org/x"),
+        (f"api_key={PASSWORD}&x=1", "api_key=[redacted]&x=1"),
+        ("max_num_batched_tokens=8192 MAX_TOKENS=4096", "max_num_batched_tokens=8192 MAX_TOKENS=4096"),
+        ("KV: 1,778,916 tokens: fine; token budget 512", "KV: 1,778,916 tokens: fine; token budget 512"),
+        (
+            "task-runner-abcdefghijklmnopqrstuvwxyz and use_hf_hub_download_abcdefghijklmnopqrstu",
+            "task-runner-abcdefghijklmnopqrstuvwxyz and use_hf_hub_download_abcdefghijklmnopqrstu",
+        ),
+    ],
+)
 def test_secret_patterns(text: str, expected: str) -> None:
     assert redact_secrets(text) == expected
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("/home/ubuntu/src/x and /Users/ann/y", "~/src/x and ~/y"),
-    ("/root/.cache/huggingface", "~/.cache/huggingface"),
-    ("ssh 10.0.0.8 192.168.10.1 172.31.255.255 127.0.0.1", "ssh [private-ip] [private-ip] [private-ip] [private-ip]"),
-    ("public 8.8.8.8 and 172.32.0.1 and v12.0.1.2", "public 8.8.8.8 and 172.32.0.1 and v12.0.1.2"),
-    ("pull from nas.home.arpa or ci.corp or db.internal",
-     "pull from [private-host] or [private-host] or [private-host]"),
-    ("github.com/vllm-project/vllm stays", "github.com/vllm-project/vllm stays"),
-    ("/usr/local/cuda-13 stays", "/usr/local/cuda-13 stays"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/home/ubuntu/src/x and /Users/ann/y", "~/src/x and ~/y"),
+        ("/root/.cache/huggingface", "~/.cache/huggingface"),
+        (
+            "ssh 10.0.0.8 192.168.10.1 172.31.255.255 127.0.0.1",
+            "ssh [private-ip] [private-ip] [private-ip] [private-ip]",
+        ),
+        ("public 8.8.8.8 and 172.32.0.1 and v12.0.1.2", "public 8.8.8.8 and 172.32.0.1 and v12.0.1.2"),
+        (
+            "pull from nas.home.arpa or ci.corp or db.internal",
+            "pull from [private-host] or [private-host] or [private-host]",
+        ),
+        ("github.com/vllm-project/vllm stays", "github.com/vllm-project/vllm stays"),
+        ("/usr/local/cuda-13 stays", "/usr/local/cuda-13 stays"),
+    ],
+)
 def test_private_patterns(text: str, expected: str) -> None:
     assert redact_private(text) == expected
 
 
 def test_named_hosts_only_as_whole_words() -> None:
-    assert redact("live on epyc; epycurean stays", public=True, hosts={"epyc"}) == \
-        "live on [private-host]; epycurean stays"
+    assert (
+        redact("live on epyc; epycurean stays", public=True, hosts={"epyc"})
+        == "live on [private-host]; epycurean stays"
+    )

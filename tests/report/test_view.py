@@ -16,9 +16,15 @@ def _record(**results) -> dict:
 
 def test_every_section_says_not_run_when_only_the_record_exists(templates: Path) -> None:
     text = render_report(_record(), templates_dir=templates)
-    for line in ("The merge has not run yet", "Not run: there is no merge yet.", "Patch-sets: not run",
-                 "Duplicate-work check\n\nNot run:", "Native build: not run.", "No commands recorded",
-                 "Gate tiers not run: static, unit, gpu, kernel, serving, perf."):
+    for line in (
+        "The merge has not run yet",
+        "Not run: there is no merge yet.",
+        "Patch-sets: not run",
+        "Duplicate-work check\n\nNot run:",
+        "Native build: not run.",
+        "No commands recorded",
+        "Gate tiers not run: static, unit, gpu, kernel, serving, perf.",
+    ):
         assert line in text
     view = report_view(_record())
     assert view.merge is None and view.duplicate is None and view.validation.build is None
@@ -26,10 +32,21 @@ def test_every_section_says_not_run_when_only_the_record_exists(templates: Path)
 
 
 def test_gates_as_a_flat_list_with_top_level_counts() -> None:
-    gates = [{"name": "a", "tier": "gpu", "status": "passed", "passed": "12", "deselected": 3.0, "duration": "4.5",
-              "command": "pytest -q tests/a", "env_overrides": ["CUDA_VISIBLE_DEVICES=1", "junk"]},
-             {"gate": "b", "status": "error", "error": 1, "message": "timed out after the gate's timeout"},
-             "not a gate", 42]
+    gates = [
+        {
+            "name": "a",
+            "tier": "gpu",
+            "status": "passed",
+            "passed": "12",
+            "deselected": 3.0,
+            "duration": "4.5",
+            "command": "pytest -q tests/a",
+            "env_overrides": ["CUDA_VISIBLE_DEVICES=1", "junk"],
+        },
+        {"gate": "b", "status": "error", "error": 1, "message": "timed out after the gate's timeout"},
+        "not a gate",
+        42,
+    ]
     view = report_view(_record(gates=gates))
     tiers = {t.tier: t for t in view.validation.tiers}
     a = tiers["gpu"].gates[0]
@@ -42,8 +59,12 @@ def test_gates_as_a_flat_list_with_top_level_counts() -> None:
 
 
 def test_gates_nested_under_tiers_and_gates_keys() -> None:
-    data = {"tiers": {"unit": {"gates": [{"name": "u", "status": "failed", "counts": {"failed": 2, "passed": 1}}]},
-                      "perf": "garbage"}}
+    data = {
+        "tiers": {
+            "unit": {"gates": [{"name": "u", "status": "failed", "counts": {"failed": 2, "passed": 1}}]},
+            "perf": "garbage",
+        }
+    }
     view = report_view(_record(gates=data))
     assert [(t.tier, [g.name for g in t.gates]) for t in view.validation.tiers] == [("unit", ["u"])]
     assert view.validation.tiers[0].gates[0].failed == 2
@@ -51,15 +72,28 @@ def test_gates_nested_under_tiers_and_gates_keys() -> None:
 
 
 def test_patchsets_keyed_by_id_and_verify_results_joined() -> None:
-    replay = {"alpha": {"status": "retained", "meta": {"title": "Alpha", "rationale": "why alpha",
-                                                       "upstream": {"pr": "vllm-project/vllm#1"}}},
-              "beta": {"outcome": "needs-adaptation"}}
-    verify = [{"id": "alpha", "status": "passed", "invariants": [{"description": "symbol x", "ok": True},
-                                                                 {"name": "pattern y", "status": "broken"}]}]
+    replay = {
+        "alpha": {
+            "status": "retained",
+            "meta": {"title": "Alpha", "rationale": "why alpha", "upstream": {"pr": "vllm-project/vllm#1"}},
+        },
+        "beta": {"outcome": "needs-adaptation"},
+    }
+    verify = [
+        {
+            "id": "alpha",
+            "status": "passed",
+            "invariants": [{"description": "symbol x", "ok": True}, {"name": "pattern y", "status": "broken"}],
+        }
+    ]
     view = report_view(_record(replay=replay, verify=verify))
     alpha, beta = view.integration.patchsets
-    assert (alpha.title, alpha.status, alpha.rationale, alpha.upstream) == ("Alpha", "retained", "why alpha",
-                                                                          "vllm-project/vllm#1")
+    assert (alpha.title, alpha.status, alpha.rationale, alpha.upstream) == (
+        "Alpha",
+        "retained",
+        "why alpha",
+        "vllm-project/vllm#1",
+    )
     assert [(i.name, i.status) for i in alpha.invariants] == [("symbol x", "held"), ("pattern y", "broken")]
     assert alpha.invariants_held == 1
     assert beta.status == "needs-adaptation"
@@ -79,9 +113,13 @@ def test_build_checks_from_a_summary_string_and_item_lists() -> None:
 
 
 def test_wrong_types_are_ignored_not_fatal(templates: Path) -> None:
-    record = _record(merge={"conflicts": "nope", "overlaps": [None, {"path": "p", "fork_lines": "x"}],
-                            "upstream_commits": "many"},
-                     build=["not", "a", "mapping"], gates=7, serving={"probes": [{"value": 1.5}]}, publish=[])
+    record = _record(
+        merge={"conflicts": "nope", "overlaps": [None, {"path": "p", "fork_lines": "x"}], "upstream_commits": "many"},
+        build=["not", "a", "mapping"],
+        gates=7,
+        serving={"probes": [{"value": 1.5}]},
+        publish=[],
+    )
     record["followups"] = ["junk", {"title": "later", "items": ["one more gate"], "results": {"gates": {}}}]
     text = render_report(record, templates_dir=templates)
     view = report_view(record)
@@ -102,16 +140,23 @@ def test_followups_render_newest_last_with_dates(templates: Path) -> None:
 
 def test_merge_counts_and_kinds_in_the_summary(templates: Path) -> None:
     text = render_report(_record(merge=merge_summary().model_dump(mode="json")), templates_dir=templates)
-    assert ("It brings in 266 upstream commits on top of 41 fork-only commits. The merge required resolving "
-            "8 conflicted files (6 content, 1 modify/delete, 1 rename/modify; resolutions: recorded 3, person 3, "
-            "rule 2), plus 3 semantic overlaps in automatically merged files.") in text
+    assert (
+        "It brings in 266 upstream commits on top of 41 fork-only commits. The merge required resolving "
+        "8 conflicted files (6 content, 1 modify/delete, 1 rename/modify; resolutions: recorded 3, person 3, "
+        "rule 2), plus 3 semantic overlaps in automatically merged files."
+    ) in text
 
 
 def test_a_tier_run_by_a_later_followup_is_no_longer_remaining() -> None:
     record = rich_record()
     assert "kernel tier: not run" in [i.text for i in report_view(record).remaining]
-    record["followups"].append({"date": "2026-09-13", "title": "kernel checks", "results": {
-        "kernels": {"status": "passed", "probes": [{"name": "sparse_mla_decode", "status": "passed"}]}}})
+    record["followups"].append(
+        {
+            "date": "2026-09-13",
+            "title": "kernel checks",
+            "results": {"kernels": {"status": "passed", "probes": [{"name": "sparse_mla_decode", "status": "passed"}]}},
+        }
+    )
     texts = [i.text for i in report_view(record).remaining]
     assert "kernel tier: not run" not in texts
     assert "sparse-attention (gpu): incomplete (only environment-only failures)" in texts

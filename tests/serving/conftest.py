@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from servinghelp import HERE, OFFLINE_ENV, server_config, serving_python
 
-from ds4sync.proc import run
+from ds4sync.core.proc import run
 from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
 
 
@@ -34,15 +34,20 @@ def vllm_python() -> Path:
 def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama and tokenizer written by tests/serving/make_tiny_llama.py."""
     out = tmp_path_factory.mktemp("tiny-llama")
-    res = run([str(vllm_python), str(HERE / "make_tiny_llama.py"), str(out)], cwd=out, timeout_s=300,
-              env_overrides=OFFLINE_ENV)
+    res = run(
+        [str(vllm_python), str(HERE / "make_tiny_llama.py"), str(out)],
+        cwd=out,
+        timeout_s=300,
+        env_overrides=OFFLINE_ENV,
+    )
     assert res, f"model build failed: {res.describe()}\n{res.output[-2000:]}"
     return out
 
 
 @pytest.fixture(scope="session")
-def vllm_server(vllm_python: Path, tiny_model: Path,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+def vllm_server(
+    vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
     """One real vLLM CPU server for the session, ready (health 200, model listed)."""
     log = tmp_path_factory.mktemp("vllm-session") / "server.log"
     handle = start_server(server_config(vllm_python, tiny_model), log_path=log)

@@ -20,9 +20,38 @@ CHAT_TEMPLATE = (
 
 
 def corpus() -> list[str]:
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "paris", "capital", "france",
-             "answer", "number", "tool", "city", "weather", "think", "final", "reasoning", "alpha", "beta", "gamma",
-             "cobalt", "quartz", "onyx", "seven", "eight", "fifty", "six"]
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "a",
+        "lazy",
+        "dog",
+        "paris",
+        "capital",
+        "france",
+        "answer",
+        "number",
+        "tool",
+        "city",
+        "weather",
+        "think",
+        "final",
+        "reasoning",
+        "alpha",
+        "beta",
+        "gamma",
+        "cobalt",
+        "quartz",
+        "onyx",
+        "seven",
+        "eight",
+        "fifty",
+        "six",
+    ]
     lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(400)]
     lines += [" ".join(str(i * k) for k in range(1, 12)) for i in range(200)]
     lines.append('{"name": "get_weather", "arguments": {"city": "Paris"}} <think> </think>')
@@ -36,8 +65,12 @@ def build_tokenizer(out: Path) -> None:
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=["<s>", "</s>", "<pad>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=1024,
+        special_tokens=["<s>", "</s>", "<pad>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
     fast.add_tokens(["<think>", "</think>"])  # so reasoning parsers find their markers as single tokens
@@ -50,10 +83,21 @@ def build_model(out: Path, vocab_size: int) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, head_dim=64,
-                         max_position_embeddings=4096, bos_token_id=0, eos_token_id=1, pad_token_id=2,
-                         torch_dtype="bfloat16", tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=4096,
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=2,
+        torch_dtype="bfloat16",
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
 

@@ -31,16 +31,26 @@ class Response:
 Handler = Callable[[dict[str, Any]], Response]
 
 
-def chat_answer(content: str = "", *, reasoning: str | None = None, finish: str = "stop",
-                tool_calls: list[dict[str, Any]] | None = None, reasoning_field: str = "reasoning") -> Response:
+def chat_answer(
+    content: str = "",
+    *,
+    reasoning: str | None = None,
+    finish: str = "stop",
+    tool_calls: list[dict[str, Any]] | None = None,
+    reasoning_field: str = "reasoning",
+) -> Response:
     """A chat.completion JSON answer."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:
         message[reasoning_field] = reasoning
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
-    return Response(json_body={"choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": 3}})
+    return Response(
+        json_body={
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3},
+        }
+    )
 
 
 @dataclass
@@ -120,6 +130,7 @@ def healthy_routes(model: str = "m") -> dict[tuple[str, str], Handler]:
     return {
         ("GET", "/health"): lambda _b: Response(json_body={}),
         ("GET", "/v1/models"): lambda _b: Response(json_body={"data": [{"id": model}]}),
-        ("POST", "/v1/completions"): lambda _b: Response(json_body={"choices": [{"text": "x", "finish_reason":
-                                                                               "length"}]}),
+        ("POST", "/v1/completions"): lambda _b: Response(
+            json_body={"choices": [{"text": "x", "finish_reason": "length"}]}
+        ),
     }

@@ -17,15 +17,23 @@ from ds4sync.serving.config import ServerConfig
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MODEL_NAME = "tiny"
-OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-               "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO", "OMP_NUM_THREADS": "2",
-               # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
-               "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"}
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_LOGGING_LEVEL": "INFO",
+    "OMP_NUM_THREADS": "2",
+    # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
+    "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
+}
 
 # JSON arguments without free whitespace: a random model would otherwise pad them with newlines forever.
 STRUCTURED_OUTPUTS = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 # The same, enforced inside the reasoning section too (for the reasoning/final routing test).
 REASONING_OUTPUTS = '{"backend": "xgrammar", "disable_any_whitespace": true, "enable_in_reasoning": true}'
+
 
 def serving_python() -> Path | None:
     """The serving environment's interpreter, or None when it was never created."""
@@ -33,25 +41,59 @@ def serving_python() -> Path | None:
     path = Path(explicit) if explicit else ROOT / ".venv-serving" / "bin" / "python"
     return path if path.is_file() else None
 
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
+
 def vllm_command(python: Path, model_dir: Path, *extra: str) -> tuple[str, ...]:
     """The vLLM OpenAI server command (``{host}``/``{port}`` filled from ServerConfig)."""
-    return (str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-            "--served-model-name", MODEL_NAME, "--host", "{host}", "--port", "{port}", "--max-model-len", "4096",
-            "--dtype", "bfloat16", "--max-num-seqs", "8", *extra)
+    return (
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        MODEL_NAME,
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--max-model-len",
+        "4096",
+        "--dtype",
+        "bfloat16",
+        "--max-num-seqs",
+        "8",
+        *extra,
+    )
+
 
 def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerConfig:
     """A ServerConfig that starts vLLM on a free 127.0.0.1 port."""
     fields: dict[str, object] = {
-        "command": vllm_command(python, model_dir, "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
-                                "--structured-outputs-config", STRUCTURED_OUTPUTS),
-        "host": "127.0.0.1", "port": free_port(), "model": MODEL_NAME, "env": OFFLINE_ENV,
-        "startup_timeout_s": 240, "poll_interval_s": 0.5, "stop_grace_s": 20, "request_timeout_s": 120,
-        "guard_timeout_s": 30}
+        "command": vllm_command(
+            python,
+            model_dir,
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            "hermes",
+            "--structured-outputs-config",
+            STRUCTURED_OUTPUTS,
+        ),
+        "host": "127.0.0.1",
+        "port": free_port(),
+        "model": MODEL_NAME,
+        "env": OFFLINE_ENV,
+        "startup_timeout_s": 240,
+        "poll_interval_s": 0.5,
+        "stop_grace_s": 20,
+        "request_timeout_s": 120,
+        "guard_timeout_s": 30,
+    }
     fields.update(overrides)
     return ServerConfig.model_validate(fields)

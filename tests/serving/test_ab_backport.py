@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.gitrepo import GitRepo
-from ds4sync.repobuild import RepoBuilder
+from ds4sync.core.git import GitRepo
+from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.serving.abstats import MetricRule, compare_metric
 from ds4sync.serving.backport import Trees, decide, evaluate_backport
 from ds4sync.serving.config import BackportConfig, ServingConfig
@@ -19,8 +19,17 @@ from ds4sync.serving.config import BackportConfig, ServingConfig
 
 def bench_file(path: Path, tok_s: float, tpot_ms: float, *, completed: int = 8) -> Path:
     """A `vllm bench serve --save-result` shaped file."""
-    path.write_text(json.dumps({"num_prompts": 8, "completed": completed, "output_throughput": tok_s,
-                                "median_tpot_ms": tpot_ms, "median_ttft_ms": 40.0}))
+    path.write_text(
+        json.dumps(
+            {
+                "num_prompts": 8,
+                "completed": completed,
+                "output_throughput": tok_s,
+                "median_tpot_ms": tpot_ms,
+                "median_ttft_ms": 40.0,
+            }
+        )
+    )
     return path
 
 
@@ -37,8 +46,15 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
     assert code == 1  # a regression fails the command
     assert set(rows) == {"output_throughput", "median_tpot_ms", "median_ttft_ms"}
     tok = rows["output_throughput"]
-    assert set(tok) == {"metric", "baseline_median", "candidate_median", "delta_pct", "ci_low_pct", "ci_high_pct",
-                        "verdict"}
+    assert set(tok) == {
+        "metric",
+        "baseline_median",
+        "candidate_median",
+        "delta_pct",
+        "ci_low_pct",
+        "ci_high_pct",
+        "verdict",
+    }
     assert tok["verdict"] == "regression" and tok["delta_pct"] == pytest.approx(-2.1, abs=0.3)
     assert tok["ci_low_pct"] < tok["delta_pct"] < tok["ci_high_pct"] < 0
     assert rows["median_tpot_ms"]["verdict"] == "regression"  # lower is better for TPOT
@@ -47,21 +63,45 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
 
 def test_ab_cli_refuses_unpaired_runs(builder: RepoBuilder, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     builder.commit({"a.txt": "a"}, "init")
-    code = main(["ab", "--baseline", str(bench_file(tmp_path / "a.json", 1, 1)), "--baseline",
-                 str(bench_file(tmp_path / "a2.json", 1, 1)), "--candidate", str(bench_file(tmp_path / "b.json", 1, 1)),
-                 "--repo", str(builder.path), "--out", str(tmp_path / "ab")])
+    code = main(
+        [
+            "ab",
+            "--baseline",
+            str(bench_file(tmp_path / "a.json", 1, 1)),
+            "--baseline",
+            str(bench_file(tmp_path / "a2.json", 1, 1)),
+            "--candidate",
+            str(bench_file(tmp_path / "b.json", 1, 1)),
+            "--repo",
+            str(builder.path),
+            "--out",
+            str(tmp_path / "ab"),
+        ]
+    )
     assert code == 2 and "pairs need both" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("kv", "verdicts", "decision", "phrases"), [
-    (-3.8, [("c1.output_throughput", [300] * 5, [291] * 5), ("c8.output_throughput", [900, 905, 898, 902, 901],
-                                                                                     [915, 890, 920, 895, 905])],
-     "exclude", ["reduced KV capacity by 3.80%", "slowed c1.output_throughput by 3.00%",
-                 "no repeatable c8.output_throughput benefit"]),
-    (0.0, [("c1.output_throughput", [300] * 5, [309] * 5)], "include", ["improved c1.output_throughput by 3.00%"]),
-    (0.0, [("c1.output_throughput", [300] * 5, [300] * 5)], "exclude", ["no measurable benefit"]),
-    (None, [("c1.median_tpot_ms", [3.0] * 5, [3.3] * 5)], "exclude", ["raised c1.median_tpot_ms by 10.00%"]),
-])
+@pytest.mark.parametrize(
+    ("kv", "verdicts", "decision", "phrases"),
+    [
+        (
+            -3.8,
+            [
+                ("c1.output_throughput", [300] * 5, [291] * 5),
+                ("c8.output_throughput", [900, 905, 898, 902, 901], [915, 890, 920, 895, 905]),
+            ],
+            "exclude",
+            [
+                "reduced KV capacity by 3.80%",
+                "slowed c1.output_throughput by 3.00%",
+                "no repeatable c8.output_throughput benefit",
+            ],
+        ),
+        (0.0, [("c1.output_throughput", [300] * 5, [309] * 5)], "include", ["improved c1.output_throughput by 3.00%"]),
+        (0.0, [("c1.output_throughput", [300] * 5, [300] * 5)], "exclude", ["no measurable benefit"]),
+        (None, [("c1.median_tpot_ms", [3.0] * 5, [3.3] * 5)], "exclude", ["raised c1.median_tpot_ms by 10.00%"]),
+    ],
+)
 def test_decide(kv: float | None, verdicts: list, decision: str, phrases: list[str]) -> None:
     rows = [compare_metric(m, a, b, MetricRule(direction="lower" if "tpot" in m else "higher")) for m, a, b in verdicts]
     got, reasons = decide(rows, kv_change_pct=kv, config=BackportConfig())
@@ -71,8 +111,10 @@ def test_decide(kv: float | None, verdicts: list, decision: str, phrases: list[s
 
 
 ENGINE = "SPEED = {speed}\nKV_TOKENS = {kv}\n"
-BUILD = ("import json, runpy; ns = runpy.run_path('engine.py'); "
-         "json.dump({'speed': ns['SPEED'], 'kv': ns['KV_TOKENS']}, open('build.json', 'w'))")
+BUILD = (
+    "import json, runpy; ns = runpy.run_path('engine.py'); "
+    "json.dump({'speed': ns['SPEED'], 'kv': ns['KV_TOKENS']}, open('build.json', 'w'))"
+)
 
 
 def _fork(builder: RepoBuilder) -> dict[str, str]:
@@ -104,20 +146,33 @@ def _measure_build(trees: Trees):
 
 
 def _serving(tmp_path: Path) -> ServingConfig:
-    return ServingConfig.model_validate({"server": {"base_url": "http://127.0.0.1:9", "model": "m"},
-                                         "backport": {"build_command": [sys.executable, "-c", BUILD], "pairs": 5}})
+    return ServingConfig.model_validate(
+        {
+            "server": {"base_url": "http://127.0.0.1:9", "model": "m"},
+            "backport": {"build_command": [sys.executable, "-c", BUILD], "pairs": 5},
+        }
+    )
 
 
 def test_backport_excluded_with_measured_reasons(builder: RepoBuilder, tmp_path: Path) -> None:
     shas = _fork(builder)
-    decision = evaluate_backport(GitRepo(builder.path), shas["slower"], _serving(tmp_path), base_ref="sync/main-x",
-                                 base_tree=None, work_dir=tmp_path / "bp", python=sys.executable,
-                                 measure_factory=_measure_build, patch_dir=tmp_path / "patches")
+    decision = evaluate_backport(
+        GitRepo(builder.path),
+        shas["slower"],
+        _serving(tmp_path),
+        base_ref="sync/main-x",
+        base_tree=None,
+        work_dir=tmp_path / "bp",
+        python=sys.executable,
+        measure_factory=_measure_build,
+        patch_dir=tmp_path / "patches",
+    )
     assert decision.decision == "exclude"
     assert decision.kv_change_pct == pytest.approx(-3.8)
     line = decision.line()
-    assert line.startswith(f"{shas['slower'][:10]} excluded: reduced KV capacity by 3.80%; "
-                           "slowed c1.output_throughput by ")
+    assert line.startswith(
+        f"{shas['slower'][:10]} excluded: reduced KV capacity by 3.80%; slowed c1.output_throughput by "
+    )
     slowed = float(line.split("slowed c1.output_throughput by ")[1].split("%")[0])
     assert 2.5 < slowed < 3.5 and "benefit" not in line
     assert decision.ab is not None and decision.ab.order == ("A", "B", "B", "A", "A", "B", "B", "A", "A", "B")
@@ -129,9 +184,17 @@ def test_backport_excluded_with_measured_reasons(builder: RepoBuilder, tmp_path:
 
 def test_backport_included_becomes_a_patchset(builder: RepoBuilder, tmp_path: Path) -> None:
     shas = _fork(builder)
-    decision = evaluate_backport(GitRepo(builder.path), shas["faster"], _serving(tmp_path), base_ref="sync/main-x",
-                                 base_tree=None, work_dir=tmp_path / "bp", python=sys.executable,
-                                 measure_factory=_measure_build, patch_dir=tmp_path / "patches")
+    decision = evaluate_backport(
+        GitRepo(builder.path),
+        shas["faster"],
+        _serving(tmp_path),
+        base_ref="sync/main-x",
+        base_tree=None,
+        work_dir=tmp_path / "bp",
+        python=sys.executable,
+        measure_factory=_measure_build,
+        patch_dir=tmp_path / "patches",
+    )
     assert decision.decision == "include", decision.reasons
     folder = Path(decision.patchset or "")
     meta = (folder / "patchset.yaml").read_text()
@@ -141,8 +204,15 @@ def test_backport_included_becomes_a_patchset(builder: RepoBuilder, tmp_path: Pa
 
 def test_backport_that_does_not_apply_is_excluded(builder: RepoBuilder, tmp_path: Path) -> None:
     shas = _fork(builder)
-    decision = evaluate_backport(GitRepo(builder.path), shas["conflict"], _serving(tmp_path), base_ref="sync/main-x",
-                                 base_tree=None, work_dir=tmp_path / "bp", python=sys.executable,
-                                 measure_factory=_measure_build)
+    decision = evaluate_backport(
+        GitRepo(builder.path),
+        shas["conflict"],
+        _serving(tmp_path),
+        base_ref="sync/main-x",
+        base_tree=None,
+        work_dir=tmp_path / "bp",
+        python=sys.executable,
+        measure_factory=_measure_build,
+    )
     assert decision.decision == "exclude" and "does not apply cleanly" in decision.reasons[0]
     assert not GitRepo(builder.path).ref_exists(f"refs/heads/backport/{shas['conflict'][:10]}")

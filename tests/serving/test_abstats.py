@@ -47,14 +47,17 @@ def test_expanded_interval_is_wider_than_percentile_for_few_pairs() -> None:
     assert bootstrap_mean_ci(values, seed=3) == bootstrap_mean_ci(values, seed=3)
 
 
-@pytest.mark.parametrize(("base", "cand", "rule", "verdict"), [
-    ([300, 301, 299, 300, 302], [309, 310, 308, 309, 311], HIGHER, "improvement"),
-    ([300, 301, 299, 300, 302], [291, 292, 290, 291, 293], HIGHER, "regression"),
-    ([300, 301, 299, 300, 302], [300.3, 301.2, 298.9, 300.1, 302.2], HIGHER, "neutral"),
-    ([300, 301, 299, 300, 302], [310, 290, 305, 296, 312], HIGHER, "inconclusive"),
-    ([10.0, 10.1, 9.9, 10.0, 10.0], [9.5, 9.6, 9.4, 9.5, 9.5], LOWER, "improvement"),
-    ([10.0, 10.1, 9.9, 10.0, 10.0], [10.6, 10.7, 10.5, 10.6, 10.6], LOWER, "regression"),
-])
+@pytest.mark.parametrize(
+    ("base", "cand", "rule", "verdict"),
+    [
+        ([300, 301, 299, 300, 302], [309, 310, 308, 309, 311], HIGHER, "improvement"),
+        ([300, 301, 299, 300, 302], [291, 292, 290, 291, 293], HIGHER, "regression"),
+        ([300, 301, 299, 300, 302], [300.3, 301.2, 298.9, 300.1, 302.2], HIGHER, "neutral"),
+        ([300, 301, 299, 300, 302], [310, 290, 305, 296, 312], HIGHER, "inconclusive"),
+        ([10.0, 10.1, 9.9, 10.0, 10.0], [9.5, 9.6, 9.4, 9.5, 9.5], LOWER, "improvement"),
+        ([10.0, 10.1, 9.9, 10.0, 10.0], [10.6, 10.7, 10.5, 10.6, 10.6], LOWER, "regression"),
+    ],
+)
 def test_verdicts(base: list[float], cand: list[float], rule: MetricRule, verdict: str) -> None:
     row = compare_metric("m", base, cand, rule)
     assert row.verdict == verdict
@@ -69,8 +72,15 @@ def test_significant_change_below_threshold_is_not_an_improvement() -> None:
 def test_json_row_and_line() -> None:
     row = compare_metric("decode tok/s", [298.9] * 5, [292.7] * 5, HIGHER, unit="tok/s")
     d = pytest.approx(-2.0743, abs=1e-3)
-    assert row.brief() == {"metric": "decode tok/s", "baseline_median": 298.9, "candidate_median": 292.7,
-                           "delta_pct": d, "ci_low_pct": d, "ci_high_pct": d, "verdict": "regression"}
+    assert row.brief() == {
+        "metric": "decode tok/s",
+        "baseline_median": 298.9,
+        "candidate_median": 292.7,
+        "delta_pct": d,
+        "ci_low_pct": d,
+        "ci_high_pct": d,
+        "verdict": "regression",
+    }
     assert row.line().startswith("decode tok/s: 292.7 tok/s vs 298.9 tok/s median (-2.07%;")
 
 

@@ -24,8 +24,10 @@ def test_probes_become_counts_failures_and_details(tmp_path: Path) -> None:
     server.routes[("POST", "/v1/chat/completions")] = lambda _b: chat_answer("41")
     try:
         config = tmp_path / "serving.yaml"
-        config.write_text(f"serving:\n  server: {{base_url: '{server.url}', model: m}}\n"
-                          "  exact: [{name: a, messages: [{role: user, content: q}], expect: '42'}]\n")
+        config.write_text(
+            f"serving:\n  server: {{base_url: '{server.url}', model: m}}\n"
+            "  exact: [{name: a, messages: [{role: user, content: q}], expect: '42'}]\n"
+        )
         spec = Spec(config_file="serving.yaml", probes=("health", "exact", "tool_call"))
         result = run_gate(_gate(spec), GateContext(cwd=tmp_path, python="python", log_dir=tmp_path / "logs"))
     finally:
@@ -33,8 +35,13 @@ def test_probes_become_counts_failures_and_details(tmp_path: Path) -> None:
     assert result.status == "failed" and result.kind == "serving"
     assert (result.counts.passed, result.counts.failed, result.counts.skipped) == (1, 1, 1)
     assert result.failures[0].node_id == "srv::exact" and "0/1 exact" in result.failures[0].message
-    assert result.details["probes"][0] == {"name": "health", "status": "passed", "value": 1.0, "baseline": 1.0,
-                                           "unit": "ok"}
+    assert result.details["probes"][0] == {
+        "name": "health",
+        "status": "passed",
+        "value": 1.0,
+        "baseline": 1.0,
+        "unit": "ok",
+    }
 
 
 def test_missing_config_is_an_error(tmp_path: Path) -> None:
@@ -45,8 +52,9 @@ def test_missing_config_is_an_error(tmp_path: Path) -> None:
 def test_falls_back_to_the_checkouts_ds4sync_yaml(tmp_path: Path) -> None:
     server = ScriptedServer(healthy_routes())
     try:
-        (tmp_path / "ds4sync.yaml").write_text(f"serving:\n  server: {{base_url: '{server.url}', model: m}}\n"
-                                               "  probes: [health]\n")
+        (tmp_path / "ds4sync.yaml").write_text(
+            f"serving:\n  server: {{base_url: '{server.url}', model: m}}\n  probes: [health]\n"
+        )
         result = run_gate(_gate(Spec()), GateContext(cwd=tmp_path, python="python", log_dir=tmp_path / "logs"))
     finally:
         server.close()

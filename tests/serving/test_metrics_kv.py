@@ -9,14 +9,27 @@ from ds4sync.serving.kvcache import GIB, KvCapacity, compare, from_log, from_met
 from ds4sync.serving.metrics import counter_delta, parse, summarize
 
 
-def exposition(*, gen: float, prompt: float, usage: float, drafts: float = 0, draft_tokens: float = 0,
-               accepted: float = 0, tokens: int | None = 1_778_916, mem: int | None = None) -> str:
+def exposition(
+    *,
+    gen: float,
+    prompt: float,
+    usage: float,
+    drafts: float = 0,
+    draft_tokens: float = 0,
+    accepted: float = 0,
+    tokens: int | None = 1_778_916,
+    mem: int | None = None,
+) -> str:
     """vLLM-shaped /metrics text from prometheus_client itself."""
     reg = CollectorRegistry()
     labels = ["model_name", "engine"]
-    for name, value in (("vllm:generation_tokens", gen), ("vllm:prompt_tokens", prompt),
-                        ("vllm:spec_decode_num_drafts", drafts), ("vllm:spec_decode_num_draft_tokens", draft_tokens),
-                        ("vllm:spec_decode_num_accepted_tokens", accepted)):
+    for name, value in (
+        ("vllm:generation_tokens", gen),
+        ("vllm:prompt_tokens", prompt),
+        ("vllm:spec_decode_num_drafts", drafts),
+        ("vllm:spec_decode_num_draft_tokens", draft_tokens),
+        ("vllm:spec_decode_num_accepted_tokens", accepted),
+    ):
         Counter(name, "c", labels, registry=reg).labels("m", "0").inc(value)
     Gauge("vllm:kv_cache_usage_perc", "g", labels, registry=reg).labels("m", "0").set(usage)
     if tokens is not None:
@@ -53,9 +66,11 @@ def test_kv_capacity_from_cache_config_info() -> None:
 
 
 def test_kv_capacity_from_log_lines() -> None:
-    log = ("INFO [gpu_worker.py] Available KV cache memory: 9.63 GiB\n"
-           "INFO [kv_cache_utils.py] GPU KV cache size: 1,778,916 tokens\n"
-           "INFO Maximum concurrency for 65,536 tokens per request: 27.14x\n")
+    log = (
+        "INFO [gpu_worker.py] Available KV cache memory: 9.63 GiB\n"
+        "INFO [kv_cache_utils.py] GPU KV cache size: 1,778,916 tokens\n"
+        "INFO Maximum concurrency for 65,536 tokens per request: 27.14x\n"
+    )
     cap = from_log(log)
     assert cap is not None and cap.tokens == 1_778_916 and cap.render() == "9.63 GiB / 1,778,916 tokens"
     assert from_log("CPU KV cache size: 1,048,576 tokens").tokens == 1_048_576
@@ -64,8 +79,10 @@ def test_kv_capacity_from_log_lines() -> None:
 
 def test_compare_renders_the_write_up_line() -> None:
     cap = KvCapacity(tokens=1_778_916, bytes=round(9.63 * GIB), source="x")
-    assert compare(cap, KvBaseline(tokens=1_778_916, bytes=round(9.63 * GIB))) == \
-        (True, "unchanged 9.63 GiB / 1,778,916 tokens")
+    assert compare(cap, KvBaseline(tokens=1_778_916, bytes=round(9.63 * GIB))) == (
+        True,
+        "unchanged 9.63 GiB / 1,778,916 tokens",
+    )
     smaller = KvCapacity(tokens=1_711_317, bytes=round(9.26 * GIB), source="x")
     ok, line = compare(smaller, KvBaseline(tokens=1_778_916))
     assert not ok and line.startswith("down 3.80% 9.26 GiB / 1,711,317 tokens (baseline 1,778,916 tokens)")

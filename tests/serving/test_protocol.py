@@ -40,13 +40,16 @@ def client_for(server: ScriptedServer, timeout_s: float = 5.0) -> OpenAIClient:
     return OpenAIClient(server.url, "m", timeout_s=timeout_s)
 
 
-@pytest.mark.parametrize(("response", "kind"), [
-    (Response(raw=b"{not json"), "malformed"),
-    (Response(status=500, json_body={"error": "boom"}), "http"),
-    (Response(json_body={"id": "x"}), "malformed"),
-    (Response(json_body={"choices": [{"index": 0}]}), "malformed"),
-    (Response(hang=True), "timeout"),
-])
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [
+        (Response(raw=b"{not json"), "malformed"),
+        (Response(status=500, json_body={"error": "boom"}), "http"),
+        (Response(json_body={"id": "x"}), "malformed"),
+        (Response(json_body={"choices": [{"index": 0}]}), "malformed"),
+        (Response(hang=True), "timeout"),
+    ],
+)
 def test_chat_failures_have_a_kind(scripted: ScriptedServer, response: Response, kind: str) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: response
     with client_for(scripted, timeout_s=0.5) as client, pytest.raises(RequestFailed) as info:
@@ -67,10 +70,13 @@ def test_health_probe_needs_the_model_listed(scripted: ScriptedServer) -> None:
 
 def test_exact_cases_count_exact_and_pattern(scripted: ScriptedServer) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda b: chat_answer(
-        {"a": " 187 \n", "b": "188", "c": "the answer is 56."}[b["messages"][0]["content"]])
-    cases = [ExactCase(name="a", messages=({"role": "user", "content": "a"},), expect="187"),
-             ExactCase(name="b", messages=({"role": "user", "content": "b"},), expect="187"),
-             ExactCase(name="c", messages=({"role": "user", "content": "c"},), pattern=r"\b56\b")]
+        {"a": " 187 \n", "b": "188", "c": "the answer is 56."}[b["messages"][0]["content"]]
+    )
+    cases = [
+        ExactCase(name="a", messages=({"role": "user", "content": "a"},), expect="187"),
+        ExactCase(name="b", messages=({"role": "user", "content": "b"},), expect="187"),
+        ExactCase(name="c", messages=({"role": "user", "content": "c"},), pattern=r"\b56\b"),
+    ]
     with client_for(scripted) as client:
         result = probes.probe_exact(client, cases)
     assert (result.status, result.value, result.baseline) == ("failed", 2.0, 3.0)
@@ -81,15 +87,19 @@ def test_exact_cases_count_exact_and_pattern(scripted: ScriptedServer) -> None:
 TOOLS = ({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},)
 
 
-@pytest.mark.parametrize(("call", "ok", "problem"), [
-    ({"name": "get_weather", "arguments": '{"city": "Paris"}'}, True, ""),
-    ({"name": "get_weather", "arguments": '{"city": "Par'}, False, "not valid JSON"),
-    ({"name": "get_time", "arguments": '{"city": "Paris"}'}, False, "expected 'get_weather'"),
-    ({"name": "get_weather", "arguments": '{"city": "Rome"}'}, False, "expected {'city': 'Paris'}"),
-])
+@pytest.mark.parametrize(
+    ("call", "ok", "problem"),
+    [
+        ({"name": "get_weather", "arguments": '{"city": "Paris"}'}, True, ""),
+        ({"name": "get_weather", "arguments": '{"city": "Par'}, False, "not valid JSON"),
+        ({"name": "get_time", "arguments": '{"city": "Paris"}'}, False, "expected 'get_weather'"),
+        ({"name": "get_weather", "arguments": '{"city": "Rome"}'}, False, "expected {'city': 'Paris'}"),
+    ],
+)
 def test_tool_call(scripted: ScriptedServer, call: dict, ok: bool, problem: str) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: chat_answer(
-        "", finish="tool_calls", tool_calls=[{"id": "1", "type": "function", "function": call}])
+        "", finish="tool_calls", tool_calls=[{"id": "1", "type": "function", "function": call}]
+    )
     case = ToolCallCase(messages=MSG, tools=TOOLS, expect_name="get_weather", expect_arguments={"city": "Paris"})
     with client_for(scripted) as client:
         result = probes.probe_tool_call(client, case)
@@ -105,12 +115,15 @@ def test_tool_call_missing_is_a_failure(scripted: ScriptedServer) -> None:
     assert result.status == "failed" and "no tool_calls" in result.summary
 
 
-@pytest.mark.parametrize(("answer", "fields", "ok"), [
-    (chat_answer("56", reasoning="7*8", reasoning_field="reasoning_content"), ("reasoning_content",), True),
-    (chat_answer("56", reasoning="7*8", reasoning_field="reasoning"), ("reasoning_content",), False),
-    (chat_answer("", reasoning="7*8"), ("reasoning",), False),
-    (chat_answer("<think>7*8</think>56", reasoning="x"), ("reasoning",), False),
-])
+@pytest.mark.parametrize(
+    ("answer", "fields", "ok"),
+    [
+        (chat_answer("56", reasoning="7*8", reasoning_field="reasoning_content"), ("reasoning_content",), True),
+        (chat_answer("56", reasoning="7*8", reasoning_field="reasoning"), ("reasoning_content",), False),
+        (chat_answer("", reasoning="7*8"), ("reasoning",), False),
+        (chat_answer("<think>7*8</think>56", reasoning="x"), ("reasoning",), False),
+    ],
+)
 def test_reasoning_routing(scripted: ScriptedServer, answer: Response, fields: tuple, ok: bool) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: answer
     with client_for(scripted) as client:
@@ -120,8 +133,13 @@ def test_reasoning_routing(scripted: ScriptedServer, answer: Response, fields: t
 
 
 def test_eval_scores_each_outcome_apart(scripted: ScriptedServer) -> None:
-    answers = {"ok": chat_answer("42"), "wrong": chat_answer("41"), "long": chat_answer("4", finish="length"),
-               "err": Response(status=500, json_body={}), "hang": Response(hang=True)}
+    answers = {
+        "ok": chat_answer("42"),
+        "wrong": chat_answer("41"),
+        "long": chat_answer("4", finish="length"),
+        "err": Response(status=500, json_body={}),
+        "hang": Response(hang=True),
+    }
     scripted.routes[("POST", "/v1/chat/completions")] = lambda b: answers[b["messages"][0]["content"]]
     cases = tuple(ExactCase(name=k, messages=({"role": "user", "content": k},), expect="42") for k in answers)
     config = EvalConfig(cases=cases, repeat=2, concurrency=3, timeout_s=0.5, max_tokens=16)
@@ -187,11 +205,14 @@ def test_slow_stream_gives_ttft_and_gaps(scripted: ScriptedServer) -> None:
 def test_a_wedged_server_gets_later_probes_skipped(scripted: ScriptedServer, tmp_path: Path) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: Response(hang=True)
     scripted.routes[("POST", "/v1/completions")] = lambda _b: Response(hang=True)
-    config = ServingConfig.model_validate({
-        "server": {"base_url": scripted.url, "model": "m", "request_timeout_s": 0.5, "guard_timeout_s": 0.5},
-        "probes": ["health", "exact", "kv_capacity", "eval"],
-        "exact": [{"name": "a", "messages": list(MSG), "expect": "x"}],
-        "eval": {"cases": [{"name": "a", "messages": list(MSG), "expect": "x"}]}})
+    config = ServingConfig.model_validate(
+        {
+            "server": {"base_url": scripted.url, "model": "m", "request_timeout_s": 0.5, "guard_timeout_s": 0.5},
+            "probes": ["health", "exact", "kv_capacity", "eval"],
+            "exact": [{"name": "a", "messages": list(MSG), "expect": "x"}],
+            "eval": {"cases": [{"name": "a", "messages": list(MSG), "expect": "x"}]},
+        }
+    )
     result = run_serving_gate(config, out_dir=tmp_path)
     status = {p.name: p.status for p in result.probes}
     assert status == {"health": "passed", "exact": "failed", "kv_capacity": "skipped", "eval": "skipped"}
@@ -202,9 +223,13 @@ def test_a_wedged_server_gets_later_probes_skipped(scripted: ScriptedServer, tmp
 
 def test_a_failed_probe_on_a_live_server_does_not_skip_the_rest(scripted: ScriptedServer, tmp_path: Path) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: chat_answer("wrong")
-    config = ServingConfig.model_validate({
-        "server": {"base_url": scripted.url, "model": "m"}, "probes": ["exact", "health"],
-        "exact": [{"name": "a", "messages": list(MSG), "expect": "x"}]})
+    config = ServingConfig.model_validate(
+        {
+            "server": {"base_url": scripted.url, "model": "m"},
+            "probes": ["exact", "health"],
+            "exact": [{"name": "a", "messages": list(MSG), "expect": "x"}],
+        }
+    )
     result = run_serving_gate(config, out_dir=tmp_path)
     assert [p.status for p in result.probes] == ["failed", "passed"] and result.wedged is None
     assert ("POST", "/v1/completions") in [(m, p) for m, p, _ in scripted.seen]  # the guard ran
@@ -224,10 +249,16 @@ open(arg('--result-dir') + '/' + arg('--result-filename'), 'w').write(json.dumps
 def test_bench_row_fails_when_not_all_prompts_completed(scripted: ScriptedServer, tmp_path: Path) -> None:
     metrics = iter(range(0, 10_000, 50))
     scripted.routes[("GET", "/metrics")] = lambda _b: Response(
-        raw=f"vllm:generation_tokens_total{{engine=\"0\"}} {next(metrics)}\n".encode())
-    config = BenchConfig(command=(sys.executable, "-c", FAKE_BENCH), metrics_interval_s=0.05,
-                         rows=(BenchRow(name="decode", input_len=64, output_len=64, num_prompts=4),
-                               BenchRow(name="partial", input_len=999, output_len=1, num_prompts=4)))
+        raw=f'vllm:generation_tokens_total{{engine="0"}} {next(metrics)}\n'.encode()
+    )
+    config = BenchConfig(
+        command=(sys.executable, "-c", FAKE_BENCH),
+        metrics_interval_s=0.05,
+        rows=(
+            BenchRow(name="decode", input_len=64, output_len=64, num_prompts=4),
+            BenchRow(name="partial", input_len=999, output_len=1, num_prompts=4),
+        ),
+    )
     with client_for(scripted) as client:
         result = bench.probe_throughput(client, config, out_dir=tmp_path)
     rows = {r["name"]: r for r in result.details["rows"]}
@@ -241,8 +272,9 @@ def test_bench_row_fails_when_not_all_prompts_completed(scripted: ScriptedServer
 
 
 def test_missing_bench_tool_fails_the_row_not_the_gate(scripted: ScriptedServer, tmp_path: Path) -> None:
-    config = BenchConfig(command=("no-such-vllm-binary", "bench", "serve"),
-                         rows=(BenchRow(name="decode", input_len=8, output_len=8),))
+    config = BenchConfig(
+        command=("no-such-vllm-binary", "bench", "serve"), rows=(BenchRow(name="decode", input_len=8, output_len=8),)
+    )
     with client_for(scripted) as client:
         result = bench.probe_throughput(client, config, out_dir=tmp_path)
     assert result.status == "failed" and "program not found: no-such-vllm-binary" in result.summary

@@ -17,8 +17,8 @@ import yaml
 from servinghelp import MODEL_NAME, REASONING_OUTPUTS, server_config, vllm_command
 
 from ds4sync.cli import main
-from ds4sync.proc import pid_alive
-from ds4sync.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.core.proc import pid_alive
+from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.config import (
     BenchConfig,
@@ -41,8 +41,12 @@ HERE = Path(__file__).resolve().parent
 
 def forced(name: str, answer: str, expect: str) -> ExactCase:
     """A case whose server answer is forced to ``answer`` by structured outputs."""
-    return ExactCase(name=name, messages=({"role": "user", "content": "What is 11 * 17?"},), expect=expect,
-                     sampling={"temperature": 0, "max_tokens": 8, "structured_outputs": {"choice": [answer]}})
+    return ExactCase(
+        name=name,
+        messages=({"role": "user", "content": "What is 11 * 17?"},),
+        expect=expect,
+        sampling={"temperature": 0, "max_tokens": 8, "structured_outputs": {"choice": [answer]}},
+    )
 
 
 def test_health_and_exact_answers(vllm_server: ServerHandle) -> None:
@@ -55,13 +59,31 @@ def test_health_and_exact_answers(vllm_server: ServerHandle) -> None:
 
 
 def test_tool_call_with_named_choice(vllm_server: ServerHandle) -> None:
-    tools = ({"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string", "enum": ["Paris"]}}, "required": ["city"],
-        "additionalProperties": False}}},)
-    case = ToolCallCase(messages=({"role": "user", "content": "Weather in Paris?"},), tools=tools,
-                        expect_name="get_weather", expect_arguments={"city": "Paris"},
-                        sampling={"temperature": 0, "max_tokens": 64,
-                                  "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})
+    tools = (
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string", "enum": ["Paris"]}},
+                    "required": ["city"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    )
+    case = ToolCallCase(
+        messages=({"role": "user", "content": "Weather in Paris?"},),
+        tools=tools,
+        expect_name="get_weather",
+        expect_arguments={"city": "Paris"},
+        sampling={
+            "temperature": 0,
+            "max_tokens": 64,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        },
+    )
     with vllm_server.client() as client:
         result = probes.probe_tool_call(client, case)
     assert result.status == "passed", result.summary
@@ -71,8 +93,9 @@ def test_tool_call_with_named_choice(vllm_server: ServerHandle) -> None:
 def test_kv_capacity_from_metrics_and_log_agree(vllm_server: ServerHandle) -> None:
     with vllm_server.client() as client:
         from_metrics = kvcache.from_metrics_text(client.metrics_text())
-        same = kvcache.probe_kv_capacity(client, vllm_server.log_path, KvBaseline(tokens=from_metrics.tokens,
-                                                                                  bytes=from_metrics.bytes))
+        same = kvcache.probe_kv_capacity(
+            client, vllm_server.log_path, KvBaseline(tokens=from_metrics.tokens, bytes=from_metrics.bytes)
+        )
         bigger = kvcache.probe_kv_capacity(client, vllm_server.log_path, KvBaseline(tokens=from_metrics.tokens + 1))
     from_log = kvcache.from_log(vllm_server.log_path.read_text())
     assert from_metrics.tokens == from_log.tokens > 0
@@ -102,12 +125,19 @@ def test_recall_prompt_reaches_its_size_without_truncation(vllm_server: ServerHa
     assert result.status == ("passed" if details["correct"] else "failed")  # random weights rarely recall
 
 
-def test_throughput_rows_through_vllm_bench(vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path,
-                                            tmp_path: Path) -> None:
-    config = BenchConfig(command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")), tokenizer=str(tiny_model),
-                         metrics_interval_s=0.5, timeout_s=300,
-                         rows=(BenchRow(name="decode", input_len=32, output_len=16, num_prompts=4, concurrency=2),
-                               BenchRow(name="too-long", input_len=5000, output_len=8, num_prompts=2)))
+def test_throughput_rows_through_vllm_bench(
+    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    config = BenchConfig(
+        command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")),
+        tokenizer=str(tiny_model),
+        metrics_interval_s=0.5,
+        timeout_s=300,
+        rows=(
+            BenchRow(name="decode", input_len=32, output_len=16, num_prompts=4, concurrency=2),
+            BenchRow(name="too-long", input_len=5000, output_len=8, num_prompts=2),
+        ),
+    )
     with vllm_server.client() as client:
         result = bench.probe_throughput(client, config, out_dir=tmp_path)
     rows = {r["name"]: r for r in result.details["rows"]}
@@ -120,8 +150,9 @@ def test_throughput_rows_through_vllm_bench(vllm_server: ServerHandle, vllm_pyth
     assert result.details["failed_rows"] == ["too-long"]
 
 
-def test_startup_failure_is_reported_as_died_with_the_log_tail(vllm_python: Path, tiny_model: Path,
-                                                                 tmp_path: Path) -> None:
+def test_startup_failure_is_reported_as_died_with_the_log_tail(
+    vllm_python: Path, tiny_model: Path, tmp_path: Path
+) -> None:
     config = server_config(vllm_python, tiny_model)
     bad = config.model_copy(update={"command": (*config.command, "--dtype", "no-such-dtype")})
     handle = start_server(bad, log_path=tmp_path / "server.log")
@@ -131,8 +162,9 @@ def test_startup_failure_is_reported_as_died_with_the_log_tail(vllm_python: Path
     assert "exited with code" in info.value.what
 
 
-def test_startup_timeout_says_still_loading_and_stop_kills_the_group(vllm_python: Path, tiny_model: Path,
-                                                                       tmp_path: Path) -> None:
+def test_startup_timeout_says_still_loading_and_stop_kills_the_group(
+    vllm_python: Path, tiny_model: Path, tmp_path: Path
+) -> None:
     handle = start_server(server_config(vllm_python, tiny_model, stop_grace_s=5), log_path=tmp_path / "server.log")
     with pytest.raises(ServerStartError) as info:
         wait_ready(handle, timeout_s=1)
@@ -151,20 +183,22 @@ def test_port_already_served_is_refused(vllm_server: ServerHandle, tmp_path: Pat
     assert info.value.kind == "port-busy"
 
 
-def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, tiny_model: Path,
-                                                            tmp_path: Path) -> None:
+def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, tiny_model: Path, tmp_path: Path) -> None:
     # A second server with a reasoning parser; structured outputs (also inside reasoning) pin the answer shape.
-    command = vllm_command(vllm_python, tiny_model, "--reasoning-parser", "deepseek_r1",
-                           "--structured-outputs-config", REASONING_OUTPUTS)
-    config = server_config(vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3,
-                           stop_grace_s=2)
+    command = vllm_command(
+        vllm_python, tiny_model, "--reasoning-parser", "deepseek_r1", "--structured-outputs-config", REASONING_OUTPUTS
+    )
+    config = server_config(
+        vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3, stop_grace_s=2
+    )
     handle = start_server(config, log_path=tmp_path / "server.log")
     try:
         wait_ready(handle)
         assert guard(handle).ok
         thinking = {"temperature": 0, "max_tokens": 40, "structured_outputs": {"regex": "<think>[a-z]{3,8}</think>56"}}
-        case = ReasoningCase(messages=({"role": "user", "content": "7 * 8?"},), sampling=thinking,
-                             expect_pattern="^56$")
+        case = ReasoningCase(
+            messages=({"role": "user", "content": "7 * 8?"},), sampling=thinking, expect_pattern="^56$"
+        )
         with handle.client() as client:
             routed = probes.probe_reasoning(client, case)
             wrong_field = probes.probe_reasoning(client, case.model_copy(update={"fields": ("reasoning_content",)}))
@@ -181,22 +215,45 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
     assert handle.proc.returncode == -signal.SIGKILL
 
 
-def test_cli_gate_json_attached_and_recorded(vllm_server: ServerHandle, tmp_path: Path, builder,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_gate_json_attached_and_recorded(
+    vllm_server: ServerHandle, tmp_path: Path, builder, capsys: pytest.CaptureFixture[str]
+) -> None:
     builder.commit({"a.txt": "a"}, "init")
-    serving = {"server": {"base_url": vllm_server.url, "model": MODEL_NAME},
-               "probes": ["health", "exact", "kv_capacity"],
-               "exact": [forced("187", "187", "187").model_dump(mode="json")],
-               "kv": {"tokens": 1}}
+    serving = {
+        "server": {"base_url": vllm_server.url, "model": MODEL_NAME},
+        "probes": ["health", "exact", "kv_capacity"],
+        "exact": [forced("187", "187", "187").model_dump(mode="json")],
+        "kv": {"tokens": 1},
+    }
     cfg = tmp_path / "serving.yaml"
     cfg.write_text(yaml.safe_dump({"serving": serving}))
     store = RecordStore(tmp_path / "state")
-    store.save(RunRecord(run_id="r1", repo=str(builder.path), state_dir=str(store.root), sync_branch="sync/x",
-                         worktree=str(builder.path), backup_ref="refs/x", status="paused",
-                         upstream=UpstreamRef(remote="upstream", ref="main", sha="0" * 40),
-                         fork=ForkRef(branch="main", head_before="0" * 40)))
-    code = main(["serving", "gate", "--repo", str(builder.path), "--serving-config", str(cfg), "--state-dir",
-                 str(store.root), "--json"])
+    store.save(
+        RunRecord(
+            run_id="r1",
+            repo=str(builder.path),
+            state_dir=str(store.root),
+            sync_branch="sync/x",
+            worktree=str(builder.path),
+            backup_ref="refs/x",
+            status="paused",
+            upstream=UpstreamRef(remote="upstream", ref="main", sha="0" * 40),
+            fork=ForkRef(branch="main", head_before="0" * 40),
+        )
+    )
+    code = main(
+        [
+            "serving",
+            "gate",
+            "--repo",
+            str(builder.path),
+            "--serving-config",
+            str(cfg),
+            "--state-dir",
+            str(store.root),
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["run_id"] == "r1" and data["status"] == "passed"
     assert [p["name"] for p in data["probes"]] == ["health", "exact", "kv_capacity"]
@@ -207,18 +264,25 @@ def test_cli_gate_json_attached_and_recorded(vllm_server: ServerHandle, tmp_path
     assert recorded["probes"][1]["details"]["cases"][0]["content"] == "187"
 
 
-def test_live_ab_runs_interleaved_bench_rows(vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path,
-                                             tmp_path: Path) -> None:
+def test_live_ab_runs_interleaved_bench_rows(
+    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
+) -> None:
     from ds4sync.serving.ab import run_ab
 
-    config = BenchConfig(command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")), tokenizer=str(tiny_model),
-                         metrics_interval_s=0.5, timeout_s=300,
-                         rows=(BenchRow(name="d", input_len=16, output_len=16, num_prompts=4, concurrency=2),))
-    result = run_ab([vllm_server.url], [vllm_server.url], pairs=2, out_dir=tmp_path, bench_config=config,
-                    model=MODEL_NAME)
+    config = BenchConfig(
+        command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")),
+        tokenizer=str(tiny_model),
+        metrics_interval_s=0.5,
+        timeout_s=300,
+        rows=(BenchRow(name="d", input_len=16, output_len=16, num_prompts=4, concurrency=2),),
+    )
+    result = run_ab(
+        [vllm_server.url], [vllm_server.url], pairs=2, out_dir=tmp_path, bench_config=config, model=MODEL_NAME
+    )
     assert result.order == ("A", "B", "B", "A")
     assert {r.metric for r in result.rows} == {"d.output_throughput", "d.median_tpot_ms", "d.median_ttft_ms"}
-    assert all(r.pairs == 2 and r.verdict in ("improvement", "neutral", "regression", "inconclusive")
-               for r in result.rows)
+    assert all(
+        r.pairs == 2 and r.verdict in ("improvement", "neutral", "regression", "inconclusive") for r in result.rows
+    )
     steps = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("step"))
     assert steps == ["step00-A", "step01-B", "step02-B", "step03-A"]

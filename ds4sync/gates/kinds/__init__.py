@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ds4sync import proc
+from ds4sync.core import proc
 
 if TYPE_CHECKING:
     from ds4sync.gates.definition import Gate
@@ -90,10 +90,23 @@ class GateContext:
         path.unlink(missing_ok=True)
         return path
 
-    def run(self, argv: list[str], *, gate: Gate, log_path: Path, env_overrides: Mapping[str, str] | None = None,
-            timeout_s: float | None = None) -> proc.ProcResult:
-        """Run one child for ``gate`` through :func:`ds4sync.proc.run` in ``cwd``, streaming to ``log_path``."""
+    def run(
+        self,
+        argv: list[str],
+        *,
+        gate: Gate,
+        log_path: Path,
+        env_overrides: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> proc.ProcResult:
+        """Run one child for ``gate`` through :func:`ds4sync.core.proc.run` in ``cwd``, streaming to ``log_path``."""
         overrides = self.env_overrides(gate) if env_overrides is None else dict(env_overrides)
-        return proc.run(argv, cwd=self.cwd, env_overrides=overrides, log_path=log_path,
-                        timeout_s=timeout_s if timeout_s is not None else gate.definition.timeout,
-                        on_line=self.on_line, on_start=self.on_start)
+        return proc.run(
+            argv,
+            cwd=self.cwd,
+            env_overrides=overrides,
+            log_path=log_path,
+            timeout_s=timeout_s if timeout_s is not None else gate.definition.timeout,
+            on_line=self.on_line,
+            on_start=self.on_start,
+        )

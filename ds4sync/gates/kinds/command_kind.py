@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ds4sync.errors import ToolMissingError
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, TestCounts, TestFailure
-from ds4sync.model import FrozenModel
 
 TAIL_CHARS = 2000
 
@@ -55,9 +55,18 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [part.replace("{python}", ctx.python) for part in spec.argv]
     log = ctx.log_path(gate)
     env = ctx.env_overrides(gate)
-    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="command", required=gate.definition.required,
-                  command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices, log_path=str(log),
-                  details={"display_command": shlex.join(argv)})
+    common: dict[str, Any] = dict(
+        name=gate.name,
+        tier=gate.tier,
+        kind="command",
+        required=gate.definition.required,
+        command=tuple(argv),
+        cwd=str(ctx.cwd),
+        env_overrides=env,
+        devices=ctx.devices,
+        log_path=str(log),
+        details={"display_command": shlex.join(argv)},
+    )
     try:
         res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
     except ToolMissingError as exc:
@@ -72,11 +81,20 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         return GateResult(status="passed", reason=f"exit {res.returncode}", counts=TestCounts(passed=1), **common)
     text = "; ".join(problems)
     rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
-    failure = TestFailure(node_id=gate.name, message=f"{text}\n{res.output[-TAIL_CHARS:]}",
-                          env_category=rule.category if rule else None, env_rule=rule.name if rule else None)
+    failure = TestFailure(
+        node_id=gate.name,
+        message=f"{text}\n{res.output[-TAIL_CHARS:]}",
+        env_category=rule.category if rule else None,
+        env_rule=rule.name if rule else None,
+    )
     if rule:
-        return GateResult(status="incomplete", reason=f"{text} [{rule.category}]", counts=TestCounts(env_only=1),
-                          failures=(failure,), **common)
+        return GateResult(
+            status="incomplete",
+            reason=f"{text} [{rule.category}]",
+            counts=TestCounts(env_only=1),
+            failures=(failure,),
+            **common,
+        )
     return GateResult(status="failed", reason=text, counts=TestCounts(failed=1), failures=(failure,), **common)
 
 

@@ -9,7 +9,7 @@ Example (``gates/kernel.yaml``)::
 
 The suite runs as a child of the target environment's interpreter (``{python}``, which has torch
 and triton), through ``<profile>/kernels/run_suite.py``; its JSON becomes a
-:class:`ds4sync.kernelsuite.KernelSuiteResult`, stored whole in ``GateResult.details["kernel"]``
+:class:`ds4sync.gates.kernelsuite.KernelSuiteResult`, stored whole in ``GateResult.details["kernel"]``
 (per-op cases and the bench table). ``bench`` comes from the spec, or from the runner's
 ``ctx.extra["bench"]`` (``ds4sync gate --tier kernel --bench``).
 """
@@ -22,13 +22,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ds4sync.errors import ToolMissingError
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
+from ds4sync.gates.kernelsuite import KERNEL_OPS, KernelSuiteResult
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
-from ds4sync.kernelsuite import KERNEL_OPS, KernelSuiteResult
-from ds4sync.model import FrozenModel
 
 TAIL_CHARS = 2000
 
@@ -78,9 +78,18 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     json_out = ctx.log_path(gate, "json")
     argv = suite_argv(spec, ctx.python, script, json_out, bench)
     env = ctx.env_overrides(gate)
-    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="kernel", required=gate.definition.required,
-                                  command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices,
-                                  log_path=str(log), details={"display_command": shlex.join(argv)})
+    common: dict[str, Any] = dict(
+        name=gate.name,
+        tier=gate.tier,
+        kind="kernel",
+        required=gate.definition.required,
+        command=tuple(argv),
+        cwd=str(ctx.cwd),
+        env_overrides=env,
+        devices=ctx.devices,
+        log_path=str(log),
+        details={"display_command": shlex.join(argv)},
+    )
     if not script.is_file():
         return GateResult(status="error", reason=f"no kernel tier at {script.parent}", **common)
     try:
@@ -97,8 +106,13 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
         status: GateStatus = "incomplete" if rule else "error"
         reason = f"exit {res.returncode}, no suite result ({type(exc).__name__})"
-        failure = TestFailure(node_id=gate.name, kind="error", message=res.output[-TAIL_CHARS:],
-                              env_category=rule.category if rule else None, env_rule=rule.name if rule else None)
+        failure = TestFailure(
+            node_id=gate.name,
+            kind="error",
+            message=res.output[-TAIL_CHARS:],
+            env_category=rule.category if rule else None,
+            env_rule=rule.name if rule else None,
+        )
         return GateResult(status=status, reason=reason, failures=(failure,), **common)
     return to_gate_result(result, spec, common)
 
@@ -106,20 +120,37 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
 def to_gate_result(result: KernelSuiteResult, spec: Spec, common: dict[str, Any]) -> GateResult:
     """Counts, failures (``op::case``), status and details from a suite result."""
     cases = [(op.op, c) for op in result.ops for c in op.cases]
-    failures = [TestFailure(node_id=f"{op}::{c.name}", kind="failure" if c.status == "fail" else "error",
-                            message=c.detail, duration_s=c.seconds) for op, c in cases if c.status in ("fail", "error")]
+    failures = [
+        TestFailure(
+            node_id=f"{op}::{c.name}",
+            kind="failure" if c.status == "fail" else "error",
+            message=c.detail,
+            duration_s=c.seconds,
+        )
+        for op, c in cases
+        if c.status in ("fail", "error")
+    ]
     bench_misses = [f"bench::{r.op}::{r.case}" for r in result.bench if r.flags] if spec.require_targets else []
-    failures += [TestFailure(node_id=name, message="; ".join(r.flags)) for name, r in
-                 zip(bench_misses, [r for r in result.bench if r.flags], strict=False)]
-    counts = TestCounts(passed=sum(c.status == "pass" for _, c in cases),
-                        failed=sum(c.status == "fail" for _, c in cases) + len(bench_misses),
-                        errors=sum(c.status == "error" for _, c in cases),
-                        skipped=sum(c.status == "skip" for _, c in cases))
+    failures += [
+        TestFailure(node_id=name, message="; ".join(r.flags))
+        for name, r in zip(bench_misses, [r for r in result.bench if r.flags], strict=False)
+    ]
+    counts = TestCounts(
+        passed=sum(c.status == "pass" for _, c in cases),
+        failed=sum(c.status == "fail" for _, c in cases) + len(bench_misses),
+        errors=sum(c.status == "error" for _, c in cases),
+        skipped=sum(c.status == "skip" for _, c in cases),
+    )
     details = {**common.pop("details"), "kernel": result.model_dump(mode="json")}
     env = result.environment
     where = f"{env.gpu or env.device}, torch {env.torch}, triton {env.triton}"
     if failures:
-        return GateResult(status="failed", reason=f"{counts.summary()} ({where})", counts=counts,
-                          failures=tuple(failures), details=details, **common)
-    return GateResult(status="passed", reason=f"{counts.summary()} ({where})", counts=counts, details=details,
-                      **common)
+        return GateResult(
+            status="failed",
+            reason=f"{counts.summary()} ({where})",
+            counts=counts,
+            failures=tuple(failures),
+            details=details,
+            **common,
+        )
+    return GateResult(status="passed", reason=f"{counts.summary()} ({where})", counts=counts, details=details, **common)

@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import Field
 
+from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
-from ds4sync.model import FrozenModel
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -87,10 +87,19 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     env = ctx.env_overrides(gate)
     res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
-    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="pytest", required=gate.definition.required,
-                  command=tuple(argv), cwd=str(ctx.cwd), env_overrides=env, devices=ctx.devices,
-                  log_path=str(log), duration_s=res.duration_s,
-                  details={"display_command": shlex.join(base), "junit": str(xml)})
+    common: dict[str, Any] = dict(
+        name=gate.name,
+        tier=gate.tier,
+        kind="pytest",
+        required=gate.definition.required,
+        command=tuple(argv),
+        cwd=str(ctx.cwd),
+        env_overrides=env,
+        devices=ctx.devices,
+        log_path=str(log),
+        duration_s=res.duration_s,
+        details={"display_command": shlex.join(base), "junit": str(xml)},
+    )
     if res.timed_out:
         return GateResult(status="error", reason=f"timed out after {gate.definition.timeout:g}s", **common)
     if res.interrupted:
@@ -110,20 +119,24 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         flaky += [f.node_id for f in real if f.node_id in passed_now]
         real = [f for f in real if f.node_id not in passed_now]
     failures = [f for f in failures if f.node_id not in flaky]
-    counts = counts.model_copy(update={
-        "failed": sum(1 for f in real if f.kind == "failure"),
-        "errors": sum(1 for f in real if f.kind == "error"), "flaky": len(flaky)})
+    counts = counts.model_copy(
+        update={
+            "failed": sum(1 for f in real if f.kind == "failure"),
+            "errors": sum(1 for f in real if f.kind == "error"),
+            "flaky": len(flaky),
+        }
+    )
     status, reason = _status(res.returncode, counts, cases)
     common["details"]["tests"] = len(cases)
     slowest = sorted(cases, key=lambda c: c.duration_s, reverse=True)[:SLOWEST]
     common["details"]["slowest"] = [[c.node_id, round(c.duration_s, 3)] for c in slowest]
     common["duration_s"] = time.monotonic() - start
-    return GateResult(status=status, reason=reason, counts=counts, failures=tuple(failures), flaky=tuple(flaky),
-                      **common)
+    return GateResult(
+        status=status, reason=reason, counts=counts, failures=tuple(failures), flaky=tuple(flaky), **common
+    )
 
 
-def _tally(gate: Gate, cases: list[CaseResult], log_text: str,
-           deselected: int) -> tuple[list[TestFailure], TestCounts]:
+def _tally(gate: Gate, cases: list[CaseResult], log_text: str, deselected: int) -> tuple[list[TestFailure], TestCounts]:
     failures: list[TestFailure] = []
     passed = skipped = env_only = 0
     for case in cases:
@@ -134,16 +147,21 @@ def _tally(gate: Gate, cases: list[CaseResult], log_text: str,
         else:
             rule = classify(gate.rules, failure_text=f"{case.message}\n{case.text}", log_text=log_text)
             env_only += rule is not None
-            failures.append(TestFailure(
-                node_id=case.node_id, kind="error" if case.outcome == "error" else "failure",
-                message=(case.message or case.text)[:MAX_MESSAGE], duration_s=case.duration_s,
-                env_category=rule.category if rule else None, env_rule=rule.name if rule else None))
+            failures.append(
+                TestFailure(
+                    node_id=case.node_id,
+                    kind="error" if case.outcome == "error" else "failure",
+                    message=(case.message or case.text)[:MAX_MESSAGE],
+                    duration_s=case.duration_s,
+                    env_category=rule.category if rule else None,
+                    env_rule=rule.name if rule else None,
+                )
+            )
     counts = TestCounts(passed=passed, skipped=skipped, deselected=deselected, env_only=env_only)
     return failures, counts
 
 
-def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tuple[str, ...],
-           attempt: int) -> set[str]:
+def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tuple[str, ...], attempt: int) -> set[str]:
     """Node ids that passed when rerun on their own."""
     xml = ctx.log_path(gate, f"rerun{attempt}.xml")
     argv = [*build_argv(spec, python, node_ids=node_ids), f"--junitxml={xml}", "-o", "junit_family=xunit1"]
@@ -168,4 +186,3 @@ def _status(returncode: int | None, counts: TestCounts, cases: list[CaseResult])
     if returncode not in (0, 1):  # e.g. exit 1 with no failing case is possible after a flaky rerun
         return "error", f"pytest exit {returncode} ({_EXIT_MEANING.get(returncode or 0, 'unknown')})"
     return "passed", counts.summary()
-

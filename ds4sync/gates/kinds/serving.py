@@ -17,15 +17,15 @@ probe counts as one test: passed, failed or skipped; a server that does not star
 gate ``error``. Details carry every probe as ``{name, status, value, baseline, unit}``.
 """
 
-
 from __future__ import annotations
 
 import time
 from pathlib import Path
 from typing import Any
 
-from ds4sync.config import CONFIG_NAME, FrozenModel, load_config, read_yaml, validate
-from ds4sync.errors import ConfigError
+from ds4sync.config import CONFIG_NAME, load_config
+from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, TestCounts, TestFailure
@@ -56,35 +56,46 @@ def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
         loaded = load_config(ctx.cwd / CONFIG_NAME).serving
         if loaded is not None:
             return loaded
-    raise ConfigError("serving gate has no serving config", where="run",
-                      fix="set run.config_file, run.serving, or the serving: section of ds4sync.yaml")
+    raise ConfigError(
+        "serving gate has no serving config",
+        where="run",
+        fix="set run.config_file, run.serving, or the serving: section of ds4sync.yaml",
+    )
 
 
 def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run the serving probes; passed when the server started and no probe failed."""
     spec: Spec = gate.spec  # type: ignore[assignment]
-    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required,
-                                  cwd=str(ctx.cwd))
+    common: dict[str, Any] = dict(
+        name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required, cwd=str(ctx.cwd)
+    )
     start = time.monotonic()
     try:
         config = _serving_config(spec, ctx)
     except ConfigError as exc:
         return GateResult(status="error", reason=exc.one_line(), **common)
     out_dir = ctx.log_dir / f"{gate.tier}-{gate.name}"
-    result = run_serving_gate(config, out_dir=out_dir, names=spec.probes,
-                              progress=ctx.on_line or (lambda _m: None))
+    result = run_serving_gate(config, out_dir=out_dir, names=spec.probes, progress=ctx.on_line or (lambda _m: None))
     counts = result.counts()
-    failures = tuple(TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary)
-                     for p in result.probes if p.status == "failed")
+    failures = tuple(
+        TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary) for p in result.probes if p.status == "failed"
+    )
     details = {"probes": [p.brief() for p in result.probes], "serving": result.model_dump(mode="json")}
-    common.update(command=config.server.argv() or (), log_path=result.server_log, details=details,
-                  duration_s=time.monotonic() - start,
-                  counts=TestCounts(passed=counts["passed"], failed=counts["failed"], skipped=counts["skipped"]),
-                  failures=failures)
+    common.update(
+        command=config.server.argv() or (),
+        log_path=result.server_log,
+        details=details,
+        duration_s=time.monotonic() - start,
+        counts=TestCounts(passed=counts["passed"], failed=counts["failed"], skipped=counts["skipped"]),
+        failures=failures,
+    )
     if result.startup_error:
         return GateResult(status="error", reason=result.startup_error.splitlines()[0], **common)
     reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status == "failed")
     if result.wedged:
         reason = f"{reason}; server unresponsive {result.wedged}"
-    return GateResult(status="failed" if counts["failed"] else "passed",
-                      reason=reason or f"{counts['passed']} probes passed", **common)
+    return GateResult(
+        status="failed" if counts["failed"] else "passed",
+        reason=reason or f"{counts['passed']} probes passed",
+        **common,
+    )

@@ -17,12 +17,12 @@ import shlex
 import time
 from typing import Any, Literal
 
-from ds4sync.errors import GitError, ToolMissingError
+from ds4sync.core.errors import GitError, ToolMissingError
+from ds4sync.core.git import GitRepo
+from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
-from ds4sync.gitrepo import GitRepo
-from ds4sync.model import FrozenModel
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
 _RUFF_LINE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
@@ -50,8 +50,14 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run one built-in static check."""
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
-    common: dict[str, Any] = dict(name=gate.name, tier=gate.tier, kind="static", required=gate.definition.required,
-                  cwd=str(ctx.cwd), env_overrides=ctx.env_overrides(gate))
+    common: dict[str, Any] = dict(
+        name=gate.name,
+        tier=gate.tier,
+        kind="static",
+        required=gate.definition.required,
+        cwd=str(ctx.cwd),
+        env_overrides=ctx.env_overrides(gate),
+    )
     try:
         result = _CHECKS[spec.check](gate, ctx, spec, common)
     except (GitError, ToolMissingError) as exc:
@@ -68,8 +74,11 @@ def delta_files(repo: GitRepo, base: str, suffixes: tuple[str, ...]) -> list[str
 def _base(ctx: GateContext, spec: Spec) -> str:
     base = spec.base or ctx.base_ref
     if not base:
-        raise GitError("no base ref for the fork's delta", where="static gate",
-                       fix="pass --changed-since REF (e.g. the upstream commit) or run inside a sync run")
+        raise GitError(
+            "no base ref for the fork's delta",
+            where="static gate",
+            fix="pass --changed-since REF (e.g. the upstream commit) or run inside a sync run",
+        )
     return base
 
 
@@ -83,9 +92,15 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     argv = [*prefix, *sub, *files]
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
-    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={
-        "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>", "base": base,
-        "files": len(files)})
+    info: dict[str, Any] = dict(
+        command=tuple(argv),
+        log_path=str(log),
+        details={
+            "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>",
+            "base": base,
+            "files": len(files),
+        },
+    )
     if res.timed_out or res.returncode not in (0, 1):
         why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
         return GateResult(status="error", reason=why, **common, **info)
@@ -107,30 +122,53 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]
     log = ctx.log_path(gate)
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
-    info: dict[str, Any] = dict(command=("git", "diff", "--check", base), log_path=str(log),
-                                duration_s=time.monotonic() - start,
-                                details={"display_command": f"git diff --check {base}", "base": base})
+    info: dict[str, Any] = dict(
+        command=("git", "diff", "--check", base),
+        log_path=str(log),
+        duration_s=time.monotonic() - start,
+        details={"display_command": f"git diff --check {base}", "base": base},
+    )
     if status == 0:
         return GateResult(status="passed", reason="no whitespace errors or conflict markers", **common, **info)
-    return GateResult(status="failed", reason=f"{len(failures)} problems", counts=TestCounts(failed=len(failures)),
-                      failures=failures, **common, **info)
+    return GateResult(
+        status="failed",
+        reason=f"{len(failures)} problems",
+        counts=TestCounts(failed=len(failures)),
+        failures=failures,
+        **common,
+        **info,
+    )
 
 
 def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
-    argv = ([ctx.python, "-m", "pip", "check"] if spec.installer == "pip"
-            else ["uv", "pip", "check", "--python", ctx.python])
+    argv = (
+        [ctx.python, "-m", "pip", "check"]
+        if spec.installer == "pip"
+        else ["uv", "pip", "check", "--python", ctx.python]
+    )
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
     info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={"display_command": shlex.join(argv)})
     if res.timed_out:
         return GateResult(status="error", reason="timed out", **common, **info)
     if res.returncode == 0:
-        return GateResult(status="passed", reason=res.output.strip().splitlines()[-1] if res.output.strip() else "ok",
-                          counts=TestCounts(passed=1), **common, **info)
+        return GateResult(
+            status="passed",
+            reason=res.output.strip().splitlines()[-1] if res.output.strip() else "ok",
+            counts=TestCounts(passed=1),
+            **common,
+            **info,
+        )
     lines = [line for line in res.output.splitlines() if line.strip()]
     failures = tuple(TestFailure(node_id=line.split(" ", 1)[0], message=line) for line in lines[:200])
-    return GateResult(status="failed", reason=f"{len(lines)} incompatible requirements",
-                      counts=TestCounts(failed=len(lines)), failures=failures, **common, **info)
+    return GateResult(
+        status="failed",
+        reason=f"{len(lines)} incompatible requirements",
+        counts=TestCounts(failed=len(lines)),
+        failures=failures,
+        **common,
+        **info,
+    )
 
 
 def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
@@ -144,8 +182,9 @@ def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
 
 
 def _unformatted(output: str) -> tuple[TestFailure, ...]:
-    paths = [m.group("path") or m.group("arrow") for m in map(_REFORMAT.match, map(str.strip, output.splitlines()))
-             if m]
+    paths = [
+        m.group("path") or m.group("arrow") for m in map(_REFORMAT.match, map(str.strip, output.splitlines())) if m
+    ]
     return tuple(TestFailure(node_id=p, message="would be reformatted") for p in dict.fromkeys(paths))
 
 

@@ -1,0 +1,113 @@
+"""Rich rendering of core results for the terminal. Only the CLI calls this module."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ds4sync.core.record import RunRecord
+from ds4sync.merge.plan import MergeSummary
+from ds4sync.runner import RunOutcome
+
+MAX_ROWS = 40
+
+
+def print_json(console: Console, data: Any) -> None:
+    """One JSON object on stdout, nothing else."""
+    console.file.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> None:
+    """Counts, conflicts (kind and resolution) and semantic overlaps as tables."""
+    head = Table(title=title, show_header=False, box=None)
+    head.add_row("upstream", summary.upstream_sha)
+    head.add_row("fork", summary.fork_sha)
+    head.add_row("merge-base", summary.merge_base)
+    head.add_row("upstream commits", str(summary.upstream_commits))
+    head.add_row("fork-only commits", str(summary.fork_commits))
+    head.add_row("files changed", f"upstream {len(summary.upstream_files)}, fork {len(summary.fork_files)}")
+    head.add_row("conflicts", str(len(summary.conflicts)) + _kinds(summary))
+    head.add_row("semantic overlaps", str(len(summary.overlaps)))
+    if summary.merge_commit:
+        head.add_row("merge commit", summary.merge_commit)
+        head.add_row("remerge-diff paths", str(len(summary.remerge_diff_paths)))
+    console.print(head)
+    if summary.conflicts:
+        table = Table(title="Conflicts")
+        for column in ("path", "kind", "resolution"):
+            table.add_column(column)
+        for conflict in summary.conflicts[:MAX_ROWS]:
+            how: str = conflict.resolution or "-"
+            if conflict.rule:
+                how += f" ({conflict.rule})"
+            table.add_row(conflict.path, conflict.kind, how)
+        _more(table, len(summary.conflicts))
+        console.print(table)
+    if summary.overlaps:
+        table = Table(title="Semantic overlaps: changed on both sides, merged without conflict")
+        for column in ("path", "upstream lines", "fork lines"):
+            table.add_column(column, justify="right" if "lines" in column else "left")
+        ranked = sorted(summary.overlaps, key=lambda o: -(o.upstream_lines + o.fork_lines))
+        for overlap in ranked[:MAX_ROWS]:
+            table.add_row(overlap.path, str(overlap.upstream_lines), str(overlap.fork_lines))
+        _more(table, len(summary.overlaps))
+        console.print(table)
+
+
+def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> None:
+    """Where a run stopped: status, the last phase's message, details and next steps."""
+    record = outcome.record
+    style = {"done": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(record.status, "")
+    console.print(f"[bold {style}]run {record.run_id}: {record.status}[/]")
+    if outcome.outcome is not None:
+        if outcome.outcome.message:
+            console.print(f"  {outcome.last_phase}: {outcome.outcome.message}")
+        for line in outcome.outcome.details:
+            console.print(f"    {line}")
+        for step in outcome.outcome.next_steps:
+            console.print(f"  next: {step}")
+    console.print(f"  worktree: {record.worktree}")
+    console.print(f"  record: {record_path}")
+
+
+def run_status(console: Console, record: RunRecord, *, record_path: str) -> None:
+    """A run's phases and what to do next."""
+    table = Table(title=f"run {record.run_id} ({record.status})")
+    for column in ("phase", "status", "message"):
+        table.add_column(column)
+    for name, state in record.phases.items():
+        table.add_row(name, state.status, state.message)
+    console.print(table)
+    console.print(
+        f"upstream {record.upstream.ref} @ {record.upstream.sha[:12]} -> {record.fork.branch} "
+        f"@ {record.fork.head_before[:12]}"
+    )
+    console.print(f"worktree: {record.worktree}\nsync branch: {record.sync_branch}\nbackup: {record.backup_ref}")
+    console.print(f"record: {record_path}")
+    console.print(f"next: {next_step(record)}")
+
+
+def next_step(record: RunRecord) -> str:
+    """The command a person should run next for this run."""
+    if record.status == "needs-person":
+        return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
+    if record.status in ("running",):
+        return "wait for the running command, or `ds4sync resume` if it was killed"
+    if record.status == "paused":
+        return "`ds4sync resume` to run the remaining phases"
+    if record.status == "failed":
+        return "look at the failed phase, fix it in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
+    return "nothing: the run is finished"
+
+
+def _kinds(summary: MergeSummary) -> str:
+    kinds = summary.conflict_kinds()
+    return f" ({', '.join(f'{k} {n}' for k, n in kinds.items())})" if kinds else ""
+
+
+def _more(table: Table, total: int) -> None:
+    if total > MAX_ROWS:
+        table.caption = f"{total - MAX_ROWS} more in the record / --json"

@@ -1,0 +1,69 @@
+"""The base of every config and result model, and the one way to read a YAML file into one.
+
+A leaf module: it imports nothing else of ds4sync but its errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ds4sync.core.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class FrozenModel(BaseModel):
+    """Immutable, and unknown keys are rejected (a typo in a file is an error, not a silent default)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a ConfigError with line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    import yaml  # start-up stays light for commands without a config file
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"malformed YAML ({problem})", where=where, fix="fix the syntax at that line") from exc
+    return {} if data is None else data
+
+
+def validate(model: type[M], data: Any, *, source: Path | str) -> M:
+    """Validate ``data`` into ``model``; the first error becomes one ConfigError line.
+
+    The line reads ``<file>: <key.path>: <what was expected>``.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}", where=str(source))
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(
+            describe_validation_error(exc),
+            where=str(source),
+            fix=f"see `ds4sync config check` and the {model.__name__} fields",
+        ) from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """``key.path: expected ...`` for the first error of a pydantic ValidationError."""
+    err = exc.errors()[0]
+    loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if err["type"] == "missing":
+        return f"{loc}: required key is missing"
+    got = err.get("input")
+    shown = repr(got) if isinstance(got, str | int | float | bool) or got is None else type(got).__name__
+    return f"{loc}: {err['msg'].rstrip('.')} (got {shown})"

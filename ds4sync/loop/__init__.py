@@ -1,0 +1,1 @@
+"""A sync run's lifecycle: start, resume and abort it, the nightly job, promote."""

@@ -1,0 +1,101 @@
+"""Promote: the one command that moves the fork branch, and only forward, only when green.
+
+The fork branch is fast-forwarded to the sync branch's head with a compare-and-swap
+(``git update-ref <ref> <new> <old>``), so a fork that moved meanwhile is never
+overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ds4sync.core.errors import StateError
+from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.runner import Workspace
+
+
+class PromoteResult(BaseModel):
+    """What promote did: old and new heads of the fork branch and the rollback ref."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    branch: str
+    old_head: str
+    new_head: str
+    rollback_ref: str
+    promoted_at: str
+
+
+def blockers(record: RunRecord) -> list[str]:
+    """Why ``record`` may not be promoted (empty when it may)."""
+    reasons = []
+    merge: dict[str, Any] = record.results.get("merge", {})
+    if not merge.get("merge_commit"):
+        reasons.append("the merge is not committed")
+    for name, state in record.phases.items():
+        if state.status in ("failed", "needs-person", "running"):
+            reasons.append(f"phase '{name}' is {state.status}")
+    for tier, tier_result in (record.results.get("gates") or {}).items():
+        for gate in tier_result.get("gates", []):
+            # Environment-only failures (incomplete) never count as passing.
+            if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
+                reasons.append(f"required gate {tier}/{gate.get('name')} is {gate.get('status')}")
+    return reasons
+
+
+def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) -> PromoteResult:
+    """Fast-forward the fork branch to the run's sync branch.
+
+    Args:
+        run_id: the run (default: the active one, else the latest).
+        allow: promote despite blockers other than a moved fork branch (recorded).
+
+    Raises:
+        StateError: blockers remain, the fork branch moved since the run started, or
+            the branch is checked out somewhere (its work tree would go stale).
+    """
+    with ws.store.lock("promote"):
+        record = ws.store.resolve(run_id)
+        repo, branch = ws.repo, record.fork.branch
+        reasons = blockers(record)
+        if reasons and not allow:
+            raise StateError(
+                f"run {record.run_id} cannot be promoted: {'; '.join(reasons)}",
+                where=str(ws.store.record_path(record.run_id)),
+                fix="fix and `ds4sync resume`, or pass --allow-blockers to promote anyway",
+            )
+        current = repo.branch_head(branch)
+        if current != record.fork.head_before:
+            raise StateError(
+                f"{branch} moved since the run started ({record.fork.head_before[:12]} -> {current[:12]})",
+                where=str(repo.path),
+                fix="run a new sync from the current fork head",
+            )
+        holder = repo.checked_out_in(branch)
+        if holder is not None:
+            raise StateError(
+                f"{branch} is checked out in {holder}",
+                where=str(repo.path),
+                fix=f"switch that checkout to another branch, or run `git merge --ff-only "
+                f"{record.sync_branch}` there yourself",
+            )
+        new_head = repo.branch_head(record.sync_branch)
+        if not repo.is_ancestor(current, new_head):
+            raise StateError(
+                f"{record.sync_branch} does not contain {branch}",
+                where=str(repo.path),
+                fix="the sync branch was rewritten; start a new sync",
+            )
+        rollback = f"refs/ds4sync/rollback/{record.run_id}"
+        repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
+        repo.run("update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current)
+        result = PromoteResult(
+            branch=branch, old_head=current, new_head=new_head, rollback_ref=rollback, promoted_at=now_iso()
+        )
+        record.results["promote"] = result.model_dump(mode="json")
+        if reasons:
+            record.notes.append(f"promoted despite: {'; '.join(reasons)}")
+        ws.store.save(record)
+        return result

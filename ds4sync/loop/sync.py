@@ -1,0 +1,211 @@
+"""Start, resume, abort and plan a sync: the core functions behind the CLI's run commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.git import SHA_RE
+from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.merge.plan import MergeSummary, plan_merge
+from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
+
+Progress = Callable[[str], None]
+
+
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
+    branch = require_branch(ws)
+    fork_sha = ws.repo.branch_head(branch)
+    upstream_sha = resolve_upstream(ws, ref, fetch=fetch)
+    base = ws.repo.merge_base(fork_sha, upstream_sha)
+    if base is None:
+        raise GitError(
+            f"'{ref}' and '{branch}' share no history",
+            where=str(ws.repo.path),
+            fix="check that the upstream ref belongs to this fork's upstream",
+        )
+    return branch, fork_sha, upstream_sha, base
+
+
+def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
+    """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
+    _, fork_sha, upstream_sha, base = _preflight(ws, ref, fetch=fetch)
+    return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
+
+
+def start_merge(
+    ws: Workspace,
+    ref: str,
+    *,
+    progress: Progress | None = None,
+    fetch: bool = False,
+    phases: Sequence[Phase] | None = None,
+    stop_after: str | None = None,
+) -> RunOutcome:
+    """Merge upstream ``ref`` into the fork branch in a new sync worktree.
+
+    Checks everything first (repo, branch, upstream ref, no other run), then records
+    the run and goes through the phases. The fork branch and the user's checkout are
+    never modified.
+
+    Raises:
+        GitError, ConfigError, StateError: bad input; nothing was changed.
+        NeedsPersonError: another run waits for a person or was interrupted.
+    """
+    say = progress or (lambda _m: None)
+    with ws.store.lock(f"merge {ref}") as stale:
+        _report_stale(stale, say)
+        ws.store.require_no_active_run()
+        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
+        if ws.repo.is_ancestor(upstream_sha, fork_sha):
+            raise AlreadyMerged(
+                f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
+                where=str(ws.repo.path),
+                fix="nothing to do; pick a newer upstream ref",
+            )
+        from ds4sync.merge.phases import backup_branch_name
+
+        run_id = make_run_id(upstream_sha)
+        suffix = 1
+        while ws.store.run_dir(run_id).exists():
+            suffix += 1
+            run_id = f"{make_run_id(upstream_sha)}-{suffix}"
+        config = ws.config
+        record = RunRecord(
+            run_id=run_id,
+            repo=str(ws.repo.path),
+            state_dir=str(ws.store.root),
+            profile=str(ws.profile),
+            upstream=UpstreamRef(
+                remote=config.upstream.remote,
+                url=config.upstream.url,
+                ref=ref,
+                sha=upstream_sha,
+                name=config.upstream.name,
+                branch=config.upstream.ref if SHA_RE.match(ref) else ref,
+            ),
+            fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
+            sync_branch=config.merge.sync_branch.format(
+                branch=branch.replace("/", "-"), upstream=upstream_sha[:12], run=run_id
+            ),
+            worktree=str(ws.store.worktree_path(run_id)),
+            backup_ref=f"refs/ds4sync/backup/{run_id}",
+            backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
+        )
+        _require_free_sync_branch(ws, record.sync_branch)
+        if stale:
+            record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
+        ws.store.save(record)
+        ctx = RunContext(ws, record, say)
+        return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
+
+
+class AlreadyMerged(StateError):
+    """The upstream commit is already in the fork branch: there is nothing to sync."""
+
+
+class SyncBranchTaken(StateError):
+    """The sync branch a new run would create belongs to an earlier run (``run_id``, ``run_status``)."""
+
+    def __init__(self, branch: str, *, run_id: str | None, run_status: str | None, where: str) -> None:
+        owner = f"run {run_id} ({run_status})" if run_id else "a branch not made by ds4sync"
+        super().__init__(
+            f"sync branch {branch} already exists: {owner}",
+            where=where,
+            fix=f"promote it, or drop it with `ds4sync abort --run {run_id}`"
+            if run_id
+            else "delete or rename that branch, or set merge.sync_branch",
+        )
+        self.run_id = run_id
+        self.run_status = run_status
+
+
+def _require_free_sync_branch(ws: Workspace, branch: str) -> None:
+    if not ws.repo.ref_exists(f"refs/heads/{branch}"):
+        return
+    records = (ws.store.load(run_id) for run_id in reversed(ws.store.run_ids()))
+    owner = next((record for record in records if record.sync_branch == branch), None)
+    raise SyncBranchTaken(
+        branch,
+        run_id=owner.run_id if owner else None,
+        run_status=owner.status if owner else None,
+        where=str(ws.repo.path),
+    )
+
+
+def _report_stale(stale: dict | None, say: Progress) -> None:
+    if stale:
+        say(
+            f"warning: a ds4sync command (pid {stale.get('pid')}, `{stale.get('command')}` since "
+            f"{stale.get('since')}) died holding this repository's lock; checking its run"
+        )
+
+
+def resume(
+    ws: Workspace,
+    *,
+    progress: Progress | None = None,
+    phases: Sequence[Phase] | None = None,
+    stop_after: str | None = None,
+) -> RunOutcome:
+    """Go on with the active run from its first unfinished phase.
+
+    A run waiting in ``resolve`` first has the person's resolutions accepted (refused
+    while conflict markers remain).
+
+    Raises:
+        StateError: no active run.
+        NeedsPersonError: conflict markers or unmerged paths remain.
+    """
+    with ws.store.lock("resume") as stale:
+        _report_stale(stale, progress or (lambda _m: None))
+        record = ws.store.current()
+        if record is None:
+            raise StateError(
+                "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
+            )
+        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        if record.phase("resolve").status == "needs-person":
+            from ds4sync.merge.phases import accept_person_resolutions
+
+            accept_person_resolutions(ctx)
+            ws.store.save(record)
+        return run_phases(ctx, phases or _phases(), stop_after=stop_after)
+
+
+def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
+    """Throw a run away: remove its worktree and sync branch; keep the backup ref.
+
+    Without ``run_id``: the active run, else the latest run if it failed or finished
+    without being promoted. The fork branch is not touched.
+
+    Raises:
+        StateError: no such run, or it was already aborted or promoted.
+    """
+    with ws.store.lock("abort"):
+        record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
+        if record is None or record.status == "aborted" or "promote" in record.results:
+            raise StateError(
+                "no run to abort (the latest is aborted or promoted)",
+                where=str(ws.store.root),
+                fix="see `ds4sync status --all`",
+            )
+        ws.repo.worktree_remove(Path(record.worktree))
+        ws.repo.delete_branch(record.sync_branch)
+        record.status = "aborted"
+        record.notes.append(f"aborted; backup kept at {record.backup_ref}")
+        ws.store.save(record)
+        return record
+
+
+def _phases() -> tuple[Phase, ...]:
+    from ds4sync.pipeline import PHASES  # imported only by commands that run phases: `plan` stays light
+
+    return PHASES
+
+
+def _merge_stop() -> str:
+    from ds4sync.pipeline import MERGE_STOP_PHASE
+
+    return MERGE_STOP_PHASE

@@ -1,0 +1,414 @@
+"""The build driver: check the toolchain, prepare the venv, run pre-steps and the install, then prove it.
+
+Every step streams into one log file; a failing step is a result (status ``failed``, the
+log's last lines, its path), never an exception. Ctrl-C stops the step's whole process
+group (compilers included) through :func:`ds4sync.core.proc.run` and is re-raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.model import FrozenModel
+from ds4sync.core.proc import run
+from ds4sync.native.manifest import Manifest
+from ds4sync.native.profile import REDACTED, BuildProfile, compose_build_env, expand, is_secret
+from ds4sync.native.proof import ProofResult, run_proof
+from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
+
+SCHEMA_VERSION = 1
+TAIL_LINES = 40
+# gcc/clang `file:line:col: error:`, nvcc `file(line): error:`, `CMake Error at`, ninja `FAILED:`.
+_ERROR_RE = re.compile(r"(\S+:\d+(?::\d+)?:\s*(?:fatal )?error\b|\S+\(\d+\):\s*error\b|CMake Error|^\s*FAILED:)")
+MAX_ERROR_LINES = 12
+Progress = Callable[[str, str], None]  # (current step, last output line)
+
+
+class StepResult(FrozenModel):
+    """One command of the build: its name, argv, exit status and duration in seconds."""
+
+    name: str
+    argv: tuple[str, ...]
+    returncode: int | None
+    duration_s: float
+    skipped: bool = False
+
+
+class BuildResult(FrozenModel):
+    """What one build did and proved; ``record.results["build"]`` holds its JSON form.
+
+    Timings are seconds: ``toolchain_s`` (capture), ``build_s`` (venv, pre-steps, install),
+    ``proof_s`` (checks), ``total_s``. ``tail`` holds the log's last lines when it failed.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["passed", "failed"]
+    profile: str
+    src: str
+    python: str
+    venv: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="overrides set for the build; secrets redacted")
+    command: tuple[str, ...] = Field(default=(), description="the install command (argv), run in ``src``")
+    cwd: str = ""
+    toolchain: dict[str, str | None] = Field(default_factory=dict, description="versions: python, torch, nvcc...")
+    toolchain_detail: Toolchain | None = None
+    steps: tuple[StepResult, ...] = ()
+    failed_step: str | None = None
+    proof: ProofResult | None = None
+    summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
+    message: str = ""
+    checks: dict[str, dict] = Field(
+        default_factory=dict, description='{"imports": {"passed": 7, "total": 7, "failed": []}, ...}'
+    )
+    log_path: str
+    tail: tuple[str, ...] = ()
+    first_errors: tuple[str, ...] = Field(default=(), description="the first compiler/CMake error lines of the log")
+    toolchain_s: float = 0.0
+    build_s: float = 0.0
+    proof_s: float = 0.0
+    total_s: float = 0.0
+    duration_s: float = Field(default=0.0, description="same as total_s, under the name reports read")
+
+    def __bool__(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def headline(self) -> str:
+        """One line: ``passed: 7/7 imports, 4/4 op schemas, deps passed`` or where it failed."""
+        return f"{self.status}: {self.summary}"
+
+
+def _report_fields(status: str, failed_step: str | None, proof: ProofResult | None) -> dict:
+    """summary, message and checks of a result, from its proof (if it got that far)."""
+    if proof is None:
+        return {"summary": f"at step '{failed_step}'", "message": f"build failed at step '{failed_step}'"}
+    checks: dict[str, dict] = {}
+    kinds = (("imports", "import", ""), ("op schemas", "schema", ""), ("deps", "deps", ""))
+    groups = {i.group for i in proof.items if i.kind == "schema" and i.group and not i.optional}
+    for label, kind, group in (*kinds, *((f"{g} op schemas", "schema", g) for g in sorted(groups))):
+        items = [
+            i
+            for i in proof.items
+            if i.kind == kind and not i.optional and (not group or i.group == group) and i.status != "skipped"
+        ]
+        if items:
+            checks[label] = {
+                "passed": sum(i.status == "passed" for i in items),
+                "total": len(items),
+                "failed": [i.name for i in items if i.status == "failed"],
+            }
+    failed = [i.name for i in proof.failures()]
+    message = "" if status == "passed" else f"{len(failed)} check(s) failed: {', '.join(failed[:5])}"
+    return {"summary": proof.summary, "message": message, "checks": checks}
+
+
+def run_build(
+    src: Path,
+    profile: BuildProfile,
+    *,
+    manifest: Manifest,
+    work_dir: Path,
+    profile_name: str = "",
+    repo: Path | None = None,
+    base_env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build ``src`` with ``profile`` and prove the result against ``manifest``.
+
+    Args:
+        src: the tree to build (the sync worktree inside a run, else the fork checkout).
+        profile: env, venv, pre-steps, install command and required tools.
+        manifest: native modules and op schemas the build must expose.
+        work_dir: where ``build.log`` (and a created venv, unless the profile names a path) go.
+        repo: the fork checkout that relative venv paths start from (default ``src``).
+        base_env: the process environment to start from (default ``os.environ``).
+        progress: called with (step, last output line) as the build goes.
+
+    Raises:
+        ToolMissingError: a required tool, the target python or torch is missing; raised
+            before any build step runs.
+        KeyboardInterrupt: after the running step's process group was stopped.
+    """
+    build = _Build(
+        Path(src).resolve(),
+        profile,
+        work_dir=work_dir,
+        name=profile_name,
+        repo=Path(repo or src).resolve(),
+        base=dict(os.environ if base_env is None else base_env),
+        progress=progress or (lambda _step, _line: None),
+    )
+    try:
+        return build.run(manifest)
+    finally:
+        build.scrub()
+
+
+class _Build:
+    """One build's state: its log, environment, steps so far and clock."""
+
+    def __init__(
+        self,
+        src: Path,
+        profile: BuildProfile,
+        *,
+        work_dir: Path,
+        name: str,
+        repo: Path,
+        base: dict[str, str],
+        progress: Progress,
+    ) -> None:
+        self.start = time.monotonic()
+        self.src, self.profile, self.note = src, profile, progress
+        work_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir, self.log = work_dir, work_dir / "build.log"
+        self.log.write_text("")
+        self.venv, self.python, self.base_python = _plan_venv(profile, repo=repo, work_dir=work_dir, env=base)
+        self.values = {
+            "python": self.python,
+            "venv": str(self.venv or Path(self.python).parent.parent),
+            "repo": str(repo),
+            "src": str(src),
+        }
+        self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
+        self.secrets = _secret_values({**base, **self.env})
+        self.where = f"build profile '{name}'"
+        self.steps: list[StepResult] = []
+        self.use_uv = _use_uv(profile, self.env)
+        install = _pip_install(
+            self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+        )
+        self.common: dict = {
+            "profile": name,
+            "src": str(src),
+            "python": self.python,
+            "env": recorded,
+            "venv": str(self.venv) if self.venv else None,
+            "log_path": str(self.log),
+            "command": tuple(install),
+            "cwd": str(src),
+        }
+        tools = list(profile.requires) + (["uv"] if "uv" in (profile.installer, profile.venv.tool) else [])
+        make_venv = self.venv is not None and not (self.venv / "bin" / "python").exists()
+        require_tools(tools, self.env, python=self.base_python if make_venv else self.python, where=self.where)
+        _append(self.log, f"==> build profile '{name}' in {src}\n==> env overrides: {json.dumps(recorded)}\n")
+
+    def run(self, manifest: Manifest) -> BuildResult:
+        """venv, toolchain, pre-steps, install, proof; the first failing step ends it."""
+        clock = time.monotonic()
+        if self.venv is not None and not (self.venv / "bin" / "python").exists():
+            argv = _venv_argv(self.profile, self.base_python, self.venv, self.env)
+            if not self.step("venv", argv, cwd=self.work_dir, timeout_s=600):
+                return self.failed("venv", build_s=time.monotonic() - clock)
+            if self.profile.venv.inherit_site_packages:
+                _inherit(self.base_python, self.python, self.env)
+        venv_s = time.monotonic() - clock
+        self.note("toolchain", "")
+        toolchain = capture_toolchain(
+            self.python,
+            self.env,
+            auto_cache=self.profile.auto_compiler_cache,
+            require_torch=self.profile.requires_torch,
+            require_torch_cuda=self.profile.requires_torch_cuda,
+            where=self.where,
+        )
+        _append(self.log, f"==> toolchain: {toolchain.line()}\n")
+        self.common.update(toolchain=toolchain.facts(), toolchain_detail=toolchain, toolchain_s=toolchain.duration_s)
+        clock = time.monotonic()
+        failed = self.pre_steps() or (None if self.install() else "install")
+        build_s = venv_s + time.monotonic() - clock
+        if failed:
+            return self.failed(failed, build_s=build_s)
+        # uv checks only the venv's own packages; pip also sees the inherited ones.
+        uv_check = self.use_uv and not self.profile.venv.inherit_site_packages
+        proof = run_proof(
+            self.python,
+            manifest,
+            env=self.env,
+            log_path=self.log,
+            check_deps=self.profile.check_deps,
+            use_uv=uv_check,
+            on_step=lambda name: self.note(f"proof: {name}", ""),
+        )
+        if not proof.ok:
+            return self.failed("proof", build_s=build_s, proof=proof)
+        total = round(time.monotonic() - self.start, 3)
+        return BuildResult(
+            status="passed",
+            steps=tuple(self.steps),
+            proof=proof,
+            build_s=round(build_s, 3),
+            proof_s=proof.duration_s,
+            total_s=total,
+            duration_s=total,
+            **_report_fields("passed", None, proof),
+            **self.common,
+        )
+
+    def step(self, name: str, argv: list[str], *, cwd: Path, timeout_s: float) -> bool:
+        """Run one command into the log; whether it exited 0."""
+        self.note(name, "")
+        _append(self.log, f"\n==> {name}: {' '.join(argv)}\n")
+        result = run(
+            argv,
+            cwd=cwd,
+            env=self.env,
+            timeout_s=timeout_s,
+            log_path=self.log,
+            on_line=lambda line: self.note(name, line),
+        )
+        self.steps.append(
+            StepResult(
+                name=name, argv=tuple(argv), returncode=result.returncode, duration_s=round(result.duration_s, 3)
+            )
+        )
+        return bool(result)
+
+    def pre_steps(self) -> str | None:
+        """Run the profile's pre-steps; the name of the one that failed, if any."""
+        for pre in self.profile.pre_steps:
+            if pre.when_exists and not (self.src / pre.when_exists).exists():
+                self.steps.append(StepResult(name=pre.name, argv=(), returncode=None, duration_s=0.0, skipped=True))
+                continue
+            args = [expand(a, self.values) for a in (pre.run or pre.pip_install)]
+            argv = args if pre.run else _pip_install(self.python, args, use_uv=self.use_uv, env=self.env)
+            if not self.step(pre.name, argv, cwd=self.src, timeout_s=pre.timeout_s):
+                return pre.name
+        return None
+
+    def install(self) -> bool:
+        """The install command (editable, no build isolation, no deps by default)."""
+        argv = list(self.common["command"])
+        return self.step("install", argv, cwd=self.src, timeout_s=self.profile.install_timeout_s)
+
+    def failed(self, name: str, *, build_s: float, proof: ProofResult | None = None) -> BuildResult:
+        """The result of a build that stopped at step ``name``: the log's first errors and last lines."""
+        _append(self.log, f"\n==> step '{name}' failed\n")
+        self.scrub()
+        total = round(time.monotonic() - self.start, 3)
+        return BuildResult(
+            status="failed",
+            steps=tuple(self.steps),
+            failed_step=name,
+            proof=proof,
+            tail=_tail(self.log),
+            first_errors=first_errors(self.log),
+            build_s=round(build_s, 3),
+            proof_s=proof.duration_s if proof else 0.0,
+            total_s=total,
+            duration_s=total,
+            **_report_fields("failed", name, proof),
+            **self.common,
+        )
+
+    def scrub(self) -> None:
+        """Replace every secret value that reached the log by ``***``."""
+        _scrub_secrets(self.log, self.secrets)
+
+
+def _plan_venv(
+    profile: BuildProfile, *, repo: Path, work_dir: Path, env: Mapping[str, str]
+) -> tuple[Path | None, str, str]:
+    """(venv folder or None, target python, python that creates the venv)."""
+    spec = profile.venv
+    base_python = expand(spec.python, {"repo": str(repo)})
+    if os.sep not in base_python:
+        base_python = shutil.which(base_python, path=env.get("PATH", "")) or base_python
+    elif not Path(base_python).is_absolute():
+        base_python = str(repo / base_python)
+    if spec.path is None and not spec.create:
+        return None, base_python, base_python
+    venv = Path(os.path.expanduser(spec.path)) if spec.path else work_dir / "venv"
+    venv = venv if venv.is_absolute() else repo / venv
+    if not spec.create and not (venv / "bin" / "python").exists():
+        raise ToolMissingError(
+            f"venv {venv} has no bin/python",
+            where="build.venv.path",
+            fix="create it, or set venv.create: true in the build profile",
+        )
+    return venv, str(venv / "bin" / "python"), base_python
+
+
+def _venv_argv(profile: BuildProfile, base_python: str, venv: Path, env: Mapping[str, str]) -> list[str]:
+    uv = find_tool("uv", env) if profile.venv.tool in ("auto", "uv") else None
+    if uv:
+        return [uv, "venv", "--python", base_python, str(venv)]
+    extra = ["--without-pip"] if profile.venv.inherit_site_packages else []
+    return [base_python, "-m", "venv", *extra, str(venv)]
+
+
+def _inherit(base_python: str, python: str, env: Mapping[str, str]) -> None:
+    """Let the new venv import ``base_python``'s packages (an existing torch) after its own.
+
+    A plain path line in a ``.pth`` file: the base's own ``.pth`` files (editable installs
+    of another checkout) are not processed, so they cannot shadow what this build installs.
+    """
+    query = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps([p['purelib'], p['platlib']]))"
+    with tempfile.TemporaryDirectory() as tmp:
+        theirs = json.loads(run([base_python, "-c", query], cwd=tmp, env=env, timeout_s=120).output)
+        ours = json.loads(run([python, "-c", query], cwd=tmp, env=env, timeout_s=120).output)
+    lines = list(dict.fromkeys(theirs))
+    Path(ours[0], "_ds4sync_inherit.pth").write_text("\n".join(lines) + "\n")
+
+
+def _use_uv(profile: BuildProfile, env: Mapping[str, str]) -> bool:
+    return profile.installer == "uv" or (profile.installer == "auto" and find_tool("uv", env) is not None)
+
+
+def _pip_install(python: str, args: list[str], *, use_uv: bool, env: Mapping[str, str]) -> list[str]:
+    """``uv pip install --python PY ARGS`` when uv is used, else ``PY -m pip install ARGS``."""
+    if use_uv:
+        return [find_tool("uv", env) or "uv", "pip", "install", "--python", python, *args]
+    return [python, "-m", "pip", "install", *args]
+
+
+def first_errors(log: Path, limit: int = MAX_ERROR_LINES) -> tuple[str, ...]:
+    """The first compiler, nvcc, CMake or ninja error lines of a build log (at most ``limit``)."""
+    found: list[str] = []
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if _ERROR_RE.search(line):
+                found.append(line.rstrip())
+                if len(found) >= limit:
+                    break
+    return tuple(found)
+
+
+def _tail(log: Path, lines: int = TAIL_LINES) -> tuple[str, ...]:
+    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return tuple(text[-lines:])
+
+
+def _append(log: Path, text: str) -> None:
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values of secret-looking variables, longest first (short values would redact ordinary words)."""
+    return sorted({v for k, v in env.items() if is_secret(k) and len(v) >= 6}, key=len, reverse=True)
+
+
+def _scrub_secrets(log: Path, secrets: list[str]) -> None:
+    """Replace each of ``secrets`` in the log by ``***`` (atomically)."""
+    if not secrets or not log.is_file():
+        return
+    text = log.read_text(encoding="utf-8", errors="replace")
+    scrubbed = text
+    for value in secrets:
+        scrubbed = scrubbed.replace(value, REDACTED)
+    if scrubbed != text:
+        tmp = log.with_suffix(".scrub")
+        tmp.write_text(scrubbed, encoding="utf-8")
+        os.replace(tmp, log)

@@ -1,0 +1,145 @@
+"""The build as a command and as a pipeline phase: pick the profile, the tree and the log folder, record the result.
+
+Inside an active sync run the build compiles the sync worktree, logs under the run's folder
+and writes ``record.results["build"]``; outside one it compiles the fork checkout and logs
+under ``<state>/builds/<stamp>-<profile>/``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.record import PhaseState, RunRecord, now_iso
+from ds4sync.native.driver import BuildResult, Progress, run_build
+from ds4sync.native.manifest import Manifest, load_manifest
+from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
+
+
+def resolve_profile(ws: Workspace, name: str | None) -> tuple[str, BuildProfile]:
+    """The build profile ``name`` (default: ``build.profile`` of the config) and its name.
+
+    Raises:
+        ConfigError: unknown profile or a malformed profiles file.
+    """
+    chosen = name or ws.config.build.profile
+    return chosen, select_profile(load_profiles(ws.profile, ws.config.build), chosen)
+
+
+def resolve_manifest(ws: Workspace, profile: BuildProfile, explicit: Path | None = None) -> Manifest:
+    """The manifest to prove against: ``explicit`` (relative to the current folder), else the profile's
+    ``manifest`` (relative to the profile folder).
+
+    Raises:
+        ConfigError: the file is missing or malformed.
+    """
+    if explicit is not None:
+        return load_manifest(explicit.resolve())
+    path = Path(profile.manifest)
+    return load_manifest(path if path.is_absolute() else ws.profile / path)
+
+
+def build_workspace(
+    ws: Workspace,
+    *,
+    profile_name: str | None = None,
+    manifest_path: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[BuildResult, RunRecord | None]:
+    """Build the active run's sync worktree (recording into the run), or the fork checkout when no run is active.
+
+    Returns:
+        The build result and the run record it was written into (None outside a run).
+
+    Raises:
+        ConfigError, ToolMissingError: before anything was built.
+        StateError: another ds4sync command holds the repository.
+    """
+    name, profile = resolve_profile(ws, profile_name)
+    manifest = resolve_manifest(ws, profile, manifest_path)
+    with ws.store.lock(f"build {name}"):
+        record = ws.store.current()
+        if record is None:
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            result = run_build(
+                ws.repo.path,
+                profile,
+                manifest=manifest,
+                profile_name=name,
+                repo=ws.repo.path,
+                work_dir=ws.store.root / "builds" / f"{stamp}-{name}",
+                progress=progress,
+            )
+            return result, None
+        started = now_iso()
+        record.phases["build"] = PhaseState(status="running", started_at=started, pid=os.getpid())
+        ws.store.save(record)
+        result = run_build(
+            Path(record.worktree),
+            profile,
+            manifest=manifest,
+            profile_name=name,
+            repo=ws.repo.path,
+            work_dir=ws.store.run_dir(record.run_id) / "build",
+            progress=progress,
+        )
+        _record(record, result, started=started)
+        ws.store.save(record)
+        return result, record
+
+
+def build_phase(ctx: RunContext) -> PhaseOutcome:
+    """Pipeline phase ``build``: the config's default profile on the sync worktree; a failed build fails the run.
+
+    A missing tool (or torch) fails the phase with that one line, before anything was built.
+    Skipped when ds4sync.yaml has no ``build:`` section: a sync builds only what it was told to.
+    """
+    if "build" not in ctx.ws.config.model_fields_set:
+        return PhaseOutcome("skipped", "no build configured (build: in ds4sync.yaml)")
+    name, profile = resolve_profile(ctx.ws, None)
+    manifest = resolve_manifest(ctx.ws, profile)
+    ctx.progress(f"build: profile '{name}' in {ctx.record.worktree}")
+    try:
+        result = run_build(
+            Path(ctx.record.worktree),
+            profile,
+            manifest=manifest,
+            profile_name=name,
+            repo=ctx.ws.repo.path,
+            work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build",
+        )
+    except ToolMissingError as exc:
+        return PhaseOutcome(
+            "failed",
+            message=exc.one_line(),
+            next_steps=(exc.fix or "install the missing tools", "then `ds4sync resume`"),
+        )
+    return outcome_of(result)
+
+
+def outcome_of(result: BuildResult) -> PhaseOutcome:
+    """The phase outcome of a build: done when it passed, failed with the log's tail otherwise."""
+    if result:
+        return PhaseOutcome("done", message=f"build {result.headline}", result=result)
+    failed = [f"{i.kind} {i.name}: {i.detail}" for i in (result.proof.failures() if result.proof else [])]
+    return PhaseOutcome(
+        "failed",
+        message=f"build {result.headline} (log: {result.log_path})",
+        result=result,
+        details=tuple(failed) + result.first_errors + result.tail[-10:],
+        next_steps=(f"read {result.log_path}", "fix the tree or the profile, then `ds4sync build`"),
+    )
+
+
+BUILD_PHASES = (Phase("build", build_phase),)
+
+
+def _record(record: RunRecord, result: BuildResult, *, started: str) -> None:
+    record.results["build"] = result.model_dump(mode="json")
+    outcome = outcome_of(result)
+    record.phases["build"] = PhaseState(
+        status=outcome.status, started_at=started, finished_at=now_iso(), message=outcome.message
+    )

@@ -1,0 +1,17 @@
+"""The report phase: write the PR description and the JSON summary into the run folder."""
+
+from __future__ import annotations
+
+from ds4sync.report.files import write_report
+from ds4sync.runner import Phase, PhaseOutcome, RunContext
+
+
+def report(ctx: RunContext) -> PhaseOutcome:
+    """Render ``report.md`` and ``summary.json`` next to the run record (secrets redacted)."""
+    path = write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+    return PhaseOutcome(
+        "done", f"report written to {path}", result={"path": str(path), "summary": str(path.with_name("summary.json"))}
+    )
+
+
+REPORT_PHASES = (Phase("report", report),)

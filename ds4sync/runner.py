@@ -1,0 +1,220 @@
+"""The run as data: one tuple of phases, started, resumed and aborted the same way.
+
+Each phase reads the run record, does one thing, and returns a :class:`PhaseOutcome`;
+the runner writes it back atomically. ``resume`` starts at the first phase not done.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ds4sync.config import Config, find_config, load_config, shipped_profile
+from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.git import SHA_RE, GitRepo
+from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
+
+OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class PhaseOutcome:
+    """What one phase ended with: a status, a one-line message, its result and next steps."""
+
+    status: OutcomeStatus
+    message: str = ""
+    result: Any = None
+    next_steps: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.status in ("done", "skipped")
+
+
+@dataclass
+class Workspace:
+    """The fork checkout, its config, profile and state store: what every command opens first."""
+
+    repo: GitRepo
+    config: Config
+    store: RecordStore
+    profile: Path
+    fork_branch: str | None
+    profile_explicit: bool = False
+
+    @property
+    def resolutions_dir(self) -> Path:
+        """The shared rerere store: in the configured profile, else in the state dir.
+
+        The shipped profile is read-only data; without a profile of their own, a repo's
+        recorded resolutions stay in its state dir (shared by its worktrees only).
+        """
+        if self.profile_explicit:
+            return self.profile / self.config.merge.resolutions_dir
+        return self.store.root / "resolutions"
+
+
+@dataclass
+class RunContext:
+    """What a phase gets: the workspace, the run record, and a progress callback."""
+
+    ws: Workspace
+    record: RunRecord
+    progress: Callable[[str], None] = field(default=lambda message: None)
+
+    @property
+    def worktree(self) -> GitRepo:
+        """The sync worktree (it must exist)."""
+        return GitRepo(self.record.worktree)
+
+
+PhaseFn = Callable[[RunContext], PhaseOutcome]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A named step of the pipeline; its result goes to ``record.results[result_key or name]``."""
+
+    name: str
+    run: PhaseFn
+    result_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run stands after the runner stopped: the record and the last phase's outcome."""
+
+    record: RunRecord
+    last_phase: str | None
+    outcome: PhaseOutcome | None
+
+    @property
+    def status(self) -> str:
+        """The run's status (running, needs-person, failed, done, aborted)."""
+        return self.record.status
+
+
+def open_workspace(
+    repo_path: Path,
+    *,
+    config_path: Path | None = None,
+    branch: str | None = None,
+    state_dir: Path | None = None,
+    profile: Path | None = None,
+) -> Workspace:
+    """Open the fork checkout and load its config; CLI options win over ds4sync.yaml.
+
+    Raises:
+        GitError: ``repo_path`` is not a git checkout.
+        ConfigError: the config file is malformed.
+    """
+    repo = GitRepo(repo_path)
+    config = load_config(find_config(repo.path, config_path))
+    root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
+    chosen = profile or config.profile
+    return Workspace(
+        repo=repo,
+        config=config,
+        store=RecordStore(Path(root)),
+        profile=Path(chosen or shipped_profile()),
+        fork_branch=branch or config.fork.branch,
+        profile_explicit=chosen is not None,
+    )
+
+
+def require_branch(ws: Workspace) -> str:
+    """The fork branch to sync, from --branch or the config.
+
+    Raises:
+        StateError: neither names one.
+    """
+    if not ws.fork_branch:
+        raise StateError(
+            "no fork branch given", where=str(ws.repo.path), fix="pass --branch NAME or set fork.branch in ds4sync.yaml"
+        )
+    return ws.fork_branch
+
+
+def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
+    """The commit SHA that ``ref`` names, fetching it from upstream when asked or when it is not here.
+
+    With ``fetch``, ``ref`` is read as upstream's own name for it (``main``, a tag, a
+    SHA) and the fetched commit wins over any local ref of that name.
+
+    Raises:
+        GitError: the ref is unknown here and cannot be fetched (no remote, unreachable,
+            no such ref upstream).
+    """
+    sha = None if fetch else ws.repo.resolve_commit(ref)
+    if sha:
+        return sha
+    remote = ws.config.upstream.remote
+    source = remote if ws.repo.remote_url(remote) else ws.config.upstream.url
+    if not source:
+        raise GitError(
+            f"'{ref}' is not a commit here and there is no remote '{remote}' to fetch it from",
+            where=str(ws.repo.path),
+            fix=f"add the remote (`git remote add {remote} URL`) or set upstream.url in ds4sync.yaml",
+        )
+    ws.repo.fetch(source, ref)
+    if SHA_RE.match(ref):
+        sha = ws.repo.resolve_commit(ref)
+        if sha is None:
+            raise GitError(
+                f"'{ref}' is not a commit of {source}", where=str(ws.repo.path), fix="check the SHA against upstream"
+            )
+        return sha
+    fetched = ws.repo.resolve_commit("FETCH_HEAD")
+    if fetched is None:
+        raise GitError(f"fetching '{ref}' from {source} gave no commit", where=str(ws.repo.path))
+    return fetched
+
+
+def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:
+    """Run the phases not done yet, in order, saving the record after each.
+
+    Stops at the first phase that needs a person or fails, and after ``stop_after``.
+    """
+    record, store = ctx.record, ctx.ws.store
+    last: tuple[str, PhaseOutcome] | None = None
+    for phase in phases:
+        state = record.phase(phase.name)
+        if state.status in ("done", "skipped"):
+            if phase.name == stop_after:
+                break
+            continue
+        record.phases[phase.name] = PhaseState(
+            status="running", started_at=state.started_at or now_iso(), pid=os.getpid(), attempts=state.attempts + 1
+        )
+        record.status = "running"
+        store.save(record)
+        outcome = phase.run(ctx)
+        if outcome.result is not None:
+            record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
+        record.phases[phase.name] = PhaseState(
+            status=outcome.status,
+            started_at=record.phases[phase.name].started_at,
+            finished_at=now_iso(),
+            attempts=record.phases[phase.name].attempts,
+            message=outcome.message,
+        )
+        last = (phase.name, outcome)
+        if outcome.status in ("needs-person", "failed"):
+            record.status = outcome.status
+            store.save(record)
+            return RunOutcome(record, phase.name, outcome)
+        store.save(record)
+        if phase.name == stop_after:
+            break
+    remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
+    record.status = "paused" if remaining else "done"
+    store.save(record)
+    return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _jsonable(result: Any) -> Any:
+    dump = getattr(result, "model_dump", None)
+    return dump(mode="json") if dump else result
