@@ -29,4 +29,4 @@ def path_matches(pattern: str, path: str) -> bool:
 
 def filter_paths(paths: Iterable[str], pattern: str) -> list[str]:
     """The ``paths`` that match ``pattern``, in their order."""
-    return glob.globfilter(list(paths), pattern, flags=_FLAGS)
+    return [str(path) for path in glob.globfilter(list(paths), pattern, flags=_FLAGS)]
