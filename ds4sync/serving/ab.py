@@ -307,15 +307,18 @@ def compare_samples(
     )
 
 
-def run_schedule(order: Sequence[Side], measure: Measure) -> tuple[Samples, Samples, list[StepRecord]]:
+def run_schedule(
+    order: Sequence[Side], measure: Measure, *, describe: Callable[[int], dict[str, Any]] | None = None
+) -> tuple[Samples, Samples, list[StepRecord]]:
     """Call ``measure(side, step)`` in ``order``; the k-th A and k-th B runs form pair k.
 
+    ``describe(step)`` adds what the measurer knows of a run (seed, prefix-cache handling, boot time).
     A metric missing from one run of a pair (a failed run) leaves that pair out of that metric.
     """
     steps = []
     for step, side in enumerate(order):
         values = measure(side, step)
-        steps.append(StepRecord(step=step, side=side, values=values))
+        steps.append(StepRecord(step=step, side=side, values=values, **(describe(step) if describe else {})))
     return (*samples_from_steps(steps), steps)
 
 
@@ -379,6 +382,7 @@ class LiveSides:
         self._running: dict[str, ServerHandle] = {}
         self._warm: set[str] = set()
         self.boot_s: dict[int, float] = {}
+        self.step_info: dict[int, dict[str, Any]] = {}
 
     @property
     def mode(self) -> Mode:
@@ -446,23 +450,30 @@ class LiveSides:
         handle = self.server(side, step)
         self._warm_up(side, handle, step)
         out: dict[str, float] = {}
+        details: list[str] = []
+        info: dict[str, Any] = {"seed": self.seed * 1000 + step, "ok": True}
         with handle.client() as client:
             for row in self.rows:
                 res = bench.run_row(
-                    self.bench,
-                    row,
-                    client=client,
-                    out_dir=self.out_dir / f"step{step:02d}-{side}",
-                    seed=self.seed * 1000 + step,
+                    self.bench, row, client=client, out_dir=self.out_dir / f"step{step:02d}-{side}", seed=info["seed"]
                 )
                 values = dict(res.metrics)
                 if not res.ok and not values:
                     values = {LOST: float(row.num_prompts)}
+                info["ok"] = info["ok"] and res.ok
+                info["prefix_cache"] = res.prefix_cache
+                details.append(f"{row.name}: {res.detail[:300]}")
                 self.progress(f"step {step} side {side} {row.name}: {res.detail[:160]}")
                 out.update({f"{row.name}.{k}": v for k, v in values.items()})
         if step in self.boot_s:
             out["boot_s"] = self.boot_s[step]
+            info["boot_s"] = self.boot_s[step]
+        self.step_info[step] = {**info, "detail": "; ".join(details)}
         return out
+
+    def describe(self, step: int) -> dict[str, Any]:
+        """What is known of measured run ``step``: seed, prefix-cache handling, boot time, ok and detail."""
+        return self.step_info.get(step, {})
 
     def close(self) -> None:
         """Stop every server ds4sync started."""
@@ -553,7 +564,7 @@ def run_ab(
     )
     order = schedule(pairs, seed=seed)
     try:
-        base, cand, steps = run_schedule(order, sides.measure)
+        base, cand, steps = run_schedule(order, sides.measure, describe=sides.describe)
     finally:
         sides.close()
     return compare_samples(

@@ -33,6 +33,12 @@ Side = Literal["A", "B"]
 MIN_PAIRS = 3
 CONFIDENCE = 0.99
 METHOD = "paired t on log ratios"
+LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
+
+
+def metric_direction(key: str) -> Direction:
+    """Which way is better for a bench or row key: latencies, losses and queues lower, throughputs higher."""
+    return "lower" if any(part in key for part in LOWER_IS_BETTER) else "higher"
 
 
 class MetricRule(FrozenModel):
@@ -263,8 +269,6 @@ def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:
 
 def rules_for(metrics: Sequence[str], rules: Mapping[str, MetricRule]) -> dict[str, MetricRule]:
     """The rule of each metric: configured, else a default from the name (latencies, losses: lower)."""
-    from ds4sync.serving.config import metric_direction
-
     return {name: rules.get(name) or MetricRule(direction=metric_direction(name)) for name in metrics}
 
 

@@ -183,6 +183,7 @@ def live_measure(
             values[KV_METRIC] = float(capacity.tokens)
         return values
 
+    measure.describe = sides.describe  # type: ignore[attr-defined]
     return measure, sides.close
 
 
@@ -226,7 +227,7 @@ def evaluate_backport(
     measure, close = factory(trees)
     order = schedule(config.pairs, seed=seed)
     try:
-        base, cand, steps = run_schedule(order, measure)
+        base, cand, steps = run_schedule(order, measure, describe=getattr(measure, "describe", None))
     except ServerStartError as exc:
         return BackportDecision(
             decision="exclude", reasons=(f"a server did not start ({exc.kind}): {exc.what}",), **common

@@ -181,14 +181,8 @@ ROW_EXTRA_KEYS: dict[str, str] = {
     "waiting_max": "requests",
     "kv_usage_max_pct": "%",
 }
-LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
 # Metrics an A/B measures besides the rows' keys.
 AB_EXTRA_METRICS = ("kv_cache_tokens", "boot_s")
-
-
-def metric_direction(key: str) -> Literal["higher", "lower"]:
-    """Which way is better for a bench or row key: latencies, losses and queues lower, throughputs higher."""
-    return "lower" if any(part in key for part in LOWER_IS_BETTER) else "higher"
 
 
 class RowLimit(FrozenModel):

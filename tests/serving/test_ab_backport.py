@@ -89,8 +89,10 @@ def test_ab_refuses_an_attached_side_against_a_started_one(
     started = tmp_path / "cand.yaml"
     started.write_text("serving:\n  server: {command: [python, -m, server], model: m}\n")
     code = main(
-        ["ab", "--baseline", "http://127.0.0.1:9", "--candidate", str(started), "--model", "m"]
-        + ["--repo", str(builder.path), "--state-dir", str(tmp_path / "s")]
+        [
+            *("ab", "--baseline", "http://127.0.0.1:9", "--candidate", str(started), "--model", "m"),
+            *("--repo", str(builder.path), "--state-dir", str(tmp_path / "s")),
+        ]
     )
     err = capsys.readouterr().err
     assert code == 2 and "a warm server against a cold one" in err and "both attached" in err
@@ -100,7 +102,7 @@ def test_unknown_ab_metric_keys_are_errors(tmp_path: Path) -> None:
     from ds4sync.core.errors import ConfigError
     from ds4sync.serving.ab import compare_samples
 
-    with pytest.raises(ValueError, match="unknown metric key.*c1.output_throughtput"):
+    with pytest.raises(ValueError, match=r"unknown metric key.*c1\.output_throughtput"):
         ServingConfig.model_validate(
             {
                 "server": {"base_url": "http://127.0.0.1:9", "model": "m"},
@@ -117,7 +119,7 @@ def test_unknown_ab_metric_keys_are_errors(tmp_path: Path) -> None:
     )
     assert set(ok.ab_metrics) == {"c1.p99_ttft_ms", "kv_cache_tokens"}
     # a rule for a metric the run did not measure is an error too, never silently ignored
-    with pytest.raises(ConfigError, match="not measured: c1.p99_ttft_ms"):
+    with pytest.raises(ConfigError, match=r"not measured: c1\.p99_ttft_ms"):
         compare_samples(
             {"c1.output_throughput": [1.0] * 3}, {"c1.output_throughput": [1.0] * 3}, ok.ab_metrics, labels=("a", "b")
         )

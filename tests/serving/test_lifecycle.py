@@ -164,7 +164,11 @@ def test_the_overall_deadline_bounds_all_probes(scripted: ScriptedServer, tmp_pa
 def test_kv_probe_never_reads_an_old_log(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("INFO CPU KV cache size: 99,999 tokens\nAvailable KV cache memory: 9.00 GiB\n")  # a previous server
-    code = "import http.server, sys\nhttp.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), http.server.BaseHTTPRequestHandler).serve_forever()"
+    code = (
+        "import http.server, sys\n"
+        "handler = http.server.BaseHTTPRequestHandler\n"
+        "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), handler).serve_forever()"
+    )
     port = free_port()
     config = ServerConfig(command=(sys.executable, "-c", code, "{port}"), port=port, model="m", stop_grace_s=1)
     handle = start_server(config, log_path=log)
@@ -205,8 +209,10 @@ def test_ctrl_c_stops_the_gate_and_its_server(scripted: ScriptedServer, builder,
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ds4sync.cli", "serving", "gate", "--repo", str(builder.path)]
-        + ["--serving-config", str(cfg), "--state-dir", str(tmp_path / "s")],
+        [
+            *(sys.executable, "-m", "ds4sync.cli", "serving", "gate", "--repo", str(builder.path)),
+            *("--serving-config", str(cfg), "--state-dir", str(tmp_path / "s")),
+        ],
         stderr=subprocess.PIPE,
         text=True,
         env=env,
@@ -228,7 +234,11 @@ def test_ctrl_c_stops_the_gate_and_its_server(scripted: ScriptedServer, builder,
 def test_next_command_ends_the_server_of_a_killed_one(tmp_path: Path) -> None:
     # ds4sync stand-in: starts a server (a process tree) through start_server with the registry, then is SIGKILLed
     registry_dir = tmp_path / "children"
-    tree = "import subprocess, sys, time\n[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']) for _ in range(2)]\nprint('up', flush=True)\ntime.sleep(600)"
+    tree = (
+        "import subprocess, sys, time\n"
+        "[subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']) for _ in range(2)]\n"
+        "time.sleep(600)"
+    )
     owner = f"""
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
@@ -237,7 +247,8 @@ from ds4sync.core.children import ChildRegistry
 from ds4sync.serving.config import ServerConfig
 from ds4sync.serving.server import start_server
 config = ServerConfig(command=({sys.executable!r}, "-c", {tree!r}), port={free_port()}, model="m")
-handle = start_server(config, log_path=Path({str(tmp_path / "server.log")!r}), registry=ChildRegistry(Path({str(registry_dir)!r})))
+registry = ChildRegistry(Path({str(registry_dir)!r}))
+handle = start_server(config, log_path=Path({str(tmp_path / "server.log")!r}), registry=registry)
 print(handle.proc.pid, flush=True)
 time.sleep(600)
 """
