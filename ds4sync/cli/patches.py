@@ -46,6 +46,15 @@ def patches_check(
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
     ] = None,
+    rev: Annotated[
+        str | None, typer.Option("--rev", help="Check this commit's tree (read from git) instead of the work tree.")
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch", help="The fork branch the tree is of, for catalogue.yaml `branches` (default: --rev or HEAD)."
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -54,7 +63,7 @@ def patches_check(
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
-    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream, rev=rev, branch=branch)
     if json_out:
         ui.print_json(out, report.summary())
     else:

@@ -137,14 +137,21 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     results = {r["invariant"]: r for r in wrong["invariants"]}
     assert results["contains-1"]["status"] == "violated" and results["contains-1"]["files"] == ["vllm/moe.py"]
     assert results["absent-2"]["severity"] == "advisory" and "vllm/moe.py:3" in results["absent-2"]["evidence"][0]
-    assert data["verify"]["totals"] == {
+    totals = data["verify"]["totals"]
+    # the landed-upstream patch-set's two results are counted apart, never as holding or advisory
+    assert {k: totals[k] for k in ("patchsets", "invariants", "holds", "violated", "advisory", "deferred")} == {
         "patchsets": 5,
         "invariants": 8,
-        "holds": 4,
+        "holds": 3,
         "violated": 1,
-        "advisory": 2,
+        "advisory": 1,
         "deferred": 1,
     }
+    assert totals["not_counted"] == 2
+    assert sum(totals[k] for k in ("holds", "violated", "advisory", "deferred", "not_counted")) == totals["invariants"]
+    by_status = {ps["status"] for ps in data["verify"]["patchsets"]}
+    assert totals["patchsets_violated"] == 1 and totals["patchsets_landed_upstream"] == 2, by_status
+    assert sum(v for k, v in totals.items() if k.startswith("patchsets_")) == totals["patchsets"]
     state = RecordStore(Path(_record(sc).state_dir)).latest()
     assert state.phases["verify"].status == "failed"
 
