@@ -16,9 +16,7 @@ from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogu
 from ds4sync.patchsets.tree import FolderTree, Tree
 
 CHECK_SCHEMA_VERSION = 1
-PatchSetStatus = Literal[
-    "holds", "violated", "advisory-violations", "landed-upstream", "not-carried", "not-applicable"
-]
+PatchSetStatus = Literal["holds", "violated", "advisory-violations", "landed-upstream", "not-carried", "not-applicable"]
 PATCHSET_STATUSES: tuple[PatchSetStatus, ...] = (
     "holds",
     "violated",
