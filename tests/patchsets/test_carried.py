@@ -281,7 +281,7 @@ def test_shipped_catalogue_holds_nothing_vacuously(tmp_path: Path) -> None:
     root = tmp_path / "bare"
     (root / "vllm" / "model_executor").mkdir(parents=True)
     (root / "vllm" / "model_executor" / "__init__.py").write_text("")
-    catalogue, patchsets = load_catalogue(Path(shipped_profile()) / "patches")
+    catalogue, _patchsets = load_catalogue(Path(shipped_profile()) / "patches")
     assert {"ds4-sm120-full"} <= set(catalogue.branches)
     report = check_checkout(root, Path(shipped_profile()) / "patches")
     held = [
