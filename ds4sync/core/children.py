@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ds4sync.core.proc import group_members, stop_process_group
 from ds4sync.core.files import write_json_atomic
+from ds4sync.core.proc import group_members, stop_process_group
 
 
 class ChildEntry(BaseModel):
