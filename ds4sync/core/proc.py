@@ -7,6 +7,7 @@ the whole tree it spawned (compilers, pytest workers, servers), never just the p
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.redact import redact_secrets
 
 KILL_GRACE_S = 5.0
+_log = logging.getLogger("ds4sync.proc")
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ def run(
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
     child_env = compose_env(overrides, base=env)
+    _log.debug("run %s  (in %s%s)", redact_secrets(" ".join(argv)), cwd, f", log {log_path}" if log_path else "")
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:
@@ -223,3 +227,15 @@ def process_state(pid: int) -> str | None:
     with contextlib.suppress(OSError, IndexError):
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
     return None
+
+
+def log_tail(path: str | Path | None, lines: int = 40) -> str:
+    """The last ``lines`` lines of a log file, reading at most its last 64 KiB ('' when there is none)."""
+    if path is None or not Path(path).is_file():
+        return ""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - 64 * 1024))
+        text = handle.read().decode("utf-8", "replace")
+    return "\n".join(text.splitlines()[-lines:])

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.proc import run
+from ds4sync.core.proc import log_tail, run
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import REDACTED, BuildProfile, compose_build_env, expand, is_secret
 from ds4sync.native.proof import ProofResult, run_proof
@@ -386,8 +386,7 @@ def first_errors(log: Path, limit: int = MAX_ERROR_LINES) -> tuple[str, ...]:
 
 
 def _tail(log: Path, lines: int = TAIL_LINES) -> tuple[str, ...]:
-    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    return tuple(text[-lines:])
+    return tuple(log_tail(log, lines).splitlines())
 
 
 def _append(log: Path, text: str) -> None:

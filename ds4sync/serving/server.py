@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.proc import kill_group, process_state, spawn
+from ds4sync.core.proc import log_tail as proc_log_tail
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import ServerConfig
 
@@ -72,14 +73,7 @@ class GuardResult:
 
 def log_tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
     """The last ``lines`` lines of a log file ('' when there is none)."""
-    if path is None or not path.is_file():
-        return ""
-    with path.open("rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 64 * 1024))
-        text = handle.read().decode("utf-8", "replace")
-    return "\n".join(text.splitlines()[-lines:])
+    return proc_log_tail(path, lines)
 
 
 def start_server(config: ServerConfig, *, log_path: Path) -> ServerHandle:
