@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -273,6 +273,26 @@ class GitRepo(PatchVerbs):
             )
         return parse_merge_tree(out, ours=ours, theirs=theirs)
 
+    def commit_tree(self, tree: str, *, parents: Sequence[str], message: str) -> str:
+        """A commit object of ``tree`` with ``parents`` (no ref, no work tree); returns its SHA."""
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(*args, "-m", message, env=self._identity_env())[1].strip()
+
+    def apply_to_tree(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """Apply ``patches`` in order to ``tree`` in a temporary index; the new tree, or None if one fails.
+
+        No work tree and no real index are touched (``GIT_INDEX_FILE`` names a private file).
+        """
+        with tempfile.TemporaryDirectory(prefix="ds4sync-index-") as folder:
+            env = {**self._identity_env(), "GIT_INDEX_FILE": str(Path(folder) / "index")}
+            self.run("read-tree", tree, env=env)
+            for patch in patches:
+                if self.run("apply", "--cached", str(patch), ok_codes=(0, 1, 128), env=env)[0] != 0:
+                    return None
+            return self.run("write-tree", env=env)[1].strip()
+
     # -- worktrees --------------------------------------------------------------------------
     def worktree_add(self, path: Path, branch: str, start: str) -> GitRepo:
         """Create ``branch`` at ``start`` and check it out in a new worktree at ``path``.
@@ -288,6 +308,12 @@ class GitRepo(PatchVerbs):
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         self.run("worktree", "add", "--quiet", "-b", branch, str(path), start)
+        return GitRepo(path)
+
+    def worktree_add_detached(self, path: Path, start: str) -> GitRepo:
+        """Check out ``start`` (detached, no branch) in a new worktree at ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.run("worktree", "add", "--quiet", "--detach", str(path), start)
         return GitRepo(path)
 
     def worktree_remove(self, path: Path) -> None:

@@ -10,6 +10,7 @@ passed before) and ``error`` (timeout, crash, malformed JUnit).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -165,9 +166,9 @@ def failure_cause(gate: GateResult) -> str:
         return ""
     text = gate.failures[0].message if gate.failures else ""
     if len(text.strip().splitlines()) < 2 and gate.log_path:
-        from ds4sync.core.proc import log_tail
+        from ds4sync.core.files import tail_lines
 
-        text = f"{text}\n{log_tail(gate.log_path, 40)}"
+        text = "\n".join((text, *tail_lines(Path(gate.log_path), 40)))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     hits = [line for line in lines if _CAUSE_RE.search(line)]
     line = (hits or lines or [""])[-1][:200]
