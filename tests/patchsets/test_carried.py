@@ -6,7 +6,6 @@ merged tree, so a merge that drops a carried feature still fails verify.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from ds4sync.patchsets.check import check_checkout, drop_evidence
 from ds4sync.patchsets.commands import history_lookup
 from ds4sync.patchsets.model import PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree, FolderTree
+from tests.cli_json import data as cli_data
 
 from .scenario import Scenario, add_patchsets, build_repos
 
@@ -146,10 +146,10 @@ def test_cli_check_rev_and_branch(fork, capsys) -> None:
     profile = str(patches.parent)
     capsys.readouterr()
     code = main(["patches", "check", "--repo", str(builder.path), "--profile", profile, "--rev", "old", "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 0 and data["carry"]["branch"] == "old" and data["counts"]["patchsets_not_carried"] == 1
     code = main(["patches", "check", "--repo", str(builder.path), "--profile", profile, "--rev", shas["old"], "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 1 and data["carry"]["branch"] is None  # a bare SHA names no branch: everything carried
     code = main(
         ["patches", "check", "--repo", str(builder.path), "--profile", profile, "--rev", shas["old"], "--branch", "old"]
@@ -202,7 +202,7 @@ def sc(tmp_path: Path) -> Scenario:
 def _merge(sc: Scenario, capsys) -> tuple[int, dict]:
     capsys.readouterr()
     code = main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    return code, cli_data(capsys.readouterr().out)
 
 
 def test_sync_reports_not_carried_in_replay_and_verify(sc: Scenario, capsys) -> None:
