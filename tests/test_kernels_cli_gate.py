@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -18,12 +17,13 @@ pytest.importorskip("triton")
 
 from ds4sync.cli import main  # noqa: E402
 from ds4sync.gates.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
+from tests.cli_json import data as cli_data  # noqa: E402
 
 
 @pytest.mark.slow
 def test_cli_check_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]):
     code = main(["kernels", "check", "--op", "routing", "--device", "cpu", "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 0
     result = KernelSuiteResult.model_validate(data)
     assert [op.op for op in result.ops] == ["routing"] and result.ok

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import tempfile
@@ -20,11 +21,13 @@ import git
 from ds4sync.core.errors import GitError
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
+from ds4sync.core.redact import redact_secrets
 
 __all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult", "parse_merge_tree"]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 CONFLICT_MARKER_RE = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+_log = logging.getLogger("ds4sync.git")
 
 
 @dataclass(frozen=True)
@@ -44,16 +47,19 @@ class FileChange:
 class GitRepo(PatchVerbs):
     """A git repository or worktree, opened through GitPython.
 
+    With ``search_parents``, ``path`` may be any folder inside the checkout and the
+    checkout's top level is opened (as git itself does); otherwise ``path`` must be it.
+
     Raises:
         GitError: ``path`` is not inside a git repository.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, search_parents: bool = False) -> None:
         path = Path(path)
         if not path.exists():
             raise GitError("folder does not exist", where=str(path), fix="check --repo")
         try:
-            self._repo = git.Repo(path, search_parent_directories=False)
+            self._repo = git.Repo(path, search_parent_directories=search_parents)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise GitError(
                 "not a git repository", where=str(path), fix="pass --repo with the fork checkout's root"
@@ -94,6 +100,7 @@ class GitRepo(PatchVerbs):
         Raises:
             GitError: git exited with a code outside ``ok_codes``.
         """
+        _log.debug("git %s  (in %s)", redact_secrets(" ".join(args)), self.path)
         status, out, err = self.git.execute(
             ["git", *args], with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=strip, env=env
         )
@@ -325,6 +332,24 @@ class GitRepo(PatchVerbs):
             elif line == f"branch refs/heads/{branch}":
                 return path
         return None
+
+    def tracked_changes(self) -> list[str]:
+        """Paths whose index or work-tree content differs from HEAD (untracked files are not counted).
+
+        The check git's ``receive.denyCurrentBranch=updateInstead`` makes before it moves a
+        checked-out branch (``update-index --refresh``, then ``diff-index HEAD``).
+        """
+        self.run("update-index", "-q", "--ignore-submodules", "--refresh", ok_codes=(0, 1))
+        out = self.run("diff-index", "--name-only", "-z", "--ignore-submodules", "HEAD", "--", strip=False)[1]
+        return [name for name in out.split("\0") if name]
+
+    def update_checkout(self, old: str, new: str) -> None:
+        """Move this checkout's index and files from commit ``old`` to ``new`` (``git read-tree -u -m``).
+
+        Raises:
+            GitError: git refused, e.g. an untracked file would be overwritten; nothing changed.
+        """
+        self.run("read-tree", "-u", "-m", "--end-of-options", old, new)
 
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""
