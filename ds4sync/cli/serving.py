@@ -16,6 +16,7 @@ from ds4sync.cli._app import (
     _progress,
     _workspace,
     app,
+    done,
     out,
     serving_app,
 )
@@ -51,16 +52,18 @@ def serving_gate(
         registry=registry,
     )
     run_id = runs.record_result(ws, "serving", result)
-    if json_out:
-        from ds4sync.cli import views as ui
 
-        ui.print_json(out, {**result.brief(), "run_id": run_id})
-    else:
+    def text() -> None:
         for line in render.serving_lines(result):
             out.print(line, markup=False)
         out.print(render.summary_line(result), markup=False)
-    if not result:
-        raise typer.Exit(int(ExitCode.FAILED))
+
+    done(
+        json_out,
+        lambda: {**result.brief(), "run_id": run_id},
+        exit_code=0 if result else int(ExitCode.FAILED),
+        text=text,
+    )
 
 
 @app.command("ab")
@@ -120,14 +123,16 @@ def ab(
         progress=_progress(json_out),
     )
     kept = runs.record_ab(ws, result, out_dir=folder)
-    if json_out:
-        from ds4sync.cli import views as ui
 
-        ui.print_json(out, {**result.brief(), **kept})
-    else:
+    def text() -> None:
         for line in result.lines():
             out.print(line, markup=False)
         out.print(result.summary(), markup=False)
         out.print(f"kept: {kept['result']} (history {kept['history']})", markup=False)
-    if result.verdict == "regression":
-        raise typer.Exit(int(ExitCode.FAILED))
+
+    done(
+        json_out,
+        lambda: {**result.brief(), **kept},
+        exit_code=int(ExitCode.FAILED) if result.verdict == "regression" else 0,
+        text=text,
+    )

@@ -7,6 +7,7 @@ the whole tree it spawned (compilers, pytest workers, servers), never just the p
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.redact import redact_secrets
 
 KILL_GRACE_S = 5.0
+_log = logging.getLogger("ds4sync.proc")
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ def run(
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
     child_env = compose_env(overrides, base=env)
+    _log.debug("run %s  (in %s%s)", redact_secrets(" ".join(argv)), cwd, f", log {log_path}" if log_path else "")
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:

@@ -15,6 +15,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.serving.abstats import MetricRule, compare_metric, schedule
 from ds4sync.serving.backport import Trees, decide, evaluate_backport
 from ds4sync.serving.config import BackportConfig, ServingConfig
+from tests.cli_json import data as cli_data
 
 
 def bench_file(path: Path, tok_s: float, tpot_ms: float, *, completed: int = 8) -> Path:
@@ -45,7 +46,7 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
     code = main(
         ["ab", *args, "--repo", str(builder.path), "--state-dir", str(state), "--out", str(tmp_path / "ab"), "--json"]
     )
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     rows = {r["metric"]: r for r in data["rows"]}
     assert code == 1  # a regression fails the command
     assert data["verdict"] == "regression" and data["pairs"] == 5 and data["confidence"] == 0.99
@@ -58,7 +59,7 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
     assert rows["median_ttft_ms"]["verdict"] == "neutral"
     # every run is kept: the result file and one history line per run, per metric
     code = main(["ab", *args, "--repo", str(builder.path), "--state-dir", str(state), "--json"])
-    second = json.loads(capsys.readouterr().out)
+    second = cli_data(capsys.readouterr().out)
     history = [json.loads(line) for line in (state / "ab" / "history.jsonl").read_text().splitlines()]
     assert [h["verdict"] for h in history] == ["regression", "regression"]
     assert history[0]["metrics"]["output_throughput"]["verdict"] == "regression"
@@ -76,7 +77,7 @@ def test_ab_lost_requests_are_a_regression_not_a_usage_error(
         lost = 6 if i == 2 else 8  # one run completed 6 of 8 prompts
         args += ["--candidate", str(bench_file(tmp_path / f"b{i}.json", 300 + i, 3.3, completed=lost))]
     code = main(["ab", *args, "--repo", str(builder.path), "--state-dir", str(tmp_path / "s"), "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 1 and data["verdict"] == "regression"
     assert data["lost"] == {"baseline": 0, "candidate": 2}
     assert data["reasons"][0] == "candidate lost 2 request(s) (baseline 0)"

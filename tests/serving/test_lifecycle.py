@@ -4,7 +4,6 @@ KV reads of dead servers, and Ctrl-C, against real child processes and scripted 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from ds4sync.serving.client import OpenAIClient
 from ds4sync.serving.config import KvBaseline, ServerConfig, ServingConfig
 from ds4sync.serving.gate import run_serving_gate
 from ds4sync.serving.server import ServerStartError, attach, start_server, stop_server, wait_ready
+from tests.cli_json import data as cli_data
 
 MSG = [{"role": "user", "content": "q"}]
 CASE = {"name": "a", "messages": MSG, "expect": "x"}
@@ -101,7 +101,7 @@ def test_cli_text_shows_the_log_tail_and_json_the_outcome(
     assert "start-up: died, exit code 3" in text
     assert "  | line one\n  | CUDA out of memory" in text  # the tail itself, not just "log tail:"
     assert main([*args, "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert data["startup"]["kind"] == "died" and data["startup"]["exit_code"] == 3
     assert data["startup"]["log_tail"][-1] == "CUDA out of memory" and data["startup"]["ready_s"] is None
     assert data["probes"][0]["reason"] == "server did not start (died)"

@@ -11,7 +11,6 @@ Small shapes and few pairs keep the live time bounded (``benchmarks/bench_ab_liv
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -38,6 +37,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.serving.ab import run_ab
 from ds4sync.serving.config import BenchConfig, BenchRow
 from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
+from tests.cli_json import data as cli_data
 
 pytestmark = [pytest.mark.serving, pytest.mark.slow]
 
@@ -140,7 +140,7 @@ def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
             *("--repo", str(builder.path), "--state-dir", str(tmp_path / "state"), "--json"),
         ]
     )
-    decision = json.loads(capsys.readouterr().out)
+    decision = cli_data(capsys.readouterr().out)
     assert code == 0 and decision["decision"] == "exclude", decision["reasons"]
     ab = decision["ab"]
     assert ab["mode"] == "started-both" and ab["verdict"] == "regression"

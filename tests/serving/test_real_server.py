@@ -7,7 +7,6 @@ server answers whose right value is known.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -36,6 +35,7 @@ from ds4sync.serving.config import (
 from ds4sync.serving.gate import run_probes
 from ds4sync.serving.metrics import MetricsSampler
 from ds4sync.serving.server import ServerHandle, ServerStartError, guard, start_server, stop_server, wait_ready
+from tests.cli_json import data as cli_data
 
 pytestmark = pytest.mark.serving
 HERE = Path(__file__).resolve().parent
@@ -301,10 +301,14 @@ def test_cli_gate_json_attached_and_recorded(
             "--json",
         ]
     )
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 0 and data["run_id"] == "r1" and data["status"] == "passed"
     assert [p["name"] for p in data["probes"]] == ["health", "exact", "kv_capacity"]
-    assert all(set(p) == {"name", "status", "value", "baseline", "unit"} for p in data["probes"])
+    assert all(
+        set(p) == {"name", "status", "value", "baseline", "unit", "summary", "reason", "duration_s"}
+        for p in data["probes"]
+    )
+    assert data["startup"]["kind"] == "ready" and data["startup"]["started"] is False and data["wedged"] is None
     kv = data["probes"][2]
     assert kv["unit"] == "tokens" and kv["baseline"] == 1 and kv["value"] > 1
     recorded = store.load("r1").results["serving"]
