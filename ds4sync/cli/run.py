@@ -111,26 +111,6 @@ def promote(
 
 
 @app.command()
-def nightly(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
-) -> None:
-    """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
-    from ds4sync.loop.nightly import run_nightly
-
-    ws = _workspace(repo, config, None, state_dir, profile)
-    result = run_nightly(ws, ref=ref, progress=_progress(False))
-    out.print(result.message, markup=False)
-    if result.outcome is not None and "report" in result.outcome.record.results:
-        out.print(f"report: {result.outcome.record.results['report'].get('path')}", markup=False)
-    if result.exit_code:
-        raise typer.Exit(int(result.exit_code))
-
-
-@app.command()
 def cron(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,

@@ -60,6 +60,33 @@ def compose_env(
     return env
 
 
+def stop_groups(pgids: Sequence[int], *, grace_s: float = KILL_GRACE_S) -> None:
+    """Stop process groups started elsewhere (by pid only): SIGTERM all, wait up to ``grace_s``, SIGKILL.
+
+    For children whose ``Popen`` lives in another thread (gates run in a pool); :func:`kill_group`
+    is the same routine for a child we hold.
+    """
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pgids and time.monotonic() < deadline and any(_group_alive(pgid) for pgid in pgids):
+        time.sleep(0.05)
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid_alive(pgid)
+
+
 def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the child's process group, then SIGKILL it after ``grace_s`` seconds."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):

@@ -184,6 +184,7 @@ def test_updates_the_open_pr_of_the_same_sync_with_a_comment(tmp_path: Path, htt
     comment = body_of(httpserver.log[2][0])["body"]
     assert comment.startswith(f"Pushed {ws.repo.branch_head(record.sync_branch)[:12]} to `{HEAD}`")
     assert record.results["publish"]["action"] == "updated"
+    assert remote_head(remote, HEAD) == ws.repo.branch_head(record.sync_branch)
 
 
 def test_a_422_already_exists_updates_that_pr(tmp_path: Path, httpserver: HTTPServer) -> None:
