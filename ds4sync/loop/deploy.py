@@ -91,7 +91,7 @@ def deploy(ws: Workspace, *, run_id: str | None = None) -> DeployResult:
                 where=tree,
                 fix="build the tree's serving environment first (or set deploy.binary)",
             )
-        before = _plain(stanza)
+        before, kept = _plain(stanza), _dump(yaml, stanza)  # kept with its comments, for rollback
         _switch(stanza, old, new)
         flags = check_unchanged(before, _plain(stanza), old, new)
         _write(yaml, doc, path)
@@ -103,7 +103,7 @@ def deploy(ws: Workspace, *, run_id: str | None = None) -> DeployResult:
             "at": now_iso(),
             "old": old.model_dump(),
             "new": new.model_dump(),
-            "old_stanza": _dump(yaml, before),
+            "old_stanza": kept,
         }
         write_json_atomic(_history_path(ws), [*history, entry])
         result = DeployResult(
@@ -340,11 +340,18 @@ def _yaml_path(ws: Workspace, config: DeployConfig) -> Path:
 def _load(path: Path) -> tuple[Any, Any]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.util import load_yaml_guess_indent
 
-    yaml = YAML()  # round-trip: comments and layout survive
+    text = path.read_text(encoding="utf-8")
+    yaml = YAML()  # round-trip: comments, key order and block scalars survive
     yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long cmd line
     try:
-        return yaml, yaml.load(path.read_text(encoding="utf-8"))
+        _, sequence, dash = load_yaml_guess_indent(text)
+        # The file's own indentation, so that only the changed values differ on disk.
+        keys = [len(m.group(1)) for m in re.finditer(r"^( +)[^\s#-][^:\n]*:", text, re.MULTILINE)]
+        yaml.indent(mapping=min(keys, default=2), sequence=sequence or 2, offset=dash or 0)
+        return yaml, yaml.load(text)
     except YAMLError as exc:
         raise ConfigError(f"malformed YAML ({str(exc).splitlines()[0]})", where=str(path)) from exc
 

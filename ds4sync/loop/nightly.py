@@ -31,10 +31,12 @@ from pathlib import Path
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode
 from ds4sync.core.git import SHA_RE
 from ds4sync.core.record import RunRecord
+from ds4sync.core.redact import redact_secrets
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.runner import RunOutcome, Workspace, require_branch
 
 Clock = Callable[[], float]
+_RAN = frozenset({"done", "failed", "needs-person"})
 
 
 @dataclass(frozen=True)
@@ -380,13 +382,17 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         lines.append(f"- Deployed: {night.deployed}")
     if night.pruned:
         lines.append(f"- Pruned {len(night.pruned)} old run(s)")
-    needs = [item.text for item in view.remaining if item.kind != "review"]
+    needs: list[str] = []
+    waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
+    if waiting:
+        needs.append(f"phase {waiting}: {record.phases[waiting].message}")
+    if view.merge is not None:
+        needs += [f"conflict in {c.path} ({c.kind})" for c in view.merge.conflicts if c.resolution == "unresolved"]
+    # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
+    ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
+    needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
     needs += [f"possible duplicate work: {p['reason']} (#{p['number']})" for p in _duplicates(publish)]
     needs += [n for n in night.notes if n.startswith("not ")]
-    if night.exit_code not in (ExitCode.OK, ExitCode.FAILED) and record.phases:
-        last = next((n for n, p in reversed(record.phases.items()) if p.status == "needs-person"), None)
-        if last:
-            needs.insert(0, f"phase {last}: {record.phases[last].message}")
     if needs:
         lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]
     kind = (
@@ -398,7 +404,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     )
     return Notice(
         title=f"{prefix} nightly: {fork} {status}",
-        body="\n".join(lines) + "\n",
+        body=redact_secrets("\n".join(lines) + "\n"),
         kind=kind,
         needs_person=tuple(dict.fromkeys(needs)),
         pr_url=pr_url,
