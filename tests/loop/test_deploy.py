@@ -73,7 +73,7 @@ def promoted_fork(tmp_path: Path):
 
 
 def test_deploy_switches_only_the_trees_paths_and_keeps_comments(tmp_path: Path) -> None:
-    pair, ws, swap, record = promoted_fork(tmp_path)
+    _, ws, swap, record = promoted_fork(tmp_path)
 
     result = deploy(ws)
 
@@ -133,7 +133,7 @@ def test_deploy_refuses_without_a_binary_or_a_promote(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="is not promoted"):
         deploy(ws)
     assert main(["promote", "--repo", str(pair.repo)]) == 0
-    with pytest.raises(ConfigError, match="no stanza models.nope"):
+    with pytest.raises(ConfigError, match=r"no stanza models\.nope"):
         deploy(ws)
     assert swap.read_text() == SWAP
 
