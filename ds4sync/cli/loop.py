@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli._app import (
+    BranchOpt,
     ConfigOpt,
     JsonOpt,
     ProfileOpt,
@@ -16,6 +17,7 @@ from ds4sync.cli._app import (
     _progress,
     _workspace,
     app,
+    done,
     out,
 )
 
@@ -31,6 +33,7 @@ def nightly(
     ctx: typer.Context,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
+    branch: BranchOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
     ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
@@ -44,50 +47,46 @@ def nightly(
     5 out of time budget, 6 forge or notification target unreachable (try later)."""
     if ctx.invoked_subcommand is not None:
         return
-    from ds4sync.cli import views as ui
     from ds4sync.loop.nightly import run_nightly
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = _workspace(repo, config, branch, state_dir, profile)
     result = run_nightly(ws, ref=ref, progress=_progress(json_out), budget_s=budget, notify=not no_notify)
     record = result.record
     report = (record.results.get("report") or {}).get("path") if record is not None else None
     publish = (record.results.get("publish") or {}) if record is not None else {}
-    if json_out:
-        ui.print_json(
-            out,
-            {
-                "message": result.message,
-                "exit_code": int(result.exit_code),
-                "skipped": result.skipped,
-                "run_id": record.run_id if record else None,
-                "status": record.status if record else None,
-                "report": report,
-                "pr_url": publish.get("pr_url"),
-                "promoted": result.promoted,
-                "deployed": result.deployed,
-                "pruned": list(result.pruned),
-                "notified": getattr(result.notified, "sent", None),
-                "notes": list(result.notes),
-            },
-        )
-    else:
-        out.print(result.message, markup=False)
-        if report:
-            out.print(f"report: {report}", markup=False)
+    data = {
+        "message": result.message,
+        "skipped": result.skipped,
+        "run_id": record.run_id if record else None,
+        "status": record.status if record else None,
+        "report": report,
+        "log": result.log_path,
+        "record": str(ws.store.record_path(record.run_id)) if record else None,
+        "pr_url": publish.get("pr_url"),
+        "promoted": result.promoted,
+        "deployed": result.deployed,
+        "pruned": list(result.pruned),
+        "notified": getattr(result.notified, "sent", None),
+        "notes": list(result.notes),
+    }
+
+    def text() -> None:
+        lines = [result.message]
+        lines += [f"report: {report}"] if report else []
+        lines += [f"log: {result.log_path}"] if result.log_path else []
         if publish.get("pr_url"):
-            out.print(f"PR #{publish.get('pr_number')} {publish.get('action')}: {publish['pr_url']}", markup=False)
-        for line in (
-            ([f"promoted {result.promoted}"] if result.promoted else [])
-            + ([f"deployed: {result.deployed}"] if result.deployed else [])
-            + list(result.notes)
-        ):
-            out.print(line, markup=False)
+            lines.append(f"PR #{publish.get('pr_number')} {publish.get('action')}: {publish['pr_url']}")
+        lines += [f"promoted {result.promoted}"] if result.promoted else []
+        lines += [f"deployed: {result.deployed}"] if result.deployed else []
+        lines += list(result.notes)
         if result.pruned:
-            out.print(f"pruned {len(result.pruned)} old run(s): {', '.join(result.pruned)}", markup=False)
+            lines.append(f"pruned {len(result.pruned)} old run(s): {', '.join(result.pruned)}")
         if result.notified is not None:
-            out.print(f"notification: {getattr(result.notified, 'message', '')}", markup=False)
-    if result.exit_code:
-        raise typer.Exit(int(result.exit_code))
+            lines.append(f"notification: {getattr(result.notified, 'message', '')}")
+        for line in lines:
+            out.print(line, markup=False)
+
+    done(json_out, data, exit_code=int(result.exit_code), text=text)
 
 
 @nightly_app.command("install")
@@ -123,10 +122,10 @@ def nightly_install(
         for name, text in units.items():
             out.print(f"# {name}\n{text}", markup=False)
         return
-    from ds4sync.core.record import write_text_atomic
+    from ds4sync.core.files import write_atomic
 
     for name, text in units.items():
-        write_text_atomic(write / name, text)
+        write_atomic(write / name, text)
         out.print(f"wrote {write / name}", markup=False)
     out.print(f"enable with: systemctl --user daemon-reload && systemctl --user enable --now {unit_name(ws)}.timer")
 

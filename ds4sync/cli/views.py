@@ -60,7 +60,9 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
 def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> None:
     """Where a run stopped: status, the last phase's message, details and next steps."""
     record = outcome.record
-    style = {"done": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(record.status, "")
+    style = {"done": "green", "promoted": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(
+        record.status, ""
+    )
     console.print(f"[bold {style}]run {record.run_id}: {record.status}[/]")
     if outcome.outcome is not None:
         if outcome.outcome.message:
@@ -90,6 +92,39 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
     console.print(f"next: {next_step(record)}")
 
 
+def run_row(record: RunRecord) -> dict[str, Any]:
+    """One run as a row of ``status --all`` (also its JSON form)."""
+    promoted = record.results.get("promote") or {}
+    return {
+        "run_id": record.run_id,
+        "status": record.status,
+        "branch": record.fork.branch,
+        "upstream_ref": record.upstream.ref,
+        "upstream_sha": record.upstream.sha,
+        "created_at": record.created_at,
+        "promoted_at": promoted.get("promoted_at"),
+    }
+
+
+def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The runs of a repository, oldest first, as a table."""
+    if not rows:
+        console.print("no runs yet; start one with `ds4sync merge <upstream-ref>`")
+        return
+    table = Table(title=f"{len(rows)} run{'s' if len(rows) != 1 else ''}")
+    for column in ("run", "status", "fork branch", "upstream", "created"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["run_id"],
+            row["status"],
+            row["branch"],
+            f"{row['upstream_ref']} @ {row['upstream_sha'][:12]}",
+            row["created_at"],
+        )
+    console.print(table)
+
+
 def next_step(record: RunRecord) -> str:
     """The command a person should run next for this run."""
     if record.status == "needs-person":
@@ -98,6 +133,11 @@ def next_step(record: RunRecord) -> str:
         return "wait for the running command, or `ds4sync resume` if it was killed"
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"
+    if record.status == "promoted":
+        promoted = record.results.get("promote") or {}
+        return f"nothing: promoted at {promoted.get('promoted_at', '?')} ({record.fork.branch} is the merge)"
+    if record.status == "done":
+        return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
     if record.status == "failed":
         return "look at the failed phase, fix it in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     return "nothing: the run is finished"

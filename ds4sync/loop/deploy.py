@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ds4sync.core.errors import ConfigError, StateError
+from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.record import now_iso, write_json_atomic, write_text_atomic
+from ds4sync.core.record import now_iso
 from ds4sync.loop.settings import DeployConfig
 from ds4sync.runner import Workspace
 
@@ -363,7 +364,7 @@ def _dump(yaml: Any, data: Any) -> str:
 
 
 def _write(yaml: Any, doc: Any, path: Path) -> None:
-    write_text_atomic(path, _dump(yaml, doc))
+    write_atomic(path, _dump(yaml, doc))
 
 
 def _history_path(ws: Workspace) -> Path:

@@ -25,10 +25,10 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode
+from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
 from ds4sync.core.record import RunRecord
 from ds4sync.core.redact import redact_secrets
@@ -52,6 +52,7 @@ class NightlyResult:
     pruned: tuple[str, ...] = ()
     notified: object | None = None  # publish.notify.NotifyResult
     notes: tuple[str, ...] = field(default_factory=tuple)
+    log_path: str | None = None  # the log that says why the run stopped (None when done)
 
     @property
     def record(self) -> RunRecord | None:
@@ -121,9 +122,30 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
     while outcome.status == "paused":
         outcome = resume(ws, progress=progress, deadline=deadline)
     message = outcome.outcome.message if outcome.outcome is not None else outcome.status
+    where = f"{outcome.last_phase}: " if outcome.status != "done" and outcome.last_phase else ""
     return NightlyResult(
-        outcome, f"run {outcome.record.run_id}: {outcome.status} ({message})", exit_code(outcome.record)
+        outcome,
+        f"run {outcome.record.run_id}: {outcome.status} ({where}{message})",
+        exit_code(outcome.record),
+        log_path=failure_log(outcome),
     )
+
+
+def failure_log(outcome: RunOutcome) -> str | None:
+    """The log that says why the run stopped: the first blocking gate's, or the build's (None when done)."""
+    record = outcome.record
+    if outcome.status == "done":
+        return None
+    if outcome.last_phase == "gate":
+        from ds4sync.gates.model import GREEN
+
+        for tier in (record.results.get("gates") or {}).values():
+            for gate in tier.get("gates", []):
+                if gate.get("required", True) and gate.get("status") not in GREEN:
+                    return gate.get("log_path")
+    if outcome.last_phase == "build":
+        return (record.results.get("build") or {}).get("log_path")
+    return None
 
 
 def _superseded(ws: Workspace, run_id: str | None) -> bool:
@@ -241,16 +263,7 @@ def _after(ws: Workspace, night: NightlyResult, *, progress: Progress | None) ->
                 notes.append(f"not deployed: {exc.one_line()}")
                 code = max(code, ExitCode.NEEDS_PERSON)
     pruned = prune_runs(ws, keep=ws.config.nightly.keep_runs)
-    return NightlyResult(
-        night.outcome,
-        night.message,
-        code,
-        skipped=night.skipped,
-        promoted=promoted,
-        deployed=deployed,
-        pruned=pruned,
-        notes=tuple(notes),
-    )
+    return replace(night, exit_code=code, promoted=promoted, deployed=deployed, pruned=pruned, notes=tuple(notes))
 
 
 def prune_runs(ws: Workspace, *, keep: int) -> tuple[str, ...]:
@@ -325,17 +338,7 @@ def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
         record = ws.store.load(night.record.run_id)
         record.results["notify"] = sent.model_dump(mode="json")
         ws.store.save(record)
-    return NightlyResult(
-        night.outcome,
-        night.message,
-        code,
-        skipped=night.skipped,
-        promoted=night.promoted,
-        deployed=night.deployed,
-        pruned=night.pruned,
-        notified=sent,
-        notes=night.notes,
-    )
+    return replace(night, exit_code=code, notified=sent)
 
 
 def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.Notice
@@ -421,6 +424,7 @@ def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None
 
     Raises:
         ConfigError: ``at`` is not HH:MM.
+        StateError, GitError: nightly could not run here (what is missing, and how to fix it).
     """
     hour, minute = _time_of_day(at)
     log = shlex.quote(str(ws.store.root / "nightly.log"))
@@ -478,10 +482,27 @@ def unit_name(ws: Workspace) -> str:
 
 
 def _command(ws: Workspace, executable: str | None) -> str:
+    """``ds4sync nightly --repo ...``, refused where nightly cannot run (no fork branch, no upstream).
+
+    The command pins ``--branch`` when only the checkout names the fork branch.
+
+    Raises:
+        StateError, GitError: what is missing, and how to fix it.
+    """
+    branch = require_branch(ws)
+    ws.repo.branch_head(branch)
+    remote = ws.config.upstream.remote
+    if not (ws.repo.remote_url(remote) or ws.config.upstream.url):
+        raise GitError(
+            f"nightly has no upstream to fetch: no remote '{remote}' and no upstream.url",
+            where=str(ws.repo.path),
+            fix=f"`git remote add {remote} URL` or set upstream.url in ds4sync.yaml",
+        )
     program = executable or str(Path(sys.argv[0]).resolve())
     repo = shlex.quote(str(ws.repo.path))
     config = f" --config {shlex.quote(str(ws.config.source))}" if ws.config.source else ""
-    return f"{shlex.quote(program)} nightly --repo {repo}{config}"
+    pinned = "" if ws.config.fork.branch == branch else f" --branch {shlex.quote(branch)}"
+    return f"{shlex.quote(program)} nightly --repo {repo}{config}{pinned}"
 
 
 def _time_of_day(at: str) -> tuple[int, int]:
