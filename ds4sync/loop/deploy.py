@@ -216,7 +216,7 @@ def _switch(stanza: Any, old: StanzaPaths, new: StanzaPaths) -> None:
 
     def swap(text: str) -> str:
         for a, b in _pairs(old, new):
-            text = re.sub(rf"{re.escape(a)}(?=[/\s'\"]|$)", lambda _m, b=b: b, text, flags=re.MULTILINE)
+            text = re.sub(rf"{re.escape(a)}(?=[/\s'\"]|$)", _literal(b), text, flags=re.MULTILINE)
         return text
 
     def walk(node: Any) -> None:
@@ -228,6 +228,11 @@ def _switch(stanza: Any, old: StanzaPaths, new: StanzaPaths) -> None:
                 walk(value)
 
     walk(stanza)
+
+
+def _literal(text: str) -> Any:
+    """A re.sub replacement that inserts ``text`` as is (no backslash or group escapes)."""
+    return lambda _match: text
 
 
 def _pairs(old: StanzaPaths, new: StanzaPaths) -> list[tuple[str, str]]:

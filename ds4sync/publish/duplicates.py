@@ -135,9 +135,7 @@ def conclusion(check: DuplicateCheck) -> str:
 
 
 def _pull(data: Mapping[str, Any]) -> OpenPull:
-    head = data.get("head") if isinstance(data.get("head"), Mapping) else {}
-    base = data.get("base") if isinstance(data.get("base"), Mapping) else {}
-    user = data.get("user") if isinstance(data.get("user"), Mapping) else {}
+    head, base, user = _mapping(data.get("head")), _mapping(data.get("base")), _mapping(data.get("user"))
     return OpenPull(
         number=int(data.get("number", 0)),
         title=str(data.get("title", "")),
@@ -152,8 +150,11 @@ def _pull(data: Mapping[str, Any]) -> OpenPull:
 
 def _same_repo(data: Mapping[str, Any], repo: str) -> bool:
     """Whether the PR's head branch lives in ``repo`` (a PR from another fork with the same branch name is not ours)."""
-    head = data.get("head") if isinstance(data.get("head"), Mapping) else {}
-    head_repo = head.get("repo") if isinstance(head.get("repo"), Mapping) else None
-    if head_repo is None:
+    head_repo = _mapping(data.get("head")).get("repo")
+    if not isinstance(head_repo, Mapping):
         return True  # GitHub sends null for a deleted head repository; the branch name is all there is
     return str(head_repo.get("full_name", repo)).lower() == repo.lower()
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -184,7 +184,7 @@ class Forge:
             raise _failure(exc.response.status_code, _message(exc.response), where, method) from None
         except RequestError as exc:
             raise ForgeUnavailable(
-                f"cannot reach the forge ({type(exc.error).__name__}: {exc.error})",
+                f"cannot reach the forge ({type(exc.exc).__name__}: {exc.exc})",
                 status=0,
                 where=where,
                 fix="check publish.api_url and the network; `ds4sync resume` publishes again",

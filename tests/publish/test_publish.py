@@ -73,7 +73,7 @@ def merged(tmp_path: Path, httpserver: HTTPServer, **publish: Any) -> tuple[Work
     pair = make_pair(
         tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}, {"c.py": lines("c")}], [{"b.py": lines("b")}]
     )
-    remote = configure(pair, httpserver.url_for("/"), **publish)
+    remote = configure(pair, publish.pop("api_url", httpserver.url_for("/")), **publish)
     ws = open_workspace(pair.repo)
     outcome = start_merge(ws, "main", fetch=True)
     assert outcome.record.phase("commit").status == "done"
@@ -349,3 +349,20 @@ def test_resume_runs_publish_after_report(tmp_path: Path, httpserver: HTTPServer
     record = ws.store.latest()
     assert record is not None and list(record.phases)[-2:] == ["report", "publish"]
     assert record.results["publish"]["pr_number"] == 90
+
+
+def test_an_unreachable_forge_is_unavailable_and_the_next_night_retries(tmp_path: Path, httpserver: HTTPServer) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    ws, _, record = merged(tmp_path, httpserver, api_url=f"http://127.0.0.1:{closed}/", retries=0)
+
+    outcome = publish(ws, record)
+
+    assert outcome.status == "needs-person" and "cannot reach the forge" in outcome.message
+    assert record.results["publish"]["status"] == "unavailable"
+    from ds4sync.loop.nightly import _retryable, exit_code
+
+    assert _retryable(record) and exit_code(record) == 6
