@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -11,6 +11,9 @@ from rich.table import Table
 from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from ds4sync.loop.bisect import BisectResult
 
 MAX_ROWS = 40
 
@@ -151,3 +154,19 @@ def _kinds(summary: MergeSummary) -> str:
 def _more(table: Table, total: int) -> None:
     if total > MAX_ROWS:
         table.caption = f"{total - MAX_ROWS} more in the record / --json"
+
+
+def bisect_result(console: Console, result: BisectResult) -> None:
+    """The culprit line, then every step taken (oldest candidate first), as a table."""
+    table = Table(title=f"bisect: {result.candidates} upstream commits after {result.good[:12]}", show_lines=False)
+    for column in ("upstream commit", "PR", "verdict", "mode", "why"):
+        table.add_column(column)
+    for step in sorted(result.steps, key=lambda s: s.upstream_sha == result.bad):
+        pr = f"#{step.pr}" if step.pr else ""
+        verdict = step.verdict + (" (cached)" if step.cached else "")
+        table.add_row(step.upstream_sha[:12], pr, verdict, step.mode, step.reason)
+    console.print(table)
+    console.print(
+        f"{result.culprit_line()}\n{result.evaluations} evaluations (bound {result.bound}) in {result.seconds:.1f} s",
+        markup=False,
+    )

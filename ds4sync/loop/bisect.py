@@ -459,3 +459,59 @@ def save_result(ws: Workspace, result: BisectResult) -> Path:
     path = ws.store.root / "bisect" / "results" / f"{stamp}-{result.bad[:12]}.json"
     write_json_atomic(path, result.model_dump(mode="json"))
     return path
+
+
+def run_bisect(
+    ws: Workspace, *, good: str | None, bad: str | None, tier: str | None = None, progress: Progress | None = None
+) -> BisectResult:
+    """``ds4sync bisect``: refs resolved (``bad``: upstream.ref; ``good``: the last green sync), result kept.
+
+    Raises:
+        StateError: no fork branch; ``good`` not an ancestor of ``bad``.
+        GitError: a ref that names no commit.
+    """
+    from ds4sync.runner import require_branch, resolve_upstream
+
+    branch = require_branch(ws)
+    fork_head = ws.repo.branch_head(branch)
+    bad_sha = resolve_upstream(ws, bad or ws.config.upstream.ref)
+    good_sha = resolve_upstream(ws, good) if good else last_green_upstream(ws, fork_head, bad_sha)
+    result = bisect(ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, progress=progress)
+    save_result(ws, result)
+    return result
+
+
+def sync_to_green(
+    ws: Workspace, target: str | None, *, good: str | None, tier: str | None = None, progress: Progress | None = None
+):  # -> RunOutcome (ds4sync.runner), kept untyped here to leave the pipeline import lazy
+    """``ds4sync sync --to-green [TARGET]``: bisect up to TARGET, then a normal sync to the furthest green commit.
+
+    The run record's notes say what was left out and why (the culprit, its PR and what failed).
+
+    Raises:
+        StateError: nothing after the last green sync holds (the culprit is the very next commit), or
+            skipped commits hide where green ends.
+    """
+    from ds4sync.loop import sync
+
+    result = run_bisect(ws, good=good, bad=target, tier=tier, progress=progress)
+    if result.status in ("bad-holds", "empty"):
+        destination, left_out = result.bad, None
+    elif result.status == "found" and result.last_good and result.last_good != result.good:
+        destination, left_out = result.last_good, result.culprit_line()
+    else:
+        raise StateError(
+            f"no upstream commit after {result.good[:12]} holds: {result.culprit_line()}",
+            where=str(ws.repo.path),
+            fix="fix the fork for that commit (or add a resolution or rule), then sync again",
+        )
+    outcome = sync.start_merge(ws, destination, progress=progress)
+    record = outcome.record
+    line = first_parent_candidates(ws.repo, result.good, result.bad)
+    behind = len(line) - 1 - line.index(destination)
+    if left_out:
+        record.notes.append(f"sync --to-green: {behind} upstream commit(s) left out; {left_out}")
+    else:
+        record.notes.append(f"sync --to-green: {result.bad[:12]} holds; nothing left out")
+    ws.store.save(record)
+    return outcome
