@@ -61,7 +61,7 @@ def test_culprit_of_each_tree_kind_found_within_the_bound(
     assert result.evaluations <= bound(n) and result.evaluations == len(result.steps)
     assert all(s.mode == "tree" for s in result.steps)  # no worktree for a step without conflicts or gates
     # every step's verdict is right for its commit: bad at or after the culprit, good before it
-    assert result.steps[1].upstream_sha == history.base and result.steps[1].verdict == "good" or n == 1
+    assert result.steps[1].upstream_sha == history.base and result.steps[1].verdict == "good"
     for step in result.steps:
         position = history.upstream.index(step.upstream_sha) if step.upstream_sha != history.base else -1
         assert step.verdict == ("bad" if position >= k else "good")
