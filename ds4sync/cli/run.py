@@ -124,8 +124,8 @@ def nightly(
     ws = _workspace(repo, config, None, state_dir, profile)
     result = run_nightly(ws, ref=ref, progress=_progress(False))
     out.print(result.message, markup=False)
-    if result.outcome is not None and "report" in result.outcome.record.results:
-        out.print(f"report: {result.outcome.record.results['report'].get('path')}", markup=False)
+    if result.outcome is not None and result.outcome.record.results.report is not None:
+        out.print(f"report: {result.outcome.record.results.report.path}", markup=False)
     if result.exit_code:
         raise typer.Exit(int(result.exit_code))
 
@@ -205,11 +205,10 @@ def demo(
 
 def _finish(ws, outcome, *, json_out: bool) -> None:
     from ds4sync.cli import views as ui
-    from ds4sync.merge.plan import MergeSummary
 
     record = outcome.record
     path = str(ws.store.record_path(record.run_id))
-    summary = MergeSummary.model_validate(record.results["merge"]) if "merge" in record.results else None
+    summary = record.results.merge
     if json_out:
         data = summary.brief() if summary else {}
         data.update(
@@ -221,7 +220,13 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
                 "record": path,
             }
         )
-        data.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
+        data.update(
+            {
+                key: getattr(record.results, key).model_dump(mode="json")
+                for key in ("replay", "verify")
+                if getattr(record.results, key) is not None
+            }
+        )
         ui.print_json(out, data)
     else:
         if summary:

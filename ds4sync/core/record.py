@@ -15,14 +15,26 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ds4sync.core.errors import NeedsPersonError, StateError
 from ds4sync.core.proc import pid_alive
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:  # the phases' own models; bound at first use by ds4sync.results (see RunResults)
+    from ds4sync.gates.model import TierResult
+    from ds4sync.loop.promote import PromoteResult
+    from ds4sync.merge.plan import MergeSummary
+    from ds4sync.native.driver import BuildResult
+    from ds4sync.patchsets.replay import ReplayResult, VerifyResult
+    from ds4sync.results import ReportResult
+    from ds4sync.serving.ab import ABResult
+    from ds4sync.serving.backport import BackportDecision
+    from ds4sync.serving.results import ServingResult
+
+#: 2: ``results`` is :class:`RunResults` (one typed field per phase); 1: a dict of JSON per phase.
+SCHEMA_VERSION = 2
 
 PhaseStatus = Literal["pending", "running", "done", "needs-person", "failed", "skipped"]
 # running: a process works on it; paused: phases remain (`ds4sync resume` goes on);
@@ -72,13 +84,61 @@ class ForkRef(BaseModel):
     name: str | None = None
 
 
-class RunRecord(BaseModel):
+class _BindsPhaseModels(BaseModel):
+    """Completes the model on first use with the phases' result models (:mod:`ds4sync.results`).
+
+    core imports no other ds4sync module when it loads: the annotations below name the phases'
+    models as strings, and pydantic's first validation calls :meth:`model_rebuild`, which
+    imports :mod:`ds4sync.results` (the one list of those models) to resolve them.
+    """
+
+    @classmethod
+    def model_rebuild(cls, **kwargs: Any) -> bool | None:  # type: ignore[override]
+        """Resolve the phase models' names, then let pydantic build the schema."""
+        if not cls.__pydantic_complete__ and "_types_namespace" not in kwargs:
+            from ds4sync.results import phase_models
+
+            kwargs["_types_namespace"] = phase_models()
+        return super().model_rebuild(**kwargs)
+
+
+class RunResults(_BindsPhaseModels):
+    """Each phase's result, typed by the phase's own model; ``None`` (or empty) when it did not run.
+
+    ``gates`` is keyed by tier (``static``, ``unit``, ``gpu``, ``kernel``, ``serving``, ``perf``);
+    kernel-suite and perf numbers live in those tiers' gate results. ``serving``, ``ab`` and
+    ``backports`` are written by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport
+    evaluate`` inside a run (``backports`` keyed by upstream SHA). ``legacy`` keeps, unread,
+    what a schema-1 record held that no current model accepts (see :func:`migrate_record`).
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    merge: MergeSummary | None = None
+    replay: ReplayResult | None = None
+    verify: VerifyResult | None = None
+    build: BuildResult | None = None
+    gates: dict[str, TierResult] = Field(default_factory=dict)
+    serving: ServingResult | None = None
+    ab: ABResult | None = None
+    backports: dict[str, BackportDecision] = Field(default_factory=dict)
+    report: ReportResult | None = None
+    promote: PromoteResult | None = None
+    legacy: dict[str, Any] = Field(default_factory=dict)
+
+    def written(self) -> tuple[str, ...]:
+        """The names of the fields some phase wrote (not None, not empty), in field order."""
+        return tuple(
+            name for name in type(self).model_fields if name != "legacy" and getattr(self, name) not in (None, {})
+        )
+
+
+class RunRecord(_BindsPhaseModels):
     """Everything one sync run did and found.
 
-    ``results`` maps a phase name (``merge``, ``replay``, ``verify``, ``build``,
-    ``gates``, ...) to that phase's result in JSON form; each phase module owns the
-    typed model of its entry. ``followups`` are later additions to the same sync
-    branch (newest last), rendered by the report as dated follow-up sections.
+    ``results`` holds each phase's result as that phase's own model (:class:`RunResults`);
+    ``followups`` are later additions to the same sync branch (newest last). Records of an
+    older ``schema_version`` are migrated when read (:func:`migrate_record`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,9 +158,14 @@ class RunRecord(BaseModel):
     backup_branch: str | None = None
     status: RunStatus = "running"
     phases: dict[str, PhaseState] = Field(default_factory=dict)
-    results: dict[str, Any] = Field(default_factory=dict)
+    results: RunResults = Field(default_factory=lambda: RunResults())
     notes: list[str] = Field(default_factory=list)
     followups: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        return migrate_record(data) if isinstance(data, dict) else data
 
     @property
     def active(self) -> bool:
@@ -117,6 +182,43 @@ class RunRecord(BaseModel):
             if state.status == "running" and state.pid is not None and not pid_alive(state.pid):
                 return name
         return None
+
+
+def migrate_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A record's JSON in the current schema; schema 1 (``results`` a dict of JSON) is lifted.
+
+    Each schema-1 entry is validated against its phase's model; an entry that no model
+    accepts (an unknown key, or a shape no phase ever wrote) moves to ``results.legacy``
+    with a note, so nothing is lost and the report never reads it.
+
+    Raises:
+        ValueError: the record is from a newer ds4sync (``schema_version`` above ours).
+    """
+    version = data.get("schema_version", SCHEMA_VERSION)  # a record built in code is current
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ValueError(f"record schema {version!r} is newer than this ds4sync reads ({SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return data
+    data = dict(data)
+    old = data.get("results") or {}
+    fields = RunResults.model_fields
+    kept: dict[str, Any] = {}
+    legacy: dict[str, Any] = {}
+    for key, value in old.items() if isinstance(old, dict) else ():
+        if key in fields and key != "legacy":
+            try:
+                RunResults.model_validate({key: value})
+            except ValidationError:
+                legacy[key] = value
+            else:
+                kept[key] = value
+        else:
+            legacy[key] = value
+    notes = list(data.get("notes") or [])
+    if legacy:
+        notes.append(f"migrated from record schema {version}: kept unread in results.legacy: {', '.join(sorted(legacy))}")
+    data.update(schema_version=SCHEMA_VERSION, results={**kept, "legacy": legacy}, notes=notes)
+    return data
 
 
 def make_run_id(upstream_sha: str, *, when: datetime | None = None) -> str:
@@ -204,7 +306,7 @@ class RecordStore:
             return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
         except ValidationError as exc:
             raise StateError(
-                f"run record is not valid ({exc.errors()[0]['msg']})",
+                f"run record is not valid ({_first_error(exc)})",
                 where=str(path),
                 fix="restore it from the backup or remove the run folder",
             ) from exc
@@ -317,3 +419,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {error['msg']}" if where else str(error["msg"])

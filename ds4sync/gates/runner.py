@@ -198,9 +198,9 @@ def run_tier(
 
 
 def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
-    """Write ``result`` to ``record.results["gates"][tier]`` (re-read first) and save atomically."""
+    """Write ``result`` to ``record.results.gates[tier]`` (re-read first) and save atomically."""
     fresh = ws.store.load(record.run_id)
-    fresh.results.setdefault("gates", {})[result.tier] = result.model_dump(mode="json")
+    fresh.results.gates[result.tier] = result
     return ws.store.save(fresh)
 
 

@@ -7,8 +7,6 @@ overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from ds4sync.core.errors import StateError
@@ -31,17 +29,17 @@ class PromoteResult(BaseModel):
 def blockers(record: RunRecord) -> list[str]:
     """Why ``record`` may not be promoted (empty when it may)."""
     reasons = []
-    merge: dict[str, Any] = record.results.get("merge", {})
-    if not merge.get("merge_commit"):
+    merge = record.results.merge
+    if merge is None or not merge.merge_commit:
         reasons.append("the merge is not committed")
     for name, state in record.phases.items():
         if state.status in ("failed", "needs-person", "running"):
             reasons.append(f"phase '{name}' is {state.status}")
-    for tier, tier_result in (record.results.get("gates") or {}).items():
-        for gate in tier_result.get("gates", []):
+    for tier, tier_result in record.results.gates.items():
+        for gate in tier_result.gates:
             # Environment-only failures (incomplete) never count as passing.
-            if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
-                reasons.append(f"required gate {tier}/{gate.get('name')} is {gate.get('status')}")
+            if gate.required and gate.status in ("failed", "error", "incomplete"):
+                reasons.append(f"required gate {tier}/{gate.name} is {gate.status}")
     return reasons
 
 
@@ -94,7 +92,7 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
         result = PromoteResult(
             branch=branch, old_head=current, new_head=new_head, rollback_ref=rollback, promoted_at=now_iso()
         )
-        record.results["promote"] = result.model_dump(mode="json")
+        record.results.promote = result
         if reasons:
             record.notes.append(f"promoted despite: {'; '.join(reasons)}")
         ws.store.save(record)

@@ -185,7 +185,7 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
     """
     with ws.store.lock("abort"):
         record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-        if record is None or record.status == "aborted" or "promote" in record.results:
+        if record is None or record.status == "aborted" or record.results.promote is not None:
             raise StateError(
                 "no run to abort (the latest is aborted or promoted)",
                 where=str(ws.store.root),

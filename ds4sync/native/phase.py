@@ -1,7 +1,7 @@
 """The build as a command and as a pipeline phase: pick the profile, the tree and the log folder, record the result.
 
 Inside an active sync run the build compiles the sync worktree, logs under the run's folder
-and writes ``record.results["build"]``; outside one it compiles the fork checkout and logs
+and writes ``record.results.build``; outside one it compiles the fork checkout and logs
 under ``<state>/builds/<stamp>-<profile>/``.
 """
 
@@ -138,7 +138,7 @@ BUILD_PHASES = (Phase("build", build_phase),)
 
 
 def _record(record: RunRecord, result: BuildResult, *, started: str) -> None:
-    record.results["build"] = result.model_dump(mode="json")
+    record.results.build = result
     outcome = outcome_of(result)
     record.phases["build"] = PhaseState(
         status=outcome.status, started_at=started, finished_at=now_iso(), message=outcome.message

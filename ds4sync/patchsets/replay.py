@@ -96,7 +96,7 @@ def replay(ctx: RunContext) -> PhaseOutcome:
     if not ok:
         result = ReplayResult(patches_dir=str(folder), applicable=False, applies_detail=detail)
         return PhaseOutcome("skipped", detail, result=result)
-    prior = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    prior = ctx.record.results.replay
     entries = {e.id: e for e in prior.entries} if prior else {}
     by_id = {ps.id: ps for ps in patchsets}
     if prior and prior.pending in by_id:
@@ -252,7 +252,7 @@ def verify(ctx: RunContext) -> PhaseOutcome:
     if isinstance(loaded, PhaseOutcome):
         return loaded
     catalogue, patchsets = loaded
-    replayed = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    replayed = ctx.record.results.replay
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
     report = check_tree(FolderTree(ctx.worktree.path), catalogue, patchsets, patches_dir=str(folder), landed=landed)
     counts = report.counts()

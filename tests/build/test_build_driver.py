@@ -144,12 +144,12 @@ def test_build_in_active_run_records_into_the_run(tmp_path: Path, monkeypatch: p
     code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", str(manifest), "--json"])
     assert code == 0
     record = store.load("run1")
-    build = record.results["build"]
-    assert build["proof"]["summary"] == "1/1 imports, 2/2 op schemas, deps passed"
-    assert build["src"] == str(worktree)
+    build = record.results.build
+    assert build.proof.summary == "1/1 imports, 2/2 op schemas, deps passed"
+    assert build.src == str(worktree)
     assert record.phases["build"].status == "done"
     assert list(worktree.glob("ds4run_ext/_C*.so")) and not list(repo.path.glob("ds4run_ext/_C*.so"))
-    log = Path(build["log_path"]).read_text()
+    log = Path(build.log_path).read_text()
     saved = store.record_path("run1").read_text()
     assert "('HF_TOKEN', '***')" in log  # kept for the build, hidden in the log
     assert "GITHUB_TOKEN" not in log  # not passed on at all

@@ -85,8 +85,8 @@ def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuil
     assert outcome.status == "done", outcome.outcome.details if outcome.outcome else None
     saved = ws.store.load("r2")
     assert saved.phases["build"].message == "build passed: 1/1 imports, 2/2 op schemas, deps passed"
-    assert saved.results["build"]["checks"]["op schemas"] == {"passed": 2, "total": 2, "failed": []}
-    assert saved.results["build"]["src"] == str(worktree)
+    assert saved.results.build.checks["op schemas"] == {"passed": 2, "total": 2, "failed": []}
+    assert saved.results.build.src == str(worktree)
 
 
 def test_shipped_manifest_lists_the_ds4_modules_and_fused_ops() -> None:

@@ -247,6 +247,6 @@ def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -
     record = RecordStore(record_path.parent.parent.parent).load(record_path.parent.name)
     outcome = GATE_PHASES[0].run(RunContext(ws=ws, record=record))
     assert outcome.status == "done" and "tier unit: passed" in outcome.message
-    assert [g["status"] for g in record.results["gates"]["unit"]["gates"]] == ["passed", "passed"]
+    assert [g.status for g in record.results.gates["unit"].gates] == ["passed", "passed"]
     write_gates(sample, "unit", "gates:\n  - {name: bad, kind: pytest, run: {paths: [tests/test_fail.py]}}\n")
     assert GATE_PHASES[0].run(RunContext(ws=open_workspace(sample.path), record=record)).status == "failed"

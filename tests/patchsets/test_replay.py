@@ -97,7 +97,7 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     scratch = next(ps for ps in verify["patchsets"] if ps["id"] == "larger-scratch")
     assert scratch["status"] == "landed-upstream" and scratch["invariants"][0]["status"] == "violated"
     record = _record(sc)
-    assert record.status == "done" and record.results["verify"]["totals"]["violated"] == 0
+    assert record.status == "done" and record.results.verify.totals["violated"] == 0
 
     old = (sc.patches / "softcap" / "0001-SM120-Logit-softcap.patch").read_text()
     assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
@@ -185,4 +185,4 @@ def test_malformed_patchset_stops_replay_for_a_person_and_resume_goes_on(sc: Sce
     assert record.phases["replay"].message.startswith(f"{path}: kind: Input should be")
     path.write_text(good)
     assert main(["resume", "--repo", str(sc.fork.path)]) == 4
-    assert _record(sc).results["replay"]["pending"] == "softcap"
+    assert _record(sc).results.replay.pending == "softcap"

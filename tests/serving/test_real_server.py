@@ -260,8 +260,8 @@ def test_cli_gate_json_attached_and_recorded(
     assert all(set(p) == {"name", "status", "value", "baseline", "unit"} for p in data["probes"])
     kv = data["probes"][2]
     assert kv["unit"] == "tokens" and kv["baseline"] == 1 and kv["value"] > 1
-    recorded = store.load("r1").results["serving"]
-    assert recorded["probes"][1]["details"]["cases"][0]["content"] == "187"
+    recorded = store.load("r1").results.serving
+    assert recorded.probes[1].details["cases"][0]["content"] == "187"
 
 
 def test_live_ab_runs_interleaved_bench_rows(
