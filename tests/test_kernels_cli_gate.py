@@ -64,7 +64,7 @@ def _profile(tmp_path: Path, run: str) -> Path:
 def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     profile = _profile(tmp_path, "{ops: [routing, topk], device: cpu}")
@@ -79,7 +79,7 @@ def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
 
 
 def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     cand = tmp_path / "cand.py"
@@ -94,7 +94,7 @@ def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatc
 
 
 def test_kernel_gate_bench_flag_reaches_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     profile = _profile(tmp_path, "{ops: [routing], device: cpu}")

@@ -59,8 +59,8 @@ def report(
             ws.store,
             ws.profile,
             run_id=run,
-            fmt=fmt,
-            public=public,  # type: ignore[arg-type]
+            fmt=fmt,  # type: ignore[arg-type]
+            public=public,
             notes=files.read_notes(notes),
             kind="nightly" if nightly else "pr",
         )
