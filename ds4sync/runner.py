@@ -15,7 +15,8 @@ from typing import Any, Literal
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
-from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
+from ds4sync.core.record import PhaseState, now_iso
+from ds4sync.record import RecordStore, RunRecord
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 

@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
 
 MAX_ROWS = 40

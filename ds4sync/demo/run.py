@@ -24,9 +24,9 @@ import git
 import yaml
 
 from ds4sync.core.errors import ExitCode, StateError
-from ds4sync.core.record import RunRecord
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, open_workspace
 
 FORK_BRANCH = "ds4-sm120"

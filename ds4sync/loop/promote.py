@@ -7,23 +7,11 @@ overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from ds4sync.core.errors import StateError
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.record import now_iso
+from ds4sync.loop.results import PromoteResult
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
-
-
-class PromoteResult(BaseModel):
-    """What promote did: old and new heads of the fork branch and the rollback ref."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    branch: str
-    old_head: str
-    new_head: str
-    rollback_ref: str
-    promoted_at: str
 
 
 def blockers(record: RunRecord) -> list[str]:

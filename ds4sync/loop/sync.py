@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 
 Progress = Callable[[str], None]

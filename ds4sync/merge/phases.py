@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, forget
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 

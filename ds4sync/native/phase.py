@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.record import PhaseState, RunRecord, now_iso
+from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.native.driver import BuildResult, Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
 from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ds4sync.record import ReportResult
 from ds4sync.report.files import write_report
-from ds4sync.results import ReportResult
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 

@@ -16,9 +16,10 @@ from sample_project import UNIT_YAML
 
 from ds4sync.cli import main
 from ds4sync.core.proc import pid_alive
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.record import RunRecord
 
 OK_YAML = """\
 tier: unit
@@ -138,7 +139,7 @@ def _pair(
 
 
 def _start_run(repo: RepoBuilder) -> Path:
-    from ds4sync.core.record import RecordStore
+    from ds4sync.record import RecordStore
 
     store = RecordStore(repo.path / ".git" / "ds4sync")
     head = repo.head()
@@ -236,8 +237,8 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
 
 
 def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
-    from ds4sync.core.record import RecordStore
     from ds4sync.gates.phase import GATE_PHASES
+    from ds4sync.record import RecordStore
     from ds4sync.runner import RunContext, open_workspace
 
     write_gates(sample, "unit", OK_YAML)

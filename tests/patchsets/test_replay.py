@@ -9,7 +9,7 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RecordStore
+from ds4sync.record import RecordStore
 from ds4sync.runner import open_workspace
 
 from .scenario import SOFTCAP_V2, SPARSE, Scenario, add_patchsets, attention, build_repos

@@ -10,8 +10,8 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RecordStore, RunRecord
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import report_schema
 from ds4sync.runner import RunContext, open_workspace, run_phases
 from tests.report.conftest import ROOT

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.core.record import RecordStore, RunRecord
 from ds4sync.core.redact import redact, redact_private, redact_secrets
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
 from tests.report.records import rich_record

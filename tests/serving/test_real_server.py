@@ -18,7 +18,8 @@ from servinghelp import MODEL_NAME, REASONING_OUTPUTS, server_config, vllm_comma
 
 from ds4sync.cli import main
 from ds4sync.core.proc import pid_alive
-from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.config import (
     BenchConfig,

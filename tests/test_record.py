@@ -9,8 +9,8 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.errors import StateError
-from ds4sync.core.record import SCHEMA_VERSION, RecordStore, RunResults
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import SCHEMA_VERSION, RecordStore, RunResults
 from tests.scenarios import BRANCH, lines, make_pair
 
 
