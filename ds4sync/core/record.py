@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 PhaseStatus = Literal["pending", "running", "done", "needs-person", "failed", "skipped"]
 # running: a process works on it; paused: phases remain (`ds4sync resume` goes on);
 # needs-person: a phase waits for a person; failed / done / aborted: finished.
-RunStatus = Literal["running", "paused", "needs-person", "failed", "done", "aborted"]
+RunStatus = Literal["running", "paused", "needs-person", "failed", "done", "promoted", "aborted"]
 ACTIVE_STATUSES: frozenset[str] = frozenset({"running", "paused", "needs-person"})
 
 

@@ -15,3 +15,4 @@ class PromoteResult(BaseModel):
     new_head: str
     rollback_ref: str
     promoted_at: str
+    worktree_updated: str | None = None

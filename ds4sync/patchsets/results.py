@@ -15,7 +15,9 @@ from ds4sync.patchsets.check import CheckReport
 from ds4sync.patchsets.invariants import InvariantResult
 
 REPLAY_SCHEMA_VERSION = 1
-ReplayStatus = Literal["retained", "landed-upstream", "reapplied", "needs-adaptation", "adapted"]
+ReplayStatus = Literal[
+    "retained", "unconfirmed", "landed-upstream", "not-carried", "reapplied", "needs-adaptation", "adapted"
+]
 
 
 class ReplayEntry(FrozenModel):
