@@ -11,6 +11,7 @@ from ds4sync.cli import main
 from ds4sync.core.errors import StateError
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.record import SCHEMA_VERSION, RecordStore, RunResults
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 
@@ -19,7 +20,7 @@ def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[RecordSt
     """A real merge run; returns its store, run id and record path."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     path = Path(data["record"])
     return RecordStore(path.parent.parent.parent), data["run_id"], path
 
