@@ -23,10 +23,12 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import pid_alive
 from ds4sync.core.record import ACTIVE_STATUSES, ForkRef, PhaseState, RunStatus, UpstreamRef, now_iso
 from ds4sync.gates.model import TierResult
-from ds4sync.loop.results import PromoteResult
+from ds4sync.loop.results import DeployResult, PromoteResult
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.native.driver import BuildResult
 from ds4sync.patchsets.results import ReplayResult, VerifyResult
+from ds4sync.publish.notify import NotifyResult
+from ds4sync.publish.results import PublishResult
 from ds4sync.serving.ab import ABResult
 from ds4sync.serving.backport import BackportDecision
 from ds4sync.serving.results import ServingResult
@@ -48,7 +50,8 @@ class RunResults(BaseModel):
     ``gates`` is keyed by tier (``static``, ``unit``, ``gpu``, ``kernel``, ``serving``, ``perf``);
     kernel-suite and perf numbers live in those tiers' gate results. ``serving``, ``ab`` and
     ``backports`` are written by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport
-    evaluate`` inside a run (``backports`` keyed by upstream SHA). ``legacy`` keeps, unread,
+    evaluate`` inside a run (``backports`` keyed by upstream SHA); ``publish`` and ``notify`` by the
+    publish phase and the nightly job; ``promote`` and ``deploy`` by those commands. ``legacy`` keeps, unread,
     what a schema-1 record held that no current model accepts (see :func:`migrate_record`).
     """
 
@@ -63,7 +66,10 @@ class RunResults(BaseModel):
     ab: ABResult | None = None
     backports: dict[str, BackportDecision] = Field(default_factory=dict)
     report: ReportResult | None = None
+    publish: PublishResult | None = None
+    notify: NotifyResult | None = None
     promote: PromoteResult | None = None
+    deploy: DeployResult | None = None
     legacy: dict[str, Any] = Field(default_factory=dict)
 
     def written(self) -> tuple[str, ...]:

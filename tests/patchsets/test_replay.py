@@ -100,7 +100,18 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     assert record.status == "done" and record.results.verify.totals["violated"] == 0
 
     old = (sc.patches / "softcap" / "0001-SM120-Logit-softcap.patch").read_text()
+    yaml_path = sc.patches / "softcap" / "patchset.yaml"
+    before = "# reviewed by the DS4 maintainers\n" + yaml_path.read_text()
+    yaml_path.write_text(before)
     assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
+    after = yaml_path.read_text()
+    # round trip: the comment survives and only the lines of `patches:` change
+    assert after.startswith("# reviewed by the DS4 maintainers\n")
+
+    def rest(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.lstrip().startswith("- 0") and not ln.startswith("patches:")]
+
+    assert rest(after) == rest(before)
     files = sorted(p.name for p in (sc.patches / "softcap").glob("*.patch"))
     assert len(files) == 1
     new = (sc.patches / "softcap" / files[0]).read_text()
