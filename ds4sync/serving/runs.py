@@ -56,9 +56,9 @@ def children(ws: Workspace) -> Any:
 
 
 def record_ab(ws: Workspace, result: Any, *, out_dir: Path) -> dict[str, Any]:
-    """Keep an A/B result: ``<out_dir>/ab.json``, one line in ``<state>/ab/history.jsonl`` (every run,
-    the trend's source), and, in an active run, ``results["perf"]`` (latest verdict and rows, where the
-    report reads them, plus the run's history).
+    """Keep an A/B result: ``<out_dir>/ab.json``, one line in ``<state>/ab/history.jsonl`` (every run, also
+    outside a sync run: the trend's source), and, in an active run, ``results.ab`` (the latest) and
+    ``results.ab_runs`` (every A/B of the run).
 
     Returns where it went: ``{"result": path, "history": path, "run_id": id or None}``.
     """
@@ -80,41 +80,32 @@ def record_ab(ws: Workspace, result: Any, *, out_dir: Path) -> dict[str, Any]:
         "seed": data["seed"],
         "confidence": data["confidence"],
         "result": str(out_dir / "ab.json"),
-        "metrics": {r["metric"]: r for r in (row.brief() for row in result.rows)},
+        "metrics": {row.metric: row.brief() for row in result.rows},
     }
     with history.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, default=str) + "\n")
     record = ws.store.current()
     run_id = None
     if record is not None:
-        found = record.results.get("perf")
-        perf: dict[str, Any] = found if isinstance(found, dict) else {}
-        runs = [*perf.get("history", []), entry]
-        record.results["perf"] = {
-            "status": data["verdict"],
-            "verdict": data["verdict"],
-            "ab": [row.brief() for row in result.rows],
-            "latest": data,
-            "history": runs,
-        }
+        record.results.ab = result
+        record.results.ab_runs = [*record.results.ab_runs, result]
         ws.store.save(record)
         run_id = record.run_id
     return {"result": str(out_dir / "ab.json"), "history": str(history), "run_id": run_id}
 
 
 def record_result(ws: Workspace, key: str, result: Any) -> str | None:
-    """Write ``result`` (JSON form) to ``record.results[key]`` of the active run and save; returns the run id.
+    """Write ``result`` (its model) to ``record.results.<key>`` of the active run and save; returns the run id.
 
-    ``backports`` results are kept per upstream SHA (``results["backports"][sha]``).
+    ``backports`` results are kept per upstream SHA (``results.backports[sha]``).
     """
     record = ws.store.current()
     if record is None:
         return None
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     if key == "backports":
-        record.results.setdefault("backports", {})[data["upstream_sha"]] = data
+        record.results.backports[result.upstream_sha] = result
     else:
-        record.results[key] = data
+        setattr(record.results, key, result)
     ws.store.save(record)
     return record.run_id
 

@@ -11,7 +11,9 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.serving.abstats import MetricRule, compare_metric, schedule
 from ds4sync.serving.backport import Trees, decide, evaluate_backport
 from ds4sync.serving.config import BackportConfig, ServingConfig
@@ -43,6 +45,20 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
         args += ["--baseline", str(bench_file(tmp_path / f"a{i}.json", base, 3.35))]
         args += ["--candidate", str(bench_file(tmp_path / f"b{i}.json", base * 0.979, 3.42))]
     state = tmp_path / "state"
+    store = RecordStore(state)
+    store.save(
+        RunRecord(
+            run_id="r1",
+            repo=str(builder.path),
+            state_dir=str(state),
+            sync_branch="sync/x",
+            worktree=str(builder.path),
+            backup_ref="refs/x",
+            status="paused",
+            upstream=UpstreamRef(remote="upstream", ref="main", sha="0" * 40),
+            fork=ForkRef(branch="main", head_before="0" * 40),
+        )
+    )
     code = main(
         ["ab", *args, "--repo", str(builder.path), "--state-dir", str(state), "--out", str(tmp_path / "ab"), "--json"]
     )
@@ -65,6 +81,9 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
     assert history[0]["metrics"]["output_throughput"]["verdict"] == "regression"
     assert Path(second["result"]).is_file() and Path(second["result"]) != tmp_path / "ab" / "ab.json"
     assert json.loads((tmp_path / "ab" / "ab.json").read_text())["verdict"] == "regression"
+    results = store.load("r1").results  # the active run keeps the latest and every run
+    assert results.ab is not None and results.ab.verdict == "regression" and len(results.ab_runs) == 2
+    assert second["run_id"] == "r1"
 
 
 def test_ab_lost_requests_are_a_regression_not_a_usage_error(
