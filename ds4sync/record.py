@@ -50,9 +50,10 @@ class RunResults(BaseModel):
     ``gates`` is keyed by tier (``static``, ``unit``, ``gpu``, ``kernel``, ``serving``, ``perf``);
     kernel-suite and perf numbers live in those tiers' gate results. ``serving``, ``ab`` (the latest A/B;
     ``ab_runs`` every A/B of the run, oldest first, for a trend per metric) and ``backports`` are written
-    by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport evaluate`` inside a run (``backports`` keyed by upstream SHA); ``publish`` and ``notify`` by the
-    publish phase and the nightly job; ``promote`` and ``deploy`` by those commands. ``legacy`` keeps, unread,
-    what a schema-1 record held that no current model accepts (see :func:`migrate_record`).
+    by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport evaluate`` inside a run
+    (``backports`` keyed by upstream SHA); ``publish`` and ``notify`` by the publish phase and the
+    nightly job; ``promote`` and ``deploy`` by those commands. ``legacy`` keeps, unread, what a
+    schema-1 record held that no current model accepts (see :func:`migrate_record`).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
