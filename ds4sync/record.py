@@ -77,7 +77,7 @@ class RunResults(BaseModel):
     def written(self) -> tuple[str, ...]:
         """The names of the fields some phase wrote (not None, not empty), in field order."""
         return tuple(
-            name for name in type(self).model_fields if name != "legacy" and getattr(self, name) not in (None, {})
+            name for name in type(self).model_fields if name != "legacy" and getattr(self, name) not in (None, {}, [])
         )
 
 
