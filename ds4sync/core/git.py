@@ -556,13 +556,13 @@ class GitRepo(PatchVerbs):
             sha,
         ]
         status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128), env=self._identity_env())
-        if status in (2, 128):
+        if status in (2, 128) or self.merge_head() is None:
+            lines = (err or out).strip().splitlines() or [f"exit {status}"]
+            fatal = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
             raise GitError(
-                f"git merge could not start ({(err or out).strip().splitlines()[-1]})",
-                where=str(self.path),
-                fix="look at the worktree's state",
+                f"git merge could not start ({fatal})", where=str(self.path), fix="look at the worktree's state"
             )
-        return status == 0, out + err
+        return status == 0, f"{out}\n{err}"
 
     def merge_head(self) -> str | None:
         """The commit being merged (MERGE_HEAD), or None when no merge is in progress."""

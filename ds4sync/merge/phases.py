@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.core.errors import NeedsPersonError
+from ds4sync.core.errors import GitError, NeedsPersonError
 from ds4sync.core.git import GitRepo
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, split_id
@@ -79,7 +79,16 @@ def merge(ctx: RunContext) -> PhaseOutcome:
         _reset_to_fork_head(wt, record.fork.head_before)  # a killed attempt: start the merge over
     shutil.rmtree(cache.parent, ignore_errors=True)
     ctx.progress(f"merging {record.upstream.sha[:12]} ({summary.upstream_commits} upstream commits)")
-    wt.merge_no_commit(record.upstream.sha)
+    _clean, said = wt.merge_no_commit(record.upstream.sha)
+    lost = sorted({c.path for c in summary.conflicts} - set(wt.unmerged_paths()))
+    if lost:
+        errors = [line for line in said.splitlines() if line.startswith(("error:", "fatal:"))]
+        raise GitError(
+            f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
+            f"git said: {'; '.join(errors) or 'nothing'}",
+            where=record.worktree,
+            fix="fix what git reports (e.g. a stale index.lock of a dead git process), then `ds4sync resume`",
+        )
     wt.rerere(cache)
     ids = wt.merge_rr()
     store = ResolutionStore(ctx.ws.resolutions_dir)
