@@ -108,7 +108,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
         conflict_id = ids.get(conflict.path)
         update: dict[str, object] = {"conflict_id": conflict_id}
         if conflict.path in replayed - still_marked and conflict_id:
-            names = imported.entries.get(split_id(conflict_id)[0], [])
+            names = _replayed_entry(store, imported.entries.get(split_id(conflict_id)[0], []), wt, conflict.path)
             update.update(resolution="recorded", store_entry=" | ".join(str(store.root / n) for n in names))
         entries.append(conflict.model_copy(update=update))
     predicted = {c.path for c in summary.conflicts}
@@ -126,6 +126,15 @@ def merge(ctx: RunContext) -> PhaseOutcome:
         f"{imported.count} imported store entries"
     )
     return PhaseOutcome("done", "; ".join([message, *notes]), result=summary, details=tuple(notes))
+
+
+def _replayed_entry(store: ResolutionStore, names: list[str], wt: GitRepo, path: str) -> list[str]:
+    """The store entry rerere replayed for ``path``: of several variants, the one whose postimage is the file."""
+    if len(names) < 2:
+        return names
+    data = (wt.path / path).read_bytes()
+    exact = [n for n in names if (store.root / n / "postimage").read_bytes() == data]
+    return exact or names
 
 
 def resolve(ctx: RunContext) -> PhaseOutcome:
