@@ -111,7 +111,7 @@ def open_workspace(
         GitError: ``repo_path`` is not a git checkout.
         ConfigError: the config file is malformed.
     """
-    repo = GitRepo(repo_path)
+    repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
     root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
     chosen = profile or config.profile
@@ -126,16 +126,19 @@ def open_workspace(
 
 
 def require_branch(ws: Workspace) -> str:
-    """The fork branch to sync, from --branch or the config.
+    """The fork branch to sync: --branch, else ``fork.branch`` of the config, else the checked-out branch.
 
     Raises:
-        StateError: neither names one.
+        StateError: none of them names one (a detached HEAD and no configured branch).
     """
-    if not ws.fork_branch:
+    branch = ws.fork_branch or ws.repo.current_branch()
+    if not branch:
         raise StateError(
-            "no fork branch given", where=str(ws.repo.path), fix="pass --branch NAME or set fork.branch in ds4sync.yaml"
+            "no fork branch given and HEAD is detached",
+            where=str(ws.repo.path),
+            fix="pass --branch NAME, set fork.branch in ds4sync.yaml, or check out the fork branch",
         )
-    return ws.fork_branch
+    return branch
 
 
 def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:

@@ -10,18 +10,20 @@ passes on, so this module runs git itself; nothing else in ds4sync runs git.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ds4sync.core.errors import GitError
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
+from ds4sync.core.redact import redact_secrets
 
 __all__ = [
     "CONFLICT_KINDS",
@@ -68,6 +70,7 @@ _GIT_ENV_ALLOW_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 #: ``-c`` options every ds4sync git command gets: the user's hooks never run for our commands.
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 DEFAULT_MARKER_SIZE = 7
+_log = logging.getLogger("ds4sync.git")
 
 
 def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -131,11 +134,15 @@ class FileChange:
 class GitRepo(PatchVerbs):
     """A git repository or worktree (its top-level folder).
 
+    With ``search_parents``, ``path`` may be any folder inside the checkout and the
+    checkout's top level is opened (as git itself does); otherwise ``path`` must be it.
+
     Raises:
-        GitError: ``path`` is not the top of a git checkout, or it is bare.
+        GitError: ``path`` is not the top of a git checkout (or inside one, with
+            ``search_parents``), or it is bare.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, search_parents: bool = False) -> None:
         path = Path(path)
         if not path.exists():
             raise GitError("folder does not exist", where=str(path), fix="check --repo")
@@ -145,7 +152,7 @@ class GitRepo(PatchVerbs):
         lines = out.decode("utf-8", "surrogateescape").splitlines()
         if status == 0 and lines and lines[0] == "true":
             raise GitError("bare repositories are not supported", where=str(path), fix="point --repo at a checkout")
-        if status != 0 or len(lines) < 4 or Path(lines[3]).resolve() != path.resolve():
+        if status != 0 or len(lines) < 4 or (not search_parents and Path(lines[3]).resolve() != path.resolve()):
             raise GitError("not a git repository", where=str(path), fix="pass --repo with the fork checkout's root")
         self.path = Path(lines[3]).resolve()
         self._git_dir = Path(lines[1]).resolve()
@@ -189,6 +196,7 @@ class GitRepo(PatchVerbs):
         Raises:
             GitError: git exited with a code outside ``ok_codes``.
         """
+        _log.debug("git %s  (in %s)", redact_secrets(" ".join(args)), self.path)
         status, out_b, err_b = self.run_bytes(*args, ok_codes=ok_codes, env=env)
         out = out_b.decode("utf-8", "surrogateescape")
         if strip and out.endswith("\n"):
@@ -470,6 +478,26 @@ class GitRepo(PatchVerbs):
             )
         return parse_merge_tree(out, ours=ours, theirs=theirs, ours_label="HEAD")
 
+    def commit_tree(self, tree: str, *, parents: Sequence[str], message: str) -> str:
+        """A commit object of ``tree`` with ``parents`` (no ref, no work tree); returns its SHA."""
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(*args, "-m", message, env=self._identity_env())[1].strip()
+
+    def apply_to_tree(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """Apply ``patches`` in order to ``tree`` in a temporary index; the new tree, or None if one fails.
+
+        No work tree and no real index are touched (``GIT_INDEX_FILE`` names a private file).
+        """
+        with tempfile.TemporaryDirectory(prefix="ds4sync-index-") as folder:
+            env = {**self._identity_env(), "GIT_INDEX_FILE": str(Path(folder) / "index")}
+            self.run("read-tree", tree, env=env)
+            for patch in patches:
+                if self.run("apply", "--cached", str(patch), ok_codes=(0, 1, 128), env=env)[0] != 0:
+                    return None
+            return self.run("write-tree", env=env)[1].strip()
+
     # -- worktrees --------------------------------------------------------------------------
     def worktree_add(self, path: Path, branch: str, start: str) -> GitRepo:
         """Create ``branch`` at ``start`` and check it out in a new worktree at ``path``.
@@ -487,6 +515,12 @@ class GitRepo(PatchVerbs):
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         self.run("worktree", "add", "--quiet", "-b", branch, "--end-of-options", str(path), start)
+        return GitRepo(path)
+
+    def worktree_add_detached(self, path: Path, start: str) -> GitRepo:
+        """Check out ``start`` (detached, no branch) in a new worktree at ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.run("worktree", "add", "--quiet", "--detach", "--end-of-options", str(path), start)
         return GitRepo(path)
 
     def worktrees(self) -> dict[str, dict[str, str]]:
@@ -529,6 +563,24 @@ class GitRepo(PatchVerbs):
             if fields.get("branch") == f"refs/heads/{branch}":
                 return path
         return None
+
+    def tracked_changes(self) -> list[str]:
+        """Paths whose index or work-tree content differs from HEAD (untracked files are not counted).
+
+        The check git's ``receive.denyCurrentBranch=updateInstead`` makes before it moves a
+        checked-out branch (``update-index --refresh``, then ``diff-index HEAD``).
+        """
+        self.run("update-index", "-q", "--ignore-submodules", "--refresh", ok_codes=(0, 1))
+        out = self.run("diff-index", "--name-only", "-z", "--ignore-submodules", "HEAD", "--", strip=False)[1]
+        return [name for name in out.split("\0") if name]
+
+    def update_checkout(self, old: str, new: str) -> None:
+        """Move this checkout's index and files from commit ``old`` to ``new`` (``git read-tree -u -m``).
+
+        Raises:
+            GitError: git refused, e.g. an untracked file would be overwritten; nothing changed.
+        """
+        self.run("read-tree", "-u", "-m", "--end-of-options", old, new)
 
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""

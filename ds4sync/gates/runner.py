@@ -25,10 +25,11 @@ from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import RunRecord, now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
-from ds4sync.gates.definition import Gate, load_tier
+from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
+from ds4sync.gates.tiers import load_tier
 from ds4sync.runner import Workspace
 
 STOP_GRACE_S = 3.0
@@ -334,7 +335,7 @@ def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None 
         name=gate.name,
         tier=gate.tier,
         kind=gate.definition.kind,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         required=gate.definition.required,
         reason=reason,
         counts=counts,

@@ -211,19 +211,26 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
-        record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-        if record is None or record.status == "aborted" or "promote" in record.results:
-            raise StateError(
-                "no run to abort (the latest is aborted or promoted)",
-                where=str(ws.store.root),
-                fix="see `ds4sync status --all`",
-            )
+        record = abort_target(ws, run_id=run_id)
         ws.repo.worktree_remove(Path(record.worktree))
         ws.repo.delete_branch(record.sync_branch)
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
         return record
+
+
+def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
+    """The run ``abort`` would drop: ``run_id``, else the active run, else the latest.
+
+    Raises:
+        StateError: no such run, or it was already aborted or promoted.
+    """
+    record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
+    if record is None or record.status in ("aborted", "promoted") or "promote" in record.results:
+        what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
+        raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
+    return record
 
 
 def _phases() -> tuple[Phase, ...]:

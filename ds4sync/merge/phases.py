@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError, NeedsPersonError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, split_id
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -51,7 +52,7 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
         summary = planned.result()
     return PhaseOutcome(
         "done",
-        f"worktree {worktree} on {record.sync_branch}; {len(summary.conflicts)} conflicts predicted",
+        f"worktree {worktree} on {record.sync_branch}; {many(len(summary.conflicts), 'conflict')} predicted",
         result=summary,
     )
 
@@ -78,7 +79,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     if wt.merge_head() is not None or record.phase("merge").attempts > 1:
         _reset_to_fork_head(wt, record.fork.head_before)  # a killed attempt: start the merge over
     shutil.rmtree(cache.parent, ignore_errors=True)
-    ctx.progress(f"merging {record.upstream.sha[:12]} ({summary.upstream_commits} upstream commits)")
+    ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
     _clean, said = wt.merge_no_commit(record.upstream.sha)
     lost = sorted({c.path for c in summary.conflicts} - set(wt.unmerged_paths()))
     if lost:
@@ -122,8 +123,8 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     notes += [f"rejected store entry {path}: {why}" for path, why in imported.rejected]
     notes += [f"replayed resolution still had markers: {p}" for p in sorted(still_marked)]
     message = (
-        f"{len(summary.conflicts)} conflicted files, {len(replayed - still_marked)} replayed from "
-        f"{imported.count} imported store entries"
+        f"{many(len(summary.conflicts), 'conflicted file')}, {len(replayed - still_marked)} replayed from "
+        f"{many(imported.count, 'imported store entry', 'imported store entries')}"
     )
     return PhaseOutcome("done", "; ".join([message, *notes]), result=summary, details=tuple(notes))
 
@@ -148,11 +149,12 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     waiting = [e for e in entries if e.resolution == "unresolved"]
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
     if not waiting:
-        return PhaseOutcome("done", f"{len(entries)} conflicts resolved", result=summary)
+        return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
     details = tuple(f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}" for e in waiting)
     return PhaseOutcome(
         "needs-person",
-        f"{len(waiting)} conflicted files need a person in {record.worktree}",
+        f"{many(len(waiting), 'conflicted file')} {'needs' if len(waiting) == 1 else 'need'} a person"
+        f" in {record.worktree}",
         result=summary,
         details=details,
         next_steps=(
