@@ -15,6 +15,7 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo, has_conflict_hunk
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, Pair, lines, make_pair
 
 
@@ -120,7 +121,7 @@ def test_every_kind_named_as_git_names_it_and_plan_predicts_the_paths_merge_writ
     repo_args = ("--repo", str(pair.repo), "--branch", BRANCH, "--json")
     code, planned, _ = run_cli(capsys, "plan", "upstream/main", *repo_args)
     assert code == 0
-    plan = json.loads(planned)
+    plan = cli_data(planned)
     assert {c["path"]: c["kind"] for c in plan["conflicts"]} == EXPECTED
     eol = {c["path"] for c in plan["conflicts"] if c.get("eol_only")}
     assert eol == {"crlf.txt"}
@@ -128,7 +129,7 @@ def test_every_kind_named_as_git_names_it_and_plan_predicts_the_paths_merge_writ
     assert "22222222" in next(c["hint"] for c in plan["conflicts"] if c["path"] == "sub")  # the fork's commit
     code, merged, _ = run_cli(capsys, "merge", "upstream/main", *repo_args)
     assert code == 4
-    data = json.loads(merged)
+    data = cli_data(merged)
     # git's own list of what is conflicted, in the worktree the merge ran in
     unmerged = set(git(Path(data["worktree"]), "diff", "--name-only", "--diff-filter=U").split())
     assert unmerged == set(EXPECTED) == {c["path"] for c in data["conflicts"]}
@@ -163,10 +164,10 @@ def test_a_theirs_rule_never_deletes_the_forks_new_file_on_a_directory_rename(tm
         upstream_renames=(("olddir", "newdir"),),
     )
     (pair.repo / "ds4sync.yaml").write_text(
-        yaml.safe_dump({"fork": {"branch": BRANCH}, "merge": {"rules": [{"glob": "*", "strategy": "theirs"}]}})
+        yaml.safe_dump({"fork": {"branch": BRANCH}, "merge": {"rules": [{"glob": "**", "strategy": "theirs"}]}})
     )
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     assert [(c["path"], c["kind"]) for c in data["conflicts"]] == [("newdir/new.py", "file location")]
     assert code == 0
     tree = git(pair.repo, "ls-tree", "-r", "--name-only", data["merge_commit"]).split()
@@ -182,7 +183,7 @@ def test_leftover_markers_of_the_attribute_size_are_refused(tmp_path: Path, size
     pair = make_pair(tmp_path, {"f.txt": lines("a"), **attrs}, [{"f.txt": lines("up")}], [{"f.txt": lines("fork")}])
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 4
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     text = (worktree / "f.txt").read_text()
     assert text.startswith("<" * size + " ") and "<" * (size + 1) not in text  # git wrote markers of that size
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
@@ -214,12 +215,12 @@ def test_a_legitimate_rst_heading_is_accepted(tmp_path: Path, capsys) -> None:
         [{"doc.rst": lines("Title", "=====", "", "fork text")}],
     )
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     resolved = lines("Heading", "=======", "", "fork text", "", "Another", "=======", "", "upstream text")
     (worktree / "doc.rst").write_text(resolved)
     code, out, err = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
     assert code == 0, err
-    assert git(pair.repo, "show", f"{json.loads(out)['merge_commit']}:doc.rst") + "\n" == resolved
+    assert git(pair.repo, "show", f"{cli_data(out)['merge_commit']}:doc.rst") + "\n" == resolved
 
 
 MARKERLESS = {
@@ -244,26 +245,26 @@ def test_a_conflict_without_markers_is_resolved_only_when_the_person_stages_it(t
     renames = (("olddir", "newdir"),) if kind == "file location" else ()
     pair = make_pair(tmp_path, base, up, fork, upstream_renames=renames)
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    assert code == 4 and [c["kind"] for c in json.loads(out)["conflicts"]] == [kind]
-    worktree = Path(json.loads(out)["worktree"])
+    assert code == 4 and [c["kind"] for c in cli_data(out)["conflicts"]] == [kind]
+    worktree = Path(cli_data(out)["worktree"])
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
     assert code == 4 and "not resolved until you stage them" in err and kind in err
     assert git(worktree, "ls-files", "-u")  # still git's conflict
     subprocess.run(stage, cwd=worktree, check=True)
     code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
-    assert code == 0 and [c["resolution"] for c in json.loads(out)["conflicts"]] == ["person"]
+    assert code == 0 and [c["resolution"] for c in cli_data(out)["conflicts"]] == ["person"]
 
 
 def test_file_directory_and_type_change_need_staging_of_every_path(tmp_path: Path, capsys) -> None:
     pair = every_kind_pair(tmp_path)
     (pair.repo / "ds4sync.yaml").write_text(
-        yaml.safe_dump({"fork": {"branch": BRANCH}, "merge": {"rules": [{"glob": "*", "strategy": "ours"}]}})
+        yaml.safe_dump({"fork": {"branch": BRANCH}, "merge": {"rules": [{"glob": "**", "strategy": "ours"}]}})
     )
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
     assert code == 4
-    waiting = {c["path"] for c in json.loads(out)["conflicts"] if c["resolution"] == "unresolved"}
+    waiting = {c["path"] for c in cli_data(out)["conflicts"] if c["resolution"] == "unresolved"}
     assert waiting == {"fd~HEAD", "tc", "tc~HEAD"}  # no rule decides what a moved-aside path means
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     git(worktree, "rm", "-q", "tc~HEAD")
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
     assert code == 4 and "fd~HEAD" in err and "tc (distinct types)" in err
@@ -281,7 +282,7 @@ def test_unstaged_edits_at_resume_are_refused_with_the_files_named(tmp_path: Pat
         [{"f.py": lines("fork")}],
     )
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     (worktree / "f.py").write_text(lines("fork", "up"))
     (worktree / "other.py").write_text(lines("o", "a fix the person made"))
     (worktree / "notes.txt").write_text("new\n")
@@ -292,7 +293,7 @@ def test_unstaged_edits_at_resume_are_refused_with_the_files_named(tmp_path: Pat
     os.unlink(worktree / "notes.txt")
     code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
     assert code == 0
-    assert "a fix the person made" in git(pair.repo, "show", f"{json.loads(out)['merge_commit']}:other.py")
+    assert "a fix the person made" in git(pair.repo, "show", f"{cli_data(out)['merge_commit']}:other.py")
 
 
 # -- resolution memory with provenance --------------------------------------------------------
@@ -331,7 +332,7 @@ def test_numbered_variants_and_merge_abort_merge_reach_the_store_and_replay(tmp_
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 4
     assert run_cli(capsys, "abort", *args)[0] == 0  # merge -> abort -> merge
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     ids = {
         c["path"]: c.get("conflict_id")
         for c in json.loads(Path(data["record"]).read_text())["results"]["merge"]["conflicts"]
@@ -342,7 +343,7 @@ def test_numbered_variants_and_merge_abort_merge_reach_the_store_and_replay(tmp_
     (worktree / "b.py").write_text(lines("B head", "up", "fork"))
     code, out, _ = run_cli(capsys, "resume", *args, "--json")
     assert code == 0
-    record = json.loads(Path(json.loads(out)["record"]).read_text())
+    record = json.loads(Path(cli_data(out)["record"]).read_text())
     stored = [c["stored_as"] for c in record["results"]["merge"]["conflicts"]]
     assert len(set(stored)) == 2 and all(Path(s).is_dir() for s in stored)
     assert sorted(p.name for p in store.iterdir()) == sorted(Path(s).name for s in stored)
@@ -351,7 +352,7 @@ def test_numbered_variants_and_merge_abort_merge_reach_the_store_and_replay(tmp_
     clone, upstream_sha = nightly_clone(tmp_path, pair, "nightly")
     code, out, err = run_cli(capsys, "merge", upstream_sha, "--repo", str(clone), "--config", str(config), "--json")
     assert code == 0, err
-    data = json.loads(out)
+    data = cli_data(out)
     assert {(c["path"], c["resolution"]) for c in data["conflicts"]} == {("a.py", "recorded"), ("b.py", "recorded")}
     assert {Path(c["store_entry"]).name for c in data["conflicts"]} == {Path(s).name for s in stored}
     assert git(clone, "show", f"{data['merge_commit']}:a.py") + "\n" == lines("A head", "fork", "up")
@@ -373,7 +374,7 @@ def test_a_stale_resolution_in_the_users_own_rr_cache_is_never_replayed(tmp_path
     before = sorted(str(p.relative_to(rr_cache)) for p in rr_cache.rglob("*"))
     assert any(p.endswith("postimage") for p in before)
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     assert code == 4 and [c["resolution"] for c in data["conflicts"]] == ["unresolved"]
     assert "<<<<<<<" in (Path(data["worktree"]) / "f.py").read_text()
     assert sorted(str(p.relative_to(rr_cache)) for p in rr_cache.rglob("*")) == before  # the user's cache untouched
@@ -384,13 +385,13 @@ def test_a_recorded_postimage_with_markers_is_rejected_naming_its_store_path(tmp
     config, store = store_config(tmp_path)
     args = ("--repo", str(pair.repo), "--config", str(config))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
-    (Path(json.loads(out)["worktree"]) / "f.py").write_text(lines("fork", "up"))
+    (Path(cli_data(out)["worktree"]) / "f.py").write_text(lines("fork", "up"))
     assert run_cli(capsys, "resume", *args)[0] == 0
     (entry,) = store.iterdir()
     (entry / "postimage").write_text(lines("<<<<<<< HEAD", "fork", "=======", "up", ">>>>>>> theirs"))
     clone, upstream_sha = nightly_clone(tmp_path, pair, "nightly")
     code, out, _ = run_cli(capsys, "merge", upstream_sha, "--repo", str(clone), "--config", str(config), "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     assert code == 4 and [c["resolution"] for c in data["conflicts"]] == ["unresolved"]
     record = json.loads(Path(data["record"]).read_text())
     assert str(entry / "postimage") in record["phases"]["merge"]["message"]
@@ -412,13 +413,13 @@ def test_rule_resolutions_are_never_stored_as_recorded(tmp_path: Path, capsys) -
     code, out, _ = run_cli(
         capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--config", str(config), "--json"
     )
-    assert code == 0 and [c["resolution"] for c in json.loads(out)["conflicts"]] == ["rule"]
+    assert code == 0 and [c["resolution"] for c in cli_data(out)["conflicts"]] == ["rule"]
     store = profile / "patches" / "resolutions"
     assert not store.exists() or not list(store.iterdir())
     config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))  # the rule is gone
     clone, upstream_sha = nightly_clone(tmp_path, pair, "nightly")
     code, out, _ = run_cli(capsys, "merge", upstream_sha, "--repo", str(clone), "--config", str(config), "--json")
-    assert code == 4 and [c["resolution"] for c in json.loads(out)["conflicts"]] == ["unresolved"]
+    assert code == 4 and [c["resolution"] for c in cli_data(out)["conflicts"]] == ["unresolved"]
 
 
 # -- overlaps follow renames -------------------------------------------------------------------
@@ -438,7 +439,7 @@ def test_an_upstream_rename_plus_a_fork_edit_is_one_overlap_at_the_new_path(tmp_
     git(pair.repo, "fetch", "-q", "upstream")
     code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
-    assert json.loads(out)["overlaps"] == [
+    assert cli_data(out)["overlaps"] == [
         {"path": "pkg/new_name.py", "upstream_lines": 2, "fork_lines": 2, "base_path": "pkg/old_name.py"}
     ]
 
@@ -454,7 +455,7 @@ def test_a_fork_rename_plus_an_upstream_edit_is_one_overlap_at_the_forks_path(tm
     )
     code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
-    assert json.loads(out)["overlaps"] == [
+    assert cli_data(out)["overlaps"] == [
         {"path": "new.py", "upstream_lines": 2, "fork_lines": 2, "base_path": "old.py"}
     ]
 

@@ -19,6 +19,7 @@ from ds4sync.core.errors import GitError
 from ds4sync.core.git import GitRepo, git_env
 from ds4sync.loop import sync
 from ds4sync.runner import open_workspace
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.test_killed_run import killed  # noqa: F401  (fixture)
 
@@ -81,7 +82,7 @@ def test_merge_from_a_git_alias_inside_a_linked_worktree(tmp_path: Path) -> None
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    data = cli_data(proc.stdout)
     assert git(pair.repo, "rev-parse", BRANCH) == fork_head  # the fork branch did not move
     assert git(linked, "rev-parse", "HEAD") == fork_head and git(linked, "status", "--porcelain") == ""
     parents = git(pair.repo, "rev-list", "--parents", "-n1", data["merge_commit"]).split()[1:]
@@ -103,12 +104,14 @@ def test_messages_are_parsed_in_the_c_locale_under_a_german_one(tmp_path: Path, 
     args = ("--repo", str(pair.repo), "--config", str(config), "--json")
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 4
-    Path(json.loads(out)["worktree"], "f.py").write_text(lines("fork", "up"))
+    Path(cli_data(out)["worktree"], "f.py").write_text(lines("fork", "up"))
     assert run_cli(capsys, "resume", *args)[0] == 0
-    assert run_cli(capsys, "abort", *args[:-1])[0] == 0  # the finished, unpromoted run; the store keeps the entry
+    assert (
+        run_cli(capsys, "abort", *args[:-1], "--yes")[0] == 0
+    )  # the finished, unpromoted run; the store keeps the entry
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 0, out
-    assert [(c["path"], c["resolution"]) for c in json.loads(out)["conflicts"]] == [("f.py", "recorded")]
+    assert [(c["path"], c["resolution"]) for c in cli_data(out)["conflicts"]] == [("f.py", "recorded")]
 
 
 # -- refs that git could read as options -------------------------------------------------------
@@ -122,7 +125,7 @@ def test_a_ref_that_is_an_option_or_empty_is_refused_at_preflight(tmp_path: Path
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert "starts with '-'" in err or "empty" in err
     assert not (pair.repo / "PWNED").exists() and not (tmp_path / "PWNED").exists()
-    assert not (pair.repo / ".git" / "ds4sync").exists()  # nothing created
+    assert not (pair.repo / ".git" / "ds4sync" / "runs").exists()  # no run, worktree or branch created
 
 
 def test_fetch_never_takes_a_ref_as_an_option(tmp_path: Path) -> None:
@@ -152,13 +155,13 @@ def test_an_upstream_name_means_the_upstream_remotes_ref_not_a_stale_local_branc
     base = ("--repo", str(pair.repo), "--branch", BRANCH, "--json")
     for ref in ("main", "upstream/main"):
         code, out, _ = run_cli(capsys, "plan", ref, *base)
-        assert code == 0 and json.loads(out)["upstream_sha"] == remote_main, ref
+        assert code == 0 and cli_data(out)["upstream_sha"] == remote_main, ref
     code, out, _ = run_cli(capsys, "plan", "main", "--fetch", *base)
-    assert json.loads(out)["upstream_sha"] == remote_main
+    assert cli_data(out)["upstream_sha"] == remote_main
     code, out, _ = run_cli(capsys, "plan", "refs/heads/main", *base)
-    assert json.loads(out)["upstream_sha"] == local_main  # said explicitly: the local branch
+    assert cli_data(out)["upstream_sha"] == local_main  # said explicitly: the local branch
     code, out, _ = run_cli(capsys, "merge", "main", *base)
-    record = json.loads(Path(json.loads(out)["record"]).read_text())
+    record = json.loads(Path(cli_data(out)["record"]).read_text())
     assert record["upstream"]["sha"] == remote_main
     assert record["upstream"]["resolved_from"] == "refs/remotes/upstream/main"
 
@@ -194,15 +197,15 @@ def test_user_hooks_do_not_run_and_the_stash_and_trailer_survive(tmp_path: Path,
     args = ("--repo", str(pair.repo), "--branch", BRANCH, "--json")
     code, out, err = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 4, err
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     assert not (worktree / "a-local-edit.txt").exists()  # post-checkout did not pop the stash here
     (worktree / "f.py").write_text(lines("fork", "up"))
     code, out, err = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
     assert code == 0, err
-    message = git(pair.repo, "log", "-1", "--format=%B", json.loads(out)["merge_commit"])
+    message = git(pair.repo, "log", "-1", "--format=%B", cli_data(out)["merge_commit"])
     assert "Ds4sync-Run: " in message
     assert not list(worktree.glob("POST_*_RAN"))
-    assert run_cli(capsys, "abort", "--repo", str(pair.repo))[0] == 0
+    assert run_cli(capsys, "abort", "--repo", str(pair.repo), "--yes")[0] == 0
     assert git(pair.repo, "stash", "list") == stash  # the user's stash is where it was
 
 
@@ -219,13 +222,13 @@ def test_an_error_inside_a_phase_marks_it_failed_with_the_next_command(tmp_path:
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
     assert code == 2 and "index.lock" in err
     code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
-    record = json.loads(out)
+    record = cli_data(out)
     assert record["status"] == "failed" and record["phases"]["merge"]["status"] == "failed"
     assert "index.lock" in record["phases"]["merge"]["message"]
     assert "ds4sync resume" in record["phases"]["merge"]["message"]
     lock.unlink()  # the fix
     code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
-    assert code == 4 and [c["path"] for c in json.loads(out)["conflicts"]] == ["f.py"]
+    assert code == 4 and [c["path"] for c in cli_data(out)["conflicts"]] == ["f.py"]
 
 
 def test_status_says_when_the_process_of_a_running_phase_is_dead(killed, capsys) -> None:  # noqa: F811
@@ -250,7 +253,9 @@ def test_incomplete_clones_are_refused_before_anything_is_created(tmp_path: Path
         assert ("shallow clone" if kind == "shallow" else "partial clone") in err
         assert "git fetch --unshallow" in err if kind == "shallow" else "--refetch" in err
     assert git(clone, "for-each-ref") == refs_before
-    assert not (clone / ".git" / "ds4sync").exists() and git(clone, "worktree", "list").count("\n") == 0
+    state = clone / ".git" / "ds4sync"
+    assert not (state / "runs").exists() and not (state / "worktrees").exists()  # (the command log may exist)
+    assert git(clone, "worktree", "list").count("\n") == 0
 
 
 @pytest.mark.parametrize("damage", ["locked", "deleted", "locked+deleted"])
@@ -262,7 +267,7 @@ def test_a_locked_or_deleted_sync_worktree_can_be_aborted_and_user_worktrees_are
     git(pair.repo, "worktree", "add", "-q", "-b", "mine", str(mine))
     git(pair.repo, "worktree", "lock", str(mine))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     worktree = Path(data["worktree"])
     if "locked" in damage:
         git(pair.repo, "worktree", "lock", str(worktree))

@@ -157,7 +157,7 @@ class GitRepo(PatchVerbs):
         self.path = Path(lines[3]).resolve()
         self._git_dir = Path(lines[1]).resolve()
         common = Path(lines[2])
-        self._common_dir = (common if common.is_absolute() else self.path / common).resolve()
+        self._common_dir = (common if common.is_absolute() else path.resolve() / common).resolve()  # relative to cwd
         self._ident_env: dict[str, str] | None = None
 
     def _identity_env(self) -> dict[str, str]:

@@ -11,8 +11,6 @@ Each phase can be re-entered after a kill: it looks at the worktree before actin
 
 from __future__ import annotations
 
-import re
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +19,7 @@ from ds4sync.core.errors import GitError, NeedsPersonError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
-from ds4sync.merge.rerere import ResolutionStore, split_id
+from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
@@ -62,9 +60,6 @@ def rerere_cache(ctx: RunContext) -> Path:
     return ctx.ws.store.run_dir(ctx.record.run_id) / "rerere" / "rr-cache"
 
 
-_REPLAYED = re.compile(r"^Resolved '(.+)' using previous resolution\.$", re.MULTILINE)
-
-
 def merge(ctx: RunContext) -> PhaseOutcome:
     """``git merge --no-ff --no-commit`` of the upstream SHA, then rerere with the shared store only.
 
@@ -78,38 +73,24 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     cache = rerere_cache(ctx)
     if wt.merge_head() is not None or record.phase("merge").attempts > 1:
         _reset_to_fork_head(wt, record.fork.head_before)  # a killed attempt: start the merge over
-    shutil.rmtree(cache.parent, ignore_errors=True)
+    store = ResolutionStore(ctx.ws.resolutions_dir)
     ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
-    _clean, said = wt.merge_no_commit(record.upstream.sha)
-    lost = sorted({c.path for c in summary.conflicts} - set(wt.unmerged_paths()))
+    replay = merge_with_store(wt, record.upstream.sha, store, cache)
+    unmerged = set(wt.unmerged_paths())
+    lost = sorted({c.path for c in summary.conflicts} - unmerged - set(replay.replayed))
     if lost:
-        errors = [line for line in said.splitlines() if line.startswith(("error:", "fatal:"))]
+        errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
         raise GitError(
             f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
             f"git said: {'; '.join(errors) or 'nothing'}",
             where=record.worktree,
             fix="fix what git reports (e.g. a stale index.lock of a dead git process), then `ds4sync resume`",
         )
-    wt.rerere(cache)
-    ids = wt.merge_rr()
-    store = ResolutionStore(ctx.ws.resolutions_dir)
-    metas = {str(store.meta(n).get("path", "")) for n in store.entry_names()} - {""}
-    imported = store.import_into(
-        cache, {split_id(i)[0] for i in ids.values()}, marker_size=wt.marker_sizes(sorted(metas))
-    )
-    replayed = set(_REPLAYED.findall(wt.rerere(cache))) if imported.count else set()
-    still_marked = set(wt.paths_with_markers(sorted(replayed)))
-    for path in sorted(still_marked):
-        wt.run("checkout", "-m", "--", path)  # put git's conflict back: a person decides
-    for path in sorted(replayed - still_marked):
-        wt.run("add", "--", path)
-    unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
-        conflict_id = ids.get(conflict.path)
-        update: dict[str, object] = {"conflict_id": conflict_id}
-        if conflict.path in replayed - still_marked and conflict_id:
-            names = _replayed_entry(store, imported.entries.get(split_id(conflict_id)[0], []), wt, conflict.path)
+        update: dict[str, object] = {"conflict_id": replay.ids.get(conflict.path)}
+        if conflict.path in replay.replayed:
+            names = replay.replayed[conflict.path]
             update.update(resolution="recorded", store_entry=" | ".join(str(store.root / n) for n in names))
         entries.append(conflict.model_copy(update=update))
     predicted = {c.path for c in summary.conflicts}
@@ -120,22 +101,13 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     ]
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
     notes = [f"{len(surprise)} conflicts not predicted: {', '.join(surprise)}"] if surprise else []
-    notes += [f"rejected store entry {path}: {why}" for path, why in imported.rejected]
-    notes += [f"replayed resolution still had markers: {p}" for p in sorted(still_marked)]
+    notes += [f"rejected store entry {path}: {why}" for path, why in replay.imported.rejected]
+    notes += [f"replayed resolution still had markers: {p}" for p in replay.still_marked]
     message = (
-        f"{many(len(summary.conflicts), 'conflicted file')}, {len(replayed - still_marked)} replayed from "
-        f"{many(imported.count, 'imported store entry', 'imported store entries')}"
+        f"{many(len(summary.conflicts), 'conflicted file')}, {len(replay.replayed)} replayed from "
+        f"{many(replay.imported.count, 'imported store entry', 'imported store entries')}"
     )
     return PhaseOutcome("done", "; ".join([message, *notes]), result=summary, details=tuple(notes))
-
-
-def _replayed_entry(store: ResolutionStore, names: list[str], wt: GitRepo, path: str) -> list[str]:
-    """The store entry rerere replayed for ``path``: of several variants, the one whose postimage is the file."""
-    if len(names) < 2:
-        return names
-    data = (wt.path / path).read_bytes()
-    exact = [n for n in names if (store.root / n / "postimage").read_bytes() == data]
-    return exact or names
 
 
 def resolve(ctx: RunContext) -> PhaseOutcome:

@@ -12,13 +12,14 @@ Layout: ``<store>/<hash>/`` (first variant) or ``<store>/<hash>.<k>/``, each wit
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from ds4sync.core.git import has_conflict_hunk
+from ds4sync.core.git import GitRepo, has_conflict_hunk
 from ds4sync.core.record import now_iso
 
 _IMAGES = ("preimage", "postimage")
@@ -136,3 +137,61 @@ class ResolutionStore:
             )
         )
         return name, True
+
+
+_REPLAYED = re.compile(r"^Resolved '(.+)' using previous resolution\.$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class MergeReplay:
+    """A ``git merge --no-commit`` with recorded resolutions replayed from the shared store only.
+
+    ``clean``: git merged without conflict; ``said``: git's messages; ``ids``: path -> rerere
+    conflict id (MERGE_RR, before the replay); ``replayed``: path -> the store entries its
+    resolution came from (staged); ``still_marked``: replays that left conflict markers (the
+    conflict was put back for a person); ``imported``: what was imported, and rejected.
+    """
+
+    clean: bool
+    said: str
+    ids: dict[str, str]
+    replayed: dict[str, list[str]]
+    still_marked: tuple[str, ...]
+    imported: ImportResult
+
+
+def merge_with_store(wt: GitRepo, sha: str, store: ResolutionStore, cache: Path) -> MergeReplay:
+    """Merge ``sha`` into the worktree ``wt`` (no commit) and replay the shared store's resolutions.
+
+    rerere runs twice against ``cache`` (emptied first; never the user's rr-cache): on the
+    empty cache it records each conflict's preimage and id; then, with the store's entries
+    for those ids imported, it replays them. A replayed file is staged only when git finds
+    no conflict marker in it; otherwise git's conflict is put back (``git checkout -m``).
+    """
+    shutil.rmtree(cache, ignore_errors=True)
+    clean, said = wt.merge_no_commit(sha)
+    wt.rerere(cache)
+    ids = wt.merge_rr()
+    metas = {str(store.meta(n).get("path", "")) for n in store.entry_names()} - {""}
+    imported = store.import_into(
+        cache, {split_id(i)[0] for i in ids.values()}, marker_size=wt.marker_sizes(sorted(metas))
+    )
+    replayed = set(_REPLAYED.findall(wt.rerere(cache))) if imported.count else set()
+    still_marked = set(wt.paths_with_markers(sorted(replayed)))
+    for path in sorted(still_marked):
+        wt.run("checkout", "-m", "--", path)  # put git's conflict back: a person decides
+    sources: dict[str, list[str]] = {}
+    for path in sorted(replayed - still_marked):
+        wt.run("add", "--", path)
+        candidates = imported.entries.get(split_id(ids.get(path, ""))[0], [])
+        sources[path] = _replayed_entry(store, candidates, wt, path)
+    return MergeReplay(clean, said, ids, sources, tuple(sorted(still_marked)), imported)
+
+
+def _replayed_entry(store: ResolutionStore, names: list[str], wt: GitRepo, path: str) -> list[str]:
+    """The store entry rerere replayed for ``path``: of several variants, the one whose postimage is the file."""
+    if len(names) < 2:
+        return names
+    data = (wt.path / path).read_bytes()
+    exact = [n for n in names if (store.root / n / "postimage").read_bytes() == data]
+    return exact or names
