@@ -15,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.core.errors import GitError, NeedsPersonError
+from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
@@ -55,6 +56,15 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     )
 
 
+def _summary(record: RunRecord) -> MergeSummary:
+    """The merge result prepare recorded (the later merge phases start from it)."""
+    if record.results.merge is None:
+        raise StateError(
+            f"run {record.run_id} has no merge result", where=record.worktree, fix="abort it and start a new sync"
+        )
+    return record.results.merge
+
+
 def rerere_cache(ctx: RunContext) -> Path:
     """This run's own rerere cache (filled only from the shared store; never the user's rr-cache)."""
     return ctx.ws.store.run_dir(ctx.record.run_id) / "rerere" / "rr-cache"
@@ -69,7 +79,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     no conflict marker left in it; it is labelled ``recorded`` with its store entry.
     """
     record, wt = ctx.record, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     cache = rerere_cache(ctx)
     if wt.merge_head() is not None or record.phase("merge").attempts > 1:
         _reset_to_fork_head(wt, record.fork.head_before)  # a killed attempt: start the merge over
@@ -113,7 +123,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
 def resolve(ctx: RunContext) -> PhaseOutcome:
     """Classify each conflict's resolution: recorded, rule, or waiting for a person."""
     record, wt = ctx.record, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
@@ -178,7 +188,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
         NeedsPersonError: markers remain, an unmarked conflict is not staged, or files have
             unstaged edits (nothing is staged then).
     """
-    summary = MergeSummary.model_validate(ctx.record.results["merge"])
+    summary = _summary(ctx.record)
     wt = ctx.worktree
     where = ctx.record.worktree
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
@@ -223,7 +233,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     entries = tuple(
         c.model_copy(update={"resolution": "person"}) if c.path in accepted else c for c in summary.conflicts
     )
-    ctx.record.results["merge"] = summary.model_copy(update={"conflicts": entries}).model_dump(mode="json")
+    ctx.record.results.merge = summary.model_copy(update={"conflicts": entries})
     ctx.record.phases["resolve"].status = "done"
     ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
@@ -236,7 +246,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     run's own rerere cache; each conflict names the store entry it went to (``stored_as``).
     """
     record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
     cache = rerere_cache(ctx)
