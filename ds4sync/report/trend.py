@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.record import RecordStore, RunRecord
 from ds4sync.core.redact import redact
+from ds4sync.record import RecordStore, RunRecord
 
 GATE_BUCKETS = {
     "passed": "passed",
@@ -81,7 +81,7 @@ def night_point(record: RunRecord) -> NightPoint:
             bucket = GATE_BUCKETS.get(gate.status, gate.status)
             gates[bucket] = gates.get(bucket, 0) + 1
     build = view.validation.build
-    kernel, serving, kv = _gate_measures(record.results.get("gates"))
+    kernel, serving, kv = _gate_measures(data["results"].get("gates"))
     for group in view.validation.probes:
         for probe in group.probes:
             value = _number(probe.value)

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
-from ds4sync.core.record import RunRecord
 from ds4sync.loop.nightly import run_nightly
+from ds4sync.record import RunRecord
 from ds4sync.report.trend import night_point, render_trend, trend_points
 from ds4sync.runner import open_workspace
 from tests.report.records import rich_record
