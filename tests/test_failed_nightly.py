@@ -59,8 +59,8 @@ def test_a_failed_nightly_writes_its_report_and_names_gate_cause_and_log(
 ) -> None:
     assert main(["nightly", "--repo", str(failing.repo)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2, out
-    line, report_line = out
+    assert len(out) == 3, out
+    line, report_line, log_line = out
     run_dir = next((failing.repo / ".git" / "ds4sync" / "runs").iterdir())
     log = run_dir / "logs"
     assert "failed (gate: required gate unit/names-kept failed" in line
@@ -68,6 +68,7 @@ def test_a_failed_nightly_writes_its_report_and_names_gate_cause_and_log(
     gate_log = line.split("(log: ", 1)[1].split(")", 1)[0]
     assert Path(gate_log).is_file() and Path(gate_log).is_relative_to(log)
     assert "(and 1 more)" in line
+    assert log_line == f"log: {gate_log}"
     report = Path(report_line.removeprefix("report: "))
     assert report == run_dir / "report.md" and report.is_file()
     text = report.read_text()

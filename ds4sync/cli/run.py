@@ -176,40 +176,6 @@ def promote(
 
 
 @app.command()
-def nightly(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
-    from ds4sync.loop.nightly import run_nightly
-
-    ws = _workspace(repo, config, branch, state_dir, profile)
-    result = run_nightly(ws, ref=ref, progress=_progress(json_out))
-    record = result.outcome.record if result.outcome is not None else None
-    report = (record.results.get("report") or {}).get("path") if record else None
-    data = {
-        "message": result.message,
-        "run_id": record.run_id if record else None,
-        "status": record.status if record else None,
-        "report": report,
-        "log": result.log_path,
-        "record": str(ws.store.record_path(record.run_id)) if record else None,
-    }
-
-    def text() -> None:
-        out.print(result.message, markup=False)
-        if report:
-            out.print(f"report: {report}", markup=False)
-
-    done(json_out, data, exit_code=int(result.exit_code), text=text)
-
-
-@app.command()
 def cron(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
@@ -317,11 +283,9 @@ def demo(
 
 
 def _finish(ws, outcome, *, json_out: bool) -> None:
-    from ds4sync.merge.plan import MergeSummary
-
     record = outcome.record
     path = str(ws.store.record_path(record.run_id))
-    summary = MergeSummary.model_validate(record.results["merge"]) if "merge" in record.results else None
+    summary = record.results.merge
 
     def data() -> dict[str, Any]:
         body: dict[str, Any] = summary.brief() if summary else {}
@@ -332,10 +296,13 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
                 "worktree": record.worktree,
                 "sync_branch": record.sync_branch,
                 "record": path,
-                "report": (record.results.get("report") or {}).get("path"),
+                "report": record.results.report.path if record.results.report else None,
             }
         )
-        body.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
+        for key in ("replay", "verify"):
+            entry = getattr(record.results, key)
+            if entry is not None:
+                body[key] = entry.model_dump(mode="json")
         return body
 
     def text() -> None:

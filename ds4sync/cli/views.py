@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from ds4sync.loop.bisect import BisectResult
 
 MAX_ROWS = 40
 
@@ -94,7 +97,7 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
 
 def run_row(record: RunRecord) -> dict[str, Any]:
     """One run as a row of ``status --all`` (also its JSON form)."""
-    promoted = record.results.get("promote") or {}
+    promoted = record.results.promote
     return {
         "run_id": record.run_id,
         "status": record.status,
@@ -102,7 +105,7 @@ def run_row(record: RunRecord) -> dict[str, Any]:
         "upstream_ref": record.upstream.ref,
         "upstream_sha": record.upstream.sha,
         "created_at": record.created_at,
-        "promoted_at": promoted.get("promoted_at"),
+        "promoted_at": promoted.promoted_at if promoted else None,
     }
 
 
@@ -134,8 +137,8 @@ def next_step(record: RunRecord) -> str:
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"
     if record.status == "promoted":
-        promoted = record.results.get("promote") or {}
-        return f"nothing: promoted at {promoted.get('promoted_at', '?')} ({record.fork.branch} is the merge)"
+        at = record.results.promote.promoted_at if record.results.promote else "?"
+        return f"nothing: promoted at {at} ({record.fork.branch} is the merge)"
     if record.status == "done":
         return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
     if record.status == "failed":
@@ -151,3 +154,19 @@ def _kinds(summary: MergeSummary) -> str:
 def _more(table: Table, total: int) -> None:
     if total > MAX_ROWS:
         table.caption = f"{total - MAX_ROWS} more in the record / --json"
+
+
+def bisect_result(console: Console, result: BisectResult) -> None:
+    """The culprit line, then every step taken (oldest candidate first), as a table."""
+    table = Table(title=f"bisect: {result.candidates} upstream commits after {result.good[:12]}", show_lines=False)
+    for column in ("upstream commit", "PR", "verdict", "mode", "why"):
+        table.add_column(column)
+    for step in sorted(result.steps, key=lambda s: s.upstream_sha == result.bad):
+        pr = f"#{step.pr}" if step.pr else ""
+        verdict = step.verdict + (" (cached)" if step.cached else "")
+        table.add_row(step.upstream_sha[:12], pr, verdict, step.mode, step.reason)
+    console.print(table)
+    console.print(
+        f"{result.culprit_line()}\n{result.evaluations} evaluations (bound {result.bound}) in {result.seconds:.1f} s",
+        markup=False,
+    )

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 
 Progress = Callable[[str], None]
@@ -42,6 +43,7 @@ def start_merge(
     fetch: bool = False,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -97,7 +99,7 @@ def start_merge(
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, say)
+        ctx = RunContext(ws, record, say, deadline=deadline)
         return _run(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
@@ -148,6 +150,7 @@ def resume(
     progress: Progress | None = None,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -165,7 +168,7 @@ def resume(
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        ctx = RunContext(ws, record, progress or (lambda _m: None), deadline=deadline)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
@@ -205,10 +208,11 @@ def report_stopped_run(ctx: RunContext) -> None:
     """Write the report of a run that stopped before its report phase, with the run's status as it is now.
 
     The report phase itself stays pending (a resumed run renders the final report); the path
-    goes to ``record.results["report"]``. A report that cannot be rendered is noted in the
+    goes to ``record.results.report``. A report that cannot be rendered is noted in the
     record, never raised: the stopped phase's outcome is what the person must see.
     """
     from ds4sync.core.errors import Ds4syncError
+    from ds4sync.record import ReportResult
     from ds4sync.report.files import write_report
 
     record = ctx.record
@@ -217,11 +221,7 @@ def report_stopped_run(ctx: RunContext) -> None:
     except Ds4syncError as exc:
         record.notes.append(f"report not written: {exc.one_line()}")
     else:
-        record.results["report"] = {
-            "path": str(path),
-            "summary": str(path.with_name("summary.json")),
-            "status": record.status,
-        }
+        record.results.report = ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
         ctx.progress(f"report ({record.status}) written to {path}")
     ctx.ws.store.save(record)
 
@@ -233,7 +233,7 @@ def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-    if record is None or record.status in ("aborted", "promoted") or "promote" in record.results:
+    if record is None or record.status in ("aborted", "promoted") or record.results.promote is not None:
         what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
         raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
     return record
