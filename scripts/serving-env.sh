@@ -51,14 +51,21 @@ if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$WANT" ]] && "$VENV/bin/python" -c 
     echo "serving env ready: $VENV"
     exit 0
 fi
-pip_quiet() {  # pip, minus the per-package notes about absent local index folders
+pip_run() {  # pip with its progress, minus the per-package notes about absent local index folders
     "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; }
 }
+START=$SECONDS
+step() { echo "==> serving env [$1] $2 ($((SECONDS - START)) s so far)"; }
+echo "==> serving env: installing $VLLM_PIN and $TORCH_PIN into $VENV (about 3.5 GB; several minutes)"
+step 1/4 "virtual environment"
 python3 -m venv "$VENV"
-pip_quiet install -q --upgrade pip
-pip_quiet install -q "$TORCH_PIN"
-pip_quiet install -q "$TORCH_PIN" "$VLLM_PIN"
-pip_quiet uninstall -q -y torchvision torchaudio torchcodec
+pip_run install --upgrade pip
+step 2/4 "$TORCH_PIN (the CPU build, first: pip must never pick a CUDA torch)"
+pip_run install "$TORCH_PIN"
+step 3/4 "$VLLM_PIN and its dependencies"
+pip_run install "$TORCH_PIN" "$VLLM_PIN"
+step 4/4 "removing torchvision, torchaudio and torchcodec (their builds do not load beside the CPU torch)"
+pip_run uninstall -y torchvision torchaudio torchcodec
 "$VENV/bin/python" - <<'PY'
 import torch
 import vllm
@@ -69,3 +76,4 @@ PY
 install_vllm_wrapper
 "$VENV/bin/vllm" bench serve --help > /dev/null  # the default bench command must run
 echo "$WANT" > "$MARKER"
+echo "==> serving env ready in $((SECONDS - START)) s: $VENV"
