@@ -14,11 +14,13 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import httpx
+from typing import TYPE_CHECKING, Any, Literal
 
 FailureKind = Literal["timeout", "connect", "http", "malformed"]
+
+
+if TYPE_CHECKING:  # httpx is imported where a request is made: the CLI starts without it
+    import httpx
 
 
 class RequestFailed(Exception):
@@ -72,6 +74,8 @@ class OpenAIClient:
         self.model = model
         self.timeout_s = timeout_s
         self.reasoning_fields = reasoning_fields
+        import httpx
+
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, trust_env=False)
 
     def close(self) -> None:
@@ -145,6 +149,8 @@ class OpenAIClient:
         self, messages: list[dict[str, Any]], *, timeout_s: float | None = None, extra: Mapping[str, Any] | None = None
     ) -> Reply:
         """Streamed chat: TTFT (first content or reasoning chunk) and gaps between chunks, in seconds."""
+        import httpx
+
         body = {
             "model": self.model,
             "messages": messages,
@@ -196,6 +202,8 @@ class OpenAIClient:
         )
 
     def _send(self, method: str, path: str, *, json_body: Any = None, timeout_s: float | None = None) -> httpx.Response:
+        import httpx
+
         try:
             return self._http.request(method, path, json=json_body, timeout=timeout_s or self.timeout_s)
         except httpx.TimeoutException as exc:
