@@ -157,6 +157,10 @@ class GitRepo(PatchVerbs):
         """The SHA of HEAD."""
         return self.out("rev-parse", "HEAD")
 
+    def is_ignored(self, path: str) -> bool:
+        """Whether git ignores ``path`` (relative to the work tree) by the repository's ignore rules."""
+        return self.run("check-ignore", "-q", "--no-index", "--", path, ok_codes=(0, 1))[0] == 0
+
     def ref_exists(self, ref: str) -> bool:
         """Whether the full ref name exists."""
         return self.run("show-ref", "--verify", "--quiet", ref, ok_codes=(0, 1))[0] == 0
