@@ -64,6 +64,7 @@ class RunContext:
     ws: Workspace
     record: RunRecord
     progress: Callable[[str], None] = field(default=lambda message: None)
+    deadline: float | None = None  # time.monotonic() of the run's time budget (nightly), None: no budget
 
     @property
     def worktree(self) -> GitRepo:

@@ -42,6 +42,7 @@ def start_merge(
     fetch: bool = False,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -97,7 +98,7 @@ def start_merge(
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, say)
+        ctx = RunContext(ws, record, say, deadline=deadline)
         return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
@@ -148,6 +149,7 @@ def resume(
     progress: Progress | None = None,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -165,7 +167,7 @@ def resume(
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        ctx = RunContext(ws, record, progress or (lambda _m: None), deadline=deadline)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
