@@ -227,7 +227,7 @@ class _Build:
         _append(self.log, f"==> toolchain: {toolchain.line()}\n")
         self.common.update(toolchain=toolchain.facts(), toolchain_detail=toolchain, toolchain_s=toolchain.duration_s)
         clock = time.monotonic()
-        failed = self.pre_steps() or (None if self.install() else "install")
+        failed = self.pre_steps() or (None if self.install() else "overlay" if self.profile.overlay else "install")
         build_s = venv_s + time.monotonic() - clock
         if failed:
             return self.failed(failed, build_s=build_s)
