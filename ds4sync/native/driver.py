@@ -21,6 +21,7 @@ from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.files import tail_lines, write_atomic
+from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.native.manifest import Manifest
@@ -439,8 +440,6 @@ def link_native_files(
     names = sorted(set(wglob.glob(list(spec.native), root_dir=str(installed), flags=wglob.GLOBSTAR | wglob.BRACE)))
     linked: list[str] = []
     kept: list[str] = []
-    from ds4sync.core.git import GitRepo
-
     repo = GitRepo(src) if (src / ".git").exists() else None
     for name in names:
         target = target_root / name
