@@ -68,13 +68,21 @@ def timed_ds4sync(cwd: Path, *args: str, ok: tuple[int, ...] = (0, 4)) -> tuple[
 
 
 def clone(source: Path, dest: Path, branch: str, start: str, exclude: list[str]) -> Path:
-    """A shared clone with ``branch`` at ``start`` checked out (sparse: ``exclude`` left out)."""
+    """A shared clone with ``branch`` at ``start`` and no files checked out (ds4sync makes its own worktree);
+    worktrees made from it leave ``exclude`` out (sparse checkout, inherited by ``git worktree add``)."""
     git(source.parent, "clone", "-q", "--no-checkout", "--shared", str(source), str(dest))
     git(dest, "config", "user.name", "sync-bench")
     git(dest, "config", "user.email", "sync-bench@localhost")
     if exclude:
-        git(dest, "sparse-checkout", "set", "--no-cone", "/*", *[f"!/{p}" for p in exclude])
-    git(dest, "checkout", "-q", "-B", branch, start)
+        git(dest, "config", "extensions.worktreeConfig", "true")
+        git(dest, "config", "--worktree", "core.sparseCheckout", "true")
+        git(dest, "config", "--worktree", "core.sparseCheckoutCone", "false")
+        info = dest / ".git" / "info"
+        info.mkdir(exist_ok=True)
+        (info / "sparse-checkout").write_text("/*\n" + "".join(f"!/{p}\n" for p in exclude))
+    git(dest, "update-ref", f"refs/heads/{branch}", start)
+    git(dest, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    git(dest, "read-tree", branch)  # index = the branch, so the (empty) checkout is not seen as dirty
     return dest
 
 
