@@ -15,14 +15,19 @@ from typing import Any, Literal
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
-from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
+from ds4sync.core.record import PhaseState, now_iso
+from ds4sync.record import RecordStore, RunRecord
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
 class PhaseOutcome:
-    """What one phase ended with: a status, a one-line message, its result and next steps."""
+    """What one phase ended with: a status, a one-line message, its result and next steps.
+
+    ``result`` is the phase's own model, stored typed in the record's ``results`` (a field of
+    :class:`~ds4sync.core.record.RunResults`); None leaves what is there.
+    """
 
     status: OutcomeStatus
     message: str = ""
@@ -77,7 +82,7 @@ PhaseFn = Callable[[RunContext], PhaseOutcome]
 
 @dataclass(frozen=True)
 class Phase:
-    """A named step of the pipeline; its result goes to ``record.results[result_key or name]``."""
+    """A named step of the pipeline; its result (that field's model) goes to ``record.results.<result_key or name>``."""
 
     name: str
     run: PhaseFn
@@ -197,7 +202,7 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
         store.save(record)
         outcome = phase.run(ctx)
         if outcome.result is not None:
-            record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
+            setattr(record.results, phase.result_key or phase.name, outcome.result)
         record.phases[phase.name] = PhaseState(
             status=outcome.status,
             started_at=record.phases[phase.name].started_at,
@@ -217,8 +222,3 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
     record.status = "paused" if remaining else "done"
     store.save(record)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
-
-
-def _jsonable(result: Any) -> Any:
-    dump = getattr(result, "model_dump", None)
-    return dump(mode="json") if dump else result

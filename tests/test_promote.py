@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
+from ds4sync.gates.model import GateResult, TierResult
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
@@ -57,16 +58,13 @@ def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]
     pair, data = merged
     path = Path(data["record"])
     record = json.loads(path.read_text())
-    record["results"]["gates"] = {
-        "unit": {
-            "tier": "unit",
-            "gates": [
-                {"name": "focused-unit", "status": "failed", "required": True},
-                {"name": "gated-fixtures", "status": "incomplete", "required": True},
-                {"name": "optional-soak", "status": "failed", "required": False},
-            ],
-        }
-    }
+    gates = (
+        GateResult(name="focused-unit", tier="unit", kind="pytest", status="failed"),
+        GateResult(name="gated-fixtures", tier="unit", kind="pytest", status="incomplete"),
+        GateResult(name="optional-soak", tier="unit", kind="pytest", status="failed", required=False),
+    )
+    tier = TierResult(tier="unit", repo=str(pair.repo), started_at="2026-01-01T00:00:00+00:00", duration_s=1.0)
+    record["results"]["gates"] = {"unit": tier.model_copy(update={"gates": gates}).model_dump(mode="json")}
     path.write_text(json.dumps(record))
     old = pair.fork.repo.commit(BRANCH).hexsha
     assert main(["promote", "--repo", str(pair.repo)]) == 2

@@ -334,6 +334,17 @@ class GitRepo(PatchVerbs):
             args += ["-p", parent]
         return self.run(*args, "-m", message, env=self._identity_env())[1].strip()
 
+    def patch_paths(self, patches: Sequence[Path]) -> set[str]:
+        """Every path the ``patches`` touch (``git apply --numstat``; both names of a rename)."""
+        touched: set[str] = set()
+        for patch in patches:
+            out = self.run("apply", "--numstat", "-z", str(patch), strip=False)[1]
+            for entry in out.split("\0"):
+                name = entry.split("\t", 2)[-1] if "\t" in entry else entry
+                if name:
+                    touched.add(name)
+        return touched
+
     def apply_to_tree(self, tree: str, patches: Sequence[Path]) -> str | None:
         """Apply ``patches`` in order to ``tree`` in a temporary index; the new tree, or None if one fails.
 

@@ -120,7 +120,7 @@ class GateResult(FrozenModel):
 
 
 class TierResult(FrozenModel):
-    """All gates of one tier as run once; stored at ``record.results["gates"][tier]``."""
+    """All gates of one tier as run once; stored at ``record.results.gates[tier]``."""
 
     schema_version: int = RESULT_SCHEMA_VERSION
     tier: str

@@ -23,13 +23,14 @@ from typing import Literal
 from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import stop_process_group
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
 from ds4sync.gates.tiers import load_tier
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
 
 STOP_GRACE_S = 3.0
@@ -203,9 +204,9 @@ def run_tier(
 
 
 def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
-    """Write ``result`` to ``record.results["gates"][tier]`` (re-read first) and save atomically."""
+    """Write ``result`` to ``record.results.gates[tier]`` (re-read first) and save atomically."""
     fresh = ws.store.load(record.run_id)
-    fresh.results.setdefault("gates", {})[result.tier] = result.model_dump(mode="json")
+    fresh.results.gates[result.tier] = result
     return ws.store.save(fresh)
 
 

@@ -7,27 +7,12 @@ overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
-
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.record import now_iso
+from ds4sync.loop.results import PromoteResult
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
-
-
-class PromoteResult(BaseModel):
-    """What promote did: old and new heads of the fork branch and the rollback ref."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    branch: str
-    old_head: str
-    new_head: str
-    rollback_ref: str
-    promoted_at: str
-    worktree_updated: str | None = None
 
 
 class AlreadyPromoted(StateError):
@@ -45,17 +30,17 @@ class AlreadyPromoted(StateError):
 def blockers(record: RunRecord) -> list[str]:
     """Why ``record`` may not be promoted (empty when it may)."""
     reasons = []
-    merge: dict[str, Any] = record.results.get("merge", {})
-    if not merge.get("merge_commit"):
+    merge = record.results.merge
+    if merge is None or not merge.merge_commit:
         reasons.append("the merge is not committed")
     for name, state in record.phases.items():
         if state.status in ("failed", "needs-person", "running"):
             reasons.append(f"phase '{name}' is {state.status}")
-    for tier, tier_result in (record.results.get("gates") or {}).items():
-        for gate in tier_result.get("gates", []):
+    for tier, tier_result in record.results.gates.items():
+        for gate in tier_result.gates:
             # Environment-only failures (incomplete) never count as passing.
-            if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
-                reasons.append(f"required gate {tier}/{gate.get('name')} is {gate.get('status')}")
+            if gate.required and gate.status in ("failed", "error", "incomplete"):
+                reasons.append(f"required gate {tier}/{gate.name} is {gate.status}")
     return reasons
 
 
@@ -97,8 +82,8 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
     """
     with ws.store.lock("promote"):
         record = ws.store.resolve(run_id)
-        if "promote" in record.results:
-            raise AlreadyPromoted(record.run_id, PromoteResult.model_validate(record.results["promote"]))
+        if record.results.promote is not None:
+            raise AlreadyPromoted(record.run_id, record.results.promote)
         repo, branch = ws.repo, record.fork.branch
         reasons = blockers(record)
         if reasons and not allow:
@@ -140,12 +125,12 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
             promoted_at=now_iso(),
             worktree_updated=str(holder.path) if holder is not None else None,
         )
-        record.results["promote"] = result.model_dump(mode="json")
+        record.results.promote = result
         record.status = "promoted"
         if reasons:
             record.notes.append(f"promoted despite: {'; '.join(reasons)}")
         ws.store.save(record)
-        if "report" in record.results:  # the report says what happened to the run
+        if record.results.report is not None:  # the report says what happened to the run
             from ds4sync.report.files import write_report
 
             write_report(ws.store, record, ws.profile)

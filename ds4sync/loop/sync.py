@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 
 Progress = Callable[[str], None]
@@ -202,7 +203,7 @@ def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-    if record is None or record.status in ("aborted", "promoted") or "promote" in record.results:
+    if record is None or record.status in ("aborted", "promoted") or record.results.promote is not None:
         what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
         raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
     return record

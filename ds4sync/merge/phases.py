@@ -15,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.core.errors import GitError, NeedsPersonError
+from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, forget
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
@@ -55,10 +56,19 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     )
 
 
+def _summary(record: RunRecord) -> MergeSummary:
+    """The merge result prepare recorded (the later merge phases start from it)."""
+    if record.results.merge is None:
+        raise StateError(
+            f"run {record.run_id} has no merge result", where=record.worktree, fix="abort it and start a new sync"
+        )
+    return record.results.merge
+
+
 def merge(ctx: RunContext) -> PhaseOutcome:
     """Import recorded resolutions and run ``git merge --no-ff --no-commit`` with rerere on."""
     record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     imported = ResolutionStore(ctx.ws.resolutions_dir).import_into(repo.common_dir / "rr-cache")
     if wt.merge_head() == record.upstream.sha:
         ctx.progress("merge already in progress in the worktree; going on")
@@ -77,7 +87,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
 def resolve(ctx: RunContext) -> PhaseOutcome:
     """Classify each conflict's resolution: recorded, rule, or waiting for a person."""
     record, wt = ctx.record, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
@@ -131,7 +141,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     Raises:
         NeedsPersonError: a file still holds conflict markers (nothing is staged then).
     """
-    summary = MergeSummary.model_validate(ctx.record.results["merge"])
+    summary = _summary(ctx.record)
     wt = ctx.worktree
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
     marked = [c.path for c in waiting if wt.has_markers(c.path)]
@@ -157,7 +167,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     entries = tuple(
         c.model_copy(update={"resolution": "person"}) if c.path in accepted else c for c in summary.conflicts
     )
-    ctx.record.results["merge"] = summary.model_copy(update={"conflicts": entries}).model_dump(mode="json")
+    ctx.record.results.merge = summary.model_copy(update={"conflicts": entries})
     ctx.record.phases["resolve"].status = "done"
     ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
@@ -166,7 +176,7 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
 def commit(ctx: RunContext) -> PhaseOutcome:
     """Record resolutions to the shared store, commit the merge, list remerge-diff paths."""
     record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
     rr_cache = repo.common_dir / "rr-cache"

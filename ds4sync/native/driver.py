@@ -48,7 +48,7 @@ class StepResult(FrozenModel):
 
 
 class BuildResult(FrozenModel):
-    """What one build did and proved; ``record.results["build"]`` holds its JSON form.
+    """What one build did and proved; ``record.results.build`` holds it.
 
     Timings are seconds: ``toolchain_s`` (capture), ``build_s`` (venv, pre-steps, install),
     ``proof_s`` (checks), ``total_s``. ``tail`` holds the log's last lines when it failed.

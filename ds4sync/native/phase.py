@@ -1,7 +1,7 @@
 """The build as a command and as a pipeline phase: pick the profile, the tree and the log folder, record the result.
 
 Inside an active sync run the build compiles the sync worktree, logs under the run's folder
-and writes ``record.results["build"]``; outside one it compiles the fork checkout and logs
+and writes ``record.results.build``; outside one it compiles the fork checkout and logs
 under ``<state>/builds/<stamp>-<profile>/``.
 """
 
@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.record import PhaseState, RunRecord, now_iso
+from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.native.driver import BuildResult, Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
 from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
 
 
@@ -138,7 +139,7 @@ BUILD_PHASES = (Phase("build", build_phase),)
 
 
 def _record(record: RunRecord, result: BuildResult, *, started: str) -> None:
-    record.results["build"] = result.model_dump(mode="json")
+    record.results.build = result
     outcome = outcome_of(result)
     record.phases["build"] = PhaseState(
         status=outcome.status, started_at=started, finished_at=now_iso(), message=outcome.message

@@ -13,43 +13,14 @@ stops the phase for a person.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from ds4sync.core.model import FrozenModel
-from ds4sync.core.record import RecordStore, RunRecord, now_iso
+from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
-from ds4sync.publish.duplicates import DuplicateCheck, check_duplicates
+from ds4sync.publish.duplicates import check_duplicates
 from ds4sync.publish.forge import Forge, ForgeError, ForgeUnavailable, PullExists, forge_token
+from ds4sync.publish.results import PublishResult
 from ds4sync.publish.settings import TOKEN_ENV, PublishConfig
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
-
-PublishStatus = Literal["published", "refused", "unavailable", "push-rejected", "no-token"]
-
-
-class PublishResult(FrozenModel):
-    """What publishing did: the push, the duplicate-work check, the PR and how it was touched.
-
-    ``action`` is ``opened`` (a new draft PR) or ``updated`` (the sync's open PR got the new
-    description and a comment); ``waits_s`` are the forge's rate-limit/5xx waits taken, in seconds.
-    """
-
-    status: PublishStatus
-    message: str = ""
-    repo: str
-    remote: str
-    head_branch: str
-    base: str
-    pushed_sha: str | None = None
-    previous_remote_sha: str | None = None
-    duplicate_check: DuplicateCheck | None = None
-    pr_number: int | None = None
-    pr_url: str | None = None
-    action: Literal["opened", "updated"] | None = None
-    labels: tuple[str, ...] = ()
-    comment_url: str | None = None
-    compared_with: str | None = None
-    published_at: str | None = None
-    waits_s: tuple[float, ...] = ()
 
 
 def head_branch_name(config: PublishConfig, record: RunRecord) -> str:
@@ -60,7 +31,7 @@ def head_branch_name(config: PublishConfig, record: RunRecord) -> str:
 
 
 def run_publish_phase(ctx: RunContext) -> PhaseOutcome:
-    """Push, check for duplicate work, open or update the draft PR; record it all in ``results["publish"]``."""
+    """Push, check for duplicate work, open or update the draft PR; record it all in ``results.publish``."""
     config = ctx.ws.config.publish
     if config is None:
         return PhaseOutcome("skipped", "no publish: section in ds4sync.yaml; nothing pushed")
@@ -182,10 +153,7 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
 
 
 def _ours_or_ancestor(ctx: RunContext, remote_sha: str, local: str) -> bool:
-    pushed = {
-        (r.get("publish") or {}).get("pushed_sha")
-        for r in (ctx.ws.store.load(i).results for i in ctx.ws.store.run_ids())
-    }
+    pushed = {r.publish.pushed_sha for r in (ctx.ws.store.load(i).results for i in ctx.ws.store.run_ids()) if r.publish}
     if remote_sha in pushed:
         return True
     return ctx.ws.repo.resolve_commit(remote_sha) is not None and ctx.ws.repo.is_ancestor(remote_sha, local)
@@ -225,14 +193,14 @@ def _last_published(store: RecordStore, record: RunRecord, number: int) -> str |
     for run_id in reversed(store.run_ids()):
         if run_id == record.run_id:
             continue
-        publish = store.load(run_id).results.get("publish") or {}
-        if publish.get("pr_number") == number and publish.get("status") == "published":
+        publish = store.load(run_id).results.publish
+        if publish is not None and publish.pr_number == number and publish.status == "published":
             return run_id
     return None
 
 
 def _save(ctx: RunContext, result: PublishResult) -> None:
-    ctx.record.results["publish"] = result.model_dump(mode="json")
+    ctx.record.results.publish = result
     ctx.ws.store.save(ctx.record)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ds4sync.record import ReportResult
 from ds4sync.report.files import write_report
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
@@ -10,7 +11,9 @@ def report(ctx: RunContext) -> PhaseOutcome:
     """Render ``report.md`` and ``summary.json`` next to the run record (secrets redacted)."""
     path = write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
     return PhaseOutcome(
-        "done", f"report written to {path}", result={"path": str(path), "summary": str(path.with_name("summary.json"))}
+        "done",
+        f"report written to {path}",
+        result=ReportResult(path=str(path), summary=str(path.with_name("summary.json"))),
     )
 
 

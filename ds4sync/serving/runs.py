@@ -44,18 +44,17 @@ def output_dir(ws: Workspace, kind: str, explicit: Path | None = None) -> Path:
 
 
 def record_result(ws: Workspace, key: str, result: Any) -> str | None:
-    """Write ``result`` (JSON form) to ``record.results[key]`` of the active run and save; returns the run id.
+    """Write ``result`` (its model) to ``record.results.<key>`` of the active run and save; returns the run id.
 
-    ``backports`` results are kept per upstream SHA (``results["backports"][sha]``).
+    ``backports`` results are kept per upstream SHA (``results.backports[sha]``).
     """
     record = ws.store.current()
     if record is None:
         return None
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     if key == "backports":
-        record.results.setdefault("backports", {})[data["upstream_sha"]] = data
+        record.results.backports[result.upstream_sha] = result
     else:
-        record.results[key] = data
+        setattr(record.results, key, result)
     ws.store.save(record)
     return record.run_id
 

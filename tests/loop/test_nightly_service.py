@@ -14,6 +14,8 @@ from ds4sync.cli import main
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.proc import pid_alive
 from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchanged_since_last_sync
+from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
+from ds4sync.publish.results import PublishResult
 from ds4sync.runner import open_workspace
 from tests.scenarios import BRANCH, lines, make_pair
 
@@ -98,10 +100,10 @@ def test_time_budget_stops_running_gates_and_records_them_incomplete(
     record = open_workspace(pair.repo).store.latest()
     assert record is not None and record.status == "needs-person"
     assert record.phase("gate").message.startswith("time budget reached")
-    by_name = {g["name"]: g for g in record.results["gates"]["unit"]["gates"]}
-    assert by_name["quick"]["status"] == "passed"
-    assert by_name["slow"]["status"] == "incomplete" and "time budget" in by_name["slow"]["reason"]
-    assert by_name["slow"]["failures"][0]["env_category"] == "time-budget"
+    by_name = {g.name: g for g in record.results.gates["unit"].gates}
+    assert by_name["quick"].status == "passed"
+    assert by_name["slow"].status == "incomplete" and "time budget" in by_name["slow"].reason
+    assert by_name["slow"].failures[0].env_category == "time-budget"
     assert not pid_alive(int(pid_file.read_text()))  # stopped, not left running
     # The next night does not bury it: it waits for a person (resume), exit 4.
     assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.NEEDS_PERSON
@@ -125,12 +127,23 @@ def test_pruning_keeps_n_and_every_run_a_rollback_ref_or_open_pr_points_at(tmp_p
     # The third's pushed head is an open PR at the newest duplicate-work check.
     for record, pr in ((third, 7), (fourth, None)):
         fresh = ws.store.load(record.run_id)
-        fresh.results["publish"] = {
-            "status": "published" if pr else "refused",
-            "head_branch": "sync/fork-upstream" if pr else "x",
-            "pr_number": pr,
-            "duplicate_check": {"head_branch": "other", "open_prs": [{"number": 7, "head": "sync/fork-upstream"}]},
-        }
+        check = DuplicateCheck(
+            repo="acme/vllm",
+            checked_at="2026-01-01T00:00:00+00:00",
+            head_branch="other",
+            base="main",
+            upstream_commits=1,
+            open_prs=(OpenPull(number=7, title="sync", head="sync/fork-upstream"),),
+        )
+        fresh.results.publish = PublishResult(
+            status="published" if pr else "refused",
+            repo="acme/vllm",
+            remote="origin",
+            head_branch="sync/fork-upstream" if pr else "x",
+            base="main",
+            pr_number=pr,
+            duplicate_check=check,
+        )
         ws.store.save(fresh)
 
     pruned = prune_runs(ws, keep=1)

@@ -51,7 +51,7 @@ def test_one_message_per_night_with_what_happened(tmp_path: Path, httpserver: HT
     assert "Needs a person:" in message and "phase resolve:" in message and "a.py" in message
     assert f"run {night.record.run_id}" in message
     record = ws.store.load(night.record.run_id)
-    assert record.results["notify"]["sent"] is True
+    assert record.results.notify.sent is True
     # The next night: nothing moved, the run still waits; one message again (no new run).
     night = run_nightly(ws)
     assert night.exit_code == ExitCode.NEEDS_PERSON and len(httpserver.log) == 2

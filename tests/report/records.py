@@ -9,8 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ds4sync.core.record import ForkRef, PhaseState, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, Overlap
+from ds4sync.record import RunRecord
 
 UPSTREAM_SHA = "537af2c3a4ba7462ddc9bc94ec7a4ea496da6d2e"
 FORK_SHA = "9ad62027bc84ca0ccbcc40853179312de770220c"

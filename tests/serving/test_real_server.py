@@ -17,7 +17,8 @@ from servinghelp import MODEL_NAME, REASONING_OUTPUTS, server_config, vllm_comma
 
 from ds4sync.cli import main
 from ds4sync.core.proc import pid_alive
-from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.config import (
     BenchConfig,
@@ -260,8 +261,8 @@ def test_cli_gate_json_attached_and_recorded(
     assert all(set(p) == {"name", "status", "value", "baseline", "unit"} for p in data["probes"])
     kv = data["probes"][2]
     assert kv["unit"] == "tokens" and kv["baseline"] == 1 and kv["value"] > 1
-    recorded = store.load("r1").results["serving"]
-    assert recorded["probes"][1]["details"]["cases"][0]["content"] == "187"
+    recorded = store.load("r1").results.serving
+    assert recorded.probes[1].details["cases"][0]["content"] == "187"
 
 
 def test_live_ab_runs_interleaved_bench_rows(
