@@ -31,6 +31,7 @@ from pathlib import Path
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
 from ds4sync.core.redact import redact_secrets
+from ds4sync.core.words import many
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
@@ -399,8 +400,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         m = view.merge
         tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
         lines.append(
-            f"- Merge: {m.upstream_commits} upstream commits into {view.fork.ref}; "
-            f"{len(m.conflicts)} conflicted files (resolved: {tally}); {len(m.overlaps)} semantic overlaps"
+            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
+            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
+            f"{many(len(m.overlaps), 'semantic overlap')}"
         )
     for tier in view.validation.tiers:
         counts = {s: sum(1 for g in tier.gates if g.status == s) for s in ("passed", "failed", "incomplete")}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, check_user_ref
 from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
-from ds4sync.record import RunRecord
 from ds4sync.runner import (
     Phase,
     RunContext,
@@ -20,6 +20,9 @@ from ds4sync.runner import (
     resolve_upstream_ref,
     run_phases,
 )
+
+if TYPE_CHECKING:
+    from ds4sync.record import RunRecord
 
 Progress = Callable[[str], None]
 
@@ -87,6 +90,7 @@ def start_merge(
                 fix="nothing to do; pick a newer upstream ref",
             )
         from ds4sync.merge.phases import backup_branch_name
+        from ds4sync.record import RunRecord
 
         run_id = make_run_id(upstream_sha)
         suffix = 1
@@ -121,7 +125,7 @@ def start_merge(
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
         ctx = RunContext(ws, record, say, deadline=deadline)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
+        return _run(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
 class AlreadyMerged(StateError):
@@ -198,7 +202,7 @@ def resume(
 
             accept_person_resolutions(ctx)
             ws.store.save(record)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after)
+        return _run(ctx, phases or _phases(), stop_after=stop_after)
 
 
 def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
@@ -221,6 +225,36 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
         return record
+
+
+def _run(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
+    """Run the phases; a run that stopped failed or waiting for a person still gets its report."""
+    outcome = run_phases(ctx, phases, stop_after=stop_after)
+    if outcome.status in ("failed", "needs-person") and any(p.name == "report" for p in phases):
+        report_stopped_run(ctx)
+    return outcome
+
+
+def report_stopped_run(ctx: RunContext) -> None:
+    """Write the report of a run that stopped before its report phase, with the run's status as it is now.
+
+    The report phase itself stays pending (a resumed run renders the final report); the path
+    goes to ``record.results.report``. A report that cannot be rendered is noted in the
+    record, never raised: the stopped phase's outcome is what the person must see.
+    """
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.record import ReportResult
+    from ds4sync.report.files import write_report
+
+    record = ctx.record
+    try:
+        path = write_report(ctx.ws.store, record, ctx.ws.profile)
+    except Ds4syncError as exc:
+        record.notes.append(f"report not written: {exc.one_line()}")
+    else:
+        record.results.report = ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
+        ctx.progress(f"report ({record.status}) written to {path}")
+    ctx.ws.store.save(record)
 
 
 def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:

@@ -12,7 +12,6 @@ The page embeds plotly.js (no network at view time: no CDN, no MathJax, no fonts
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -69,34 +68,33 @@ def trend_points(store: RecordStore) -> list[NightPoint]:
 
 
 def night_point(record: RunRecord) -> NightPoint:
-    """The numbers of one run, read through the report's view of it and its recorded gate results."""
-    from ds4sync.report.build import build_view
-
-    data = record.model_dump(mode="json")
-    view = build_view(data)
-    conflicts = {t.label: t.count for t in view.merge.resolutions} if view.merge else {}
+    """The numbers of one run, read from its typed results (merge, gates, build, serving, A/B)."""
+    results = record.results
+    conflicts: dict[str, int] = {}
+    for conflict in results.merge.conflicts if results.merge else ():
+        key = conflict.resolution or "unresolved"
+        conflicts[key] = conflicts.get(key, 0) + 1
     gates: dict[str, int] = {}
-    for tier in view.validation.tiers:
+    kernel: dict[str, float] = {}
+    serving: dict[str, float] = {}
+    kv: float | None = None
+    for tier in results.gates.values():
         for gate in tier.gates:
             bucket = GATE_BUCKETS.get(gate.status, gate.status)
             gates[bucket] = gates.get(bucket, 0) + 1
-    build = view.validation.build
-    kernel, serving, kv = _gate_measures(data["results"].get("gates"))
-    for group in view.validation.probes:
-        for probe in group.probes:
-            value = _number(probe.value)
-            if value is None:
-                continue
-            unit = probe.unit.lower()
-            if group.name == "kernel checks" and unit.endswith("/s"):
-                kernel.setdefault(probe.name, value)
-            elif "tok/s" in unit:
-                serving.setdefault(probe.name, value)
-            elif unit == "tokens" and "kv" in probe.name.lower() and kv is None:
-                kv = value
-        for row in group.ab:
-            if "tok/s" in row.metric and row.candidate_median is not None:
-                serving.setdefault(row.metric, row.candidate_median)
+            for row in (gate.details.get("kernel") or {}).get("bench", ()):
+                if isinstance(row.get("gb_per_s"), int | float):
+                    kernel[f"{row.get('op')} {row.get('case')}"] = float(row["gb_per_s"])
+            for probe in gate.details.get("probes", ()):
+                kv = _probe(probe.get("name"), probe.get("value"), probe.get("unit"), serving) or kv
+    if results.serving is not None:
+        for p in results.serving.probes:
+            kv = _probe(p.name, p.value, p.unit, serving) or kv
+    if results.ab is not None:
+        for row in results.ab.rows:
+            if "tok/s" in row.unit or "throughput" in row.metric:
+                serving.setdefault(f"{row.metric} (A/B candidate)", row.candidate_median)
+    build = results.build
     return NightPoint(
         run_id=record.run_id,
         created_at=record.created_at,
@@ -104,39 +102,22 @@ def night_point(record: RunRecord) -> NightPoint:
         upstream=record.upstream.sha,
         conflicts=conflicts,
         gates=gates,
-        build_s=build.duration_s if build and build.status != "skipped" else None,
+        build_s=(build.total_s or build.duration_s) if build is not None else None,
         kernel_gb_s=kernel,
         serving_tok_s=serving,
         kv_tokens=kv,
     )
 
 
-def _gate_measures(gates: Any) -> tuple[dict[str, float], dict[str, float], float | None]:
-    """Kernel GB/s, serving tok/s and KV tokens from the gate results' details (kernel bench rows, probes)."""
-    kernel: dict[str, float] = {}
-    serving: dict[str, float] = {}
-    kv: float | None = None
-    for tier in (gates or {}).values() if isinstance(gates, Mapping) else ():
-        entries = tier.get("gates", []) if isinstance(tier, Mapping) else tier
-        for gate in entries if isinstance(entries, list) else ():
-            details = gate.get("details") or {} if isinstance(gate, Mapping) else {}
-            for row in (details.get("kernel") or {}).get("bench", ()):
-                if isinstance(row.get("gb_per_s"), int | float):
-                    kernel[f"{row.get('op')} {row.get('case')}"] = float(row["gb_per_s"])
-            for probe in details.get("probes", ()):
-                value = probe.get("value")
-                if not isinstance(value, int | float) or isinstance(value, bool):
-                    continue
-                if probe.get("unit") == "tok/s":
-                    serving[str(probe.get("name"))] = float(value)
-                elif probe.get("unit") == "tokens" and "kv" in str(probe.get("name", "")).lower():
-                    kv = float(value)
-    return kernel, serving, kv
-
-
-def _number(text: str) -> float | None:
-    match = re.fullmatch(r"\s*(-?[\d,]*\.?\d+)\s*", text or "")
-    return float(match.group(1).replace(",", "")) if match else None
+def _probe(name: Any, value: Any, unit: Any, serving: dict[str, float]) -> float | None:
+    """Files a tok/s probe into ``serving``; returns the value of a KV-capacity probe (tokens), else None."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if unit == "tok/s":
+        serving[str(name)] = float(value)
+    elif unit == "tokens" and "kv" in str(name).lower():
+        return float(value)
+    return None
 
 
 def render_trend(

@@ -1,14 +1,13 @@
 """`ds4sync report --trend`: the page over recorded runs, opened in a real headless Chromium.
 
 The runs are written by the real pipeline (nightly syncs of a generated fork, with a command gate
-tier), plus report-fixture records carrying build, kernel and serving numbers no CPU test can
-measure. Chromium comes from the system packages (scripts/test.sh installs it); without it the
+tier), plus two nights with the typed build, kernel-tier and serving results a GPU host records, which
+no CPU test can measure. Chromium comes from the system packages (scripts/test.sh installs it); without it the
 browser test is skipped, saying so.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
@@ -21,11 +20,12 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
+from ds4sync.gates.model import GateResult, TierResult
 from ds4sync.loop.nightly import run_nightly
-from ds4sync.record import RunRecord
+from ds4sync.native.driver import BuildResult
 from ds4sync.report.trend import night_point, render_trend, trend_points
 from ds4sync.runner import open_workspace
-from tests.report.records import rich_record
+from ds4sync.serving.results import ProbeResult, ServingResult
 from tests.scenarios import BRANCH, lines, make_pair
 
 TITLES = (
@@ -38,8 +38,12 @@ TITLES = (
 )
 
 
+def tier(name: str, *gates: GateResult) -> TierResult:
+    return TierResult(tier=name, repo=".", started_at="2999-01-01T02:30:00+00:00", duration_s=1.0, gates=gates)
+
+
 def recorded_nights(tmp_path: Path):
-    """Three real nightly runs (one conflict resolved by a person, gates passing, one env-only) and two fixtures."""
+    """Three real nightly runs (a conflict resolved by a person, then replayed) and two GPU-host nights."""
     pair = make_pair(
         tmp_path, {"a.py": lines("a"), "t.py": lines("t")}, [{"a.py": lines("a", "up")}], [{"a.py": lines("fork")}]
     )
@@ -68,15 +72,38 @@ def recorded_nights(tmp_path: Path):
     for name in ("b", "c"):
         pair.upstream.commit({f"{name}.py": lines(name)}, f"upstream {name}")
         assert run_nightly(ws, notify=False).record.status == "done"
-    for i, (build_s, kv, tok_s) in enumerate(((2488.9, 1778916, 289.6), (2301.0, 1712000, 292.6))):
-        data = copy.deepcopy(rich_record())
-        data["run_id"] = f"29990101-00000{i}-fixture{i}"
-        data["created_at"] = f"2999-01-0{i + 1}T02:30:00+00:00"
-        data["state_dir"] = str(ws.store.root)
-        data["results"]["build"]["duration_s"] = build_s
-        data["results"]["serving"]["probes"][4]["value"] = kv
-        data["results"]["perf"]["ab"][0]["candidate_median"] = tok_s
-        ws.store.save(RunRecord.model_validate(data))
+    last = ws.store.latest()
+    assert last is not None
+    for i, (build_s, kv, tok_s, gb_s) in enumerate(
+        ((2488.9, 1778916, 289.6, 3120.5), (2301.0, 1712000, 292.6, 3350.0))
+    ):
+        # Nights on a GPU host: a build, a kernel tier and a serving run, recorded the way those phases do.
+        night = last.model_copy(
+            deep=True, update={"run_id": f"29990101-00000{i}-gpu{i}", "created_at": f"2999-01-0{i + 1}T02:30:00+00:00"}
+        )
+        night.results.build = BuildResult(
+            status="passed", profile="sm120", src=".", python="python", log_path="build.log", total_s=build_s
+        )
+        night.results.gates["kernel"] = tier(
+            "kernel",
+            GateResult(
+                name="kernel-suite",
+                tier="kernel",
+                kind="kernel",
+                status="passed",
+                details={"kernel": {"bench": [{"op": "sparse_mla", "case": "decode", "gb_per_s": gb_s}]}},
+            ),
+        )
+        night.results.serving = ServingResult(
+            status="passed",
+            base_url="http://127.0.0.1:8000",
+            started=True,
+            probes=(
+                ProbeResult(name="throughput", status="passed", value=tok_s, unit="tok/s"),
+                ProbeResult(name="kv_capacity", status="passed", value=kv, unit="tokens"),
+            ),
+        )
+        ws.store.save(night)
     return pair, ws
 
 
@@ -88,46 +115,34 @@ def test_points_carry_what_each_night_measured(tmp_path: Path) -> None:
     assert first.conflicts == {"person": 1} and first.gates == {"passed": 1}
     assert second.conflicts in ({}, {"recorded": 1}) and second.gates == {"passed": 1}
     assert first.build_s is None and first.kv_tokens is None and first.serving_tok_s == {}  # not measured: gaps
-    fixture = points[3]
-    assert fixture.build_s == 2488.9 and fixture.kv_tokens == 1778916
-    assert (
-        fixture.serving_tok_s["decode tok/s (3x2048, C=1)"] == 289.6
-        and points[4].serving_tok_s["decode tok/s (3x2048, C=1)"] == 292.6
+    gpu = points[3]
+    assert gpu.build_s == 2488.9 and gpu.kv_tokens == 1778916 and gpu.kernel_gb_s == {"sparse_mla decode": 3120.5}
+    assert gpu.serving_tok_s == {"throughput": 289.6} and points[4].serving_tok_s == {"throughput": 292.6}
+    assert gpu.gates == {"passed": 2}
+
+
+def test_kernel_and_serving_numbers_from_recorded_gate_details(tmp_path: Path) -> None:
+    _, ws = recorded_nights(tmp_path)
+    record = ws.store.latest()
+    assert record is not None
+    record.results.serving = None
+    record.results.gates["serving"] = tier(
+        "serving",
+        GateResult(
+            name="serve",
+            tier="serving",
+            kind="serving",
+            status="passed",
+            details={
+                "probes": [
+                    {"name": "throughput", "value": 301.2, "unit": "tok/s"},
+                    {"name": "kv_capacity", "value": 1700000, "unit": "tokens"},
+                ]
+            },
+        ),
     )
-    assert fixture.gates.get("environment-only", 0) >= 1
-
-
-def test_kernel_and_serving_numbers_from_recorded_gate_details() -> None:
-    data = copy.deepcopy(rich_record())
-    data["results"] = {
-        "gates": {
-            "kernel": {
-                "gates": [
-                    {
-                        "name": "ops",
-                        "status": "passed",
-                        "details": {"kernel": {"bench": [{"op": "sparse_mla", "case": "decode", "gb_per_s": 3120.5}]}},
-                    }
-                ]
-            },
-            "serving": {
-                "gates": [
-                    {
-                        "name": "serve",
-                        "status": "passed",
-                        "details": {
-                            "probes": [
-                                {"name": "throughput", "value": 301.2, "unit": "tok/s"},
-                                {"name": "kv_capacity", "value": 1700000, "unit": "tokens"},
-                            ]
-                        },
-                    }
-                ]
-            },
-        }
-    }
-    point = night_point(RunRecord.model_validate(data))
-    assert point.kernel_gb_s == {"sparse_mla decode": 3120.5}
+    point = night_point(record)
+    assert point.kernel_gb_s == {"sparse_mla decode": 3350.0}
     assert point.serving_tok_s == {"throughput": 301.2} and point.kv_tokens == 1700000
 
 
@@ -188,10 +203,10 @@ def test_trend_page_renders_its_plots_in_a_headless_browser(tmp_path: Path) -> N
     assert dom.count('class="main-svg"') >= 2, dom[:500]
     for title in TITLES:
         assert title.replace("/", "/") in dom, title
-    assert len(re.findall(r'class="trace bars"', dom)) >= 4  # conflicts (person, recorded) and gate buckets
-    assert len(re.findall(r'class="js-line"', dom)) >= 3  # build, serving tok/s, KV tokens
+    assert len(re.findall(r'class="trace bars"', dom)) >= 3  # conflicts (person, recorded) and gate buckets
+    assert len(re.findall(r'class="js-line"', dom)) >= 4  # build, kernel GB/s, serving tok/s, KV tokens
     assert dom.count('class="point"') >= 5
-    assert dom.count('data-unformatted="not measured in any recorded run"') == 1  # kernel GB/s: none measured it
+    assert 'data-unformatted="not measured in any recorded run"' not in dom
     shot = tmp_path / "trend.png"
     subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
     assert shot.is_file() and shot.stat().st_size > 20_000  # a drawn page, not a blank one
