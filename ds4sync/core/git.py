@@ -280,6 +280,16 @@ class GitRepo(PatchVerbs):
         """The SHA of HEAD."""
         return self.out("rev-parse", "HEAD")
 
+    def commits_with_prefix(self, prefix: str) -> list[str]:
+        """Every commit whose SHA starts with ``prefix`` (an abbreviated SHA, possibly ambiguous)."""
+        status, out, _ = self.run("rev-parse", f"--disambiguate={prefix}", ok_codes=(0, 1, 128))
+        shas = [line.strip() for line in out.splitlines() if line.strip()] if status == 0 else []
+        return [sha for sha in shas if self.out("cat-file", "-t", sha) == "commit"]
+
+    def is_ignored(self, path: str) -> bool:
+        """Whether git ignores ``path`` (relative to the work tree) by the repository's ignore rules."""
+        return self.run("check-ignore", "-q", "--no-index", "--", path, ok_codes=(0, 1))[0] == 0
+
     def ref_exists(self, ref: str) -> bool:
         """Whether the full ref name exists."""
         return self.run("show-ref", "--verify", "--quiet", "--", ref, ok_codes=(0, 1))[0] == 0
