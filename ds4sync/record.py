@@ -48,11 +48,12 @@ class RunResults(BaseModel):
     """Each phase's result, typed by the phase's own model; ``None`` (or empty) when it did not run.
 
     ``gates`` is keyed by tier (``static``, ``unit``, ``gpu``, ``kernel``, ``serving``, ``perf``);
-    kernel-suite and perf numbers live in those tiers' gate results. ``serving``, ``ab`` and
-    ``backports`` are written by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport
-    evaluate`` inside a run (``backports`` keyed by upstream SHA); ``publish`` and ``notify`` by the
-    publish phase and the nightly job; ``promote`` and ``deploy`` by those commands. ``legacy`` keeps, unread,
-    what a schema-1 record held that no current model accepts (see :func:`migrate_record`).
+    kernel-suite and perf numbers live in those tiers' gate results. ``serving``, ``ab`` (the latest A/B;
+    ``ab_runs`` every A/B of the run, oldest first, for a trend per metric) and ``backports`` are written
+    by ``ds4sync serving gate``, ``ds4sync ab`` and ``ds4sync backport evaluate`` inside a run
+    (``backports`` keyed by upstream SHA); ``publish`` and ``notify`` by the publish phase and the
+    nightly job; ``promote`` and ``deploy`` by those commands. ``legacy`` keeps, unread, what a
+    schema-1 record held that no current model accepts (see :func:`migrate_record`).
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -64,6 +65,7 @@ class RunResults(BaseModel):
     gates: dict[str, TierResult] = Field(default_factory=dict)
     serving: ServingResult | None = None
     ab: ABResult | None = None
+    ab_runs: list[ABResult] = Field(default_factory=list)
     backports: dict[str, BackportDecision] = Field(default_factory=dict)
     report: ReportResult | None = None
     publish: PublishResult | None = None
@@ -75,7 +77,7 @@ class RunResults(BaseModel):
     def written(self) -> tuple[str, ...]:
         """The names of the fields some phase wrote (not None, not empty), in field order."""
         return tuple(
-            name for name in type(self).model_fields if name != "legacy" and getattr(self, name) not in (None, {})
+            name for name in type(self).model_fields if name != "legacy" and getattr(self, name) not in (None, {}, [])
         )
 
 

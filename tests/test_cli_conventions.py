@@ -113,7 +113,7 @@ def test_every_command_answers_in_the_one_envelope(pair, capsys: pytest.CaptureF
     assert again["ok"] and again["data"]["already_promoted"] is True
     assert run("status")["data"]["status"] == "promoted"
     nightly = run("nightly", "--branch", BRANCH, "--ref", "main")
-    assert nightly["ok"] and "nothing to do" in nightly["data"]["message"]
+    assert nightly["ok"] and "nothing moved since run" in nightly["data"]["message"]
 
 
 def test_runs_from_a_subfolder_of_the_fork(pair, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -133,7 +133,14 @@ def next_step(record: RunRecord) -> str:
     if record.status == "needs-person":
         return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     if record.status in ("running",):
-        return "wait for the running command, or `ds4sync resume` if it was killed"
+        killed = record.interrupted_phase()
+        if killed:
+            pid = record.phases[killed].pid
+            return (
+                f"the process that ran phase '{killed}' (pid {pid}) is gone: `ds4sync resume` to go on, "
+                "or `ds4sync abort`"
+            )
+        return "wait for the running command (its process is alive), or `ds4sync abort` once it stops"
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"
     if record.status == "promoted":

@@ -47,6 +47,9 @@ class UpstreamRef(BaseModel):
     sha: str
     name: str | None = None
     branch: str | None = Field(default=None, description="upstream's branch the SHA stands for, e.g. main")
+    resolved_from: str | None = Field(
+        default=None, description="what the ref was read from, e.g. refs/remotes/upstream/main or a fetch"
+    )
 
 
 class ForkRef(BaseModel):

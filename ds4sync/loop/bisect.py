@@ -272,12 +272,12 @@ class StepEvaluator:
 
     def _evaluate_in_worktree(self, upstream_sha: str) -> tuple[Verdict, str, tuple[str, ...]]:
         """A real ``git merge`` in a detached worktree: recorded resolutions, rules, then the checks."""
-        from ds4sync.merge.rerere import ResolutionStore
+        from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 
         wt = self._fresh_worktree()
-        ResolutionStore(self.ws.resolutions_dir).import_into(self.repo.common_dir / "rr-cache")
-        clean = wt.merge_no_commit(upstream_sha)
-        if not clean:
+        store = ResolutionStore(self.ws.resolutions_dir)
+        replay = merge_with_store(wt, upstream_sha, store, self.root / "rerere" / "rr-cache")
+        if not replay.clean:
             left = [path for path in wt.unmerged_paths() if not self._resolve_by_rule(wt, path)]
             if left:
                 return "skip", f"conflict that no recorded resolution or rule covers: {', '.join(left[:5])}", ()

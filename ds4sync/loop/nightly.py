@@ -31,6 +31,7 @@ from pathlib import Path
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
 from ds4sync.core.redact import redact_secrets
+from ds4sync.core.words import many
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
@@ -123,7 +124,10 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
             return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK, skipped=True)
     while outcome.status == "paused":
         outcome = resume(ws, progress=progress, deadline=deadline)
+    culprit = _culprit(ws, outcome, progress=progress)
     message = outcome.outcome.message if outcome.outcome is not None else outcome.status
+    if culprit:
+        message = f"{message}; {culprit}"
     where = f"{outcome.last_phase}: " if outcome.status != "done" and outcome.last_phase else ""
     return NightlyResult(
         outcome,
@@ -131,6 +135,34 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
         exit_code(outcome.record),
         log_path=failure_log(outcome),
     )
+
+
+def _culprit(ws: Workspace, outcome: RunOutcome, *, progress: Progress | None) -> str | None:
+    """With ``nightly.bisect_on_failure``: the upstream commit that broke a failed run, noted in its record and report.
+
+    Runs for a run that failed in replay, verify or (with ``nightly.bisect_tier``) the gates; a conflict that
+    waits for a person is not a break. The bisect's own errors become the note instead of failing the night.
+    """
+    record = outcome.record
+    settings = ws.config.nightly
+    bisectable = {"replay", "verify"} | ({"gate"} if settings.bisect_tier else set())
+    if not settings.bisect_on_failure or outcome.status not in ("failed", "needs-person"):
+        return None
+    if outcome.last_phase not in bisectable:
+        return None
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.loop.bisect import run_bisect
+    from ds4sync.report.files import write_report
+
+    try:
+        result = run_bisect(ws, good=None, bad=record.upstream.sha, tier=settings.bisect_tier, progress=progress)
+        line = f"bisect: {result.culprit_line()} ({result.evaluations} evaluations)"
+    except Ds4syncError as exc:
+        line = f"bisect could not run: {exc.one_line()}"
+    record.notes.append(line)
+    ws.store.save(record)
+    write_report(ws.store, record, ws.profile)
+    return line
 
 
 def failure_log(outcome: RunOutcome) -> str | None:
@@ -368,8 +400,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         m = view.merge
         tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
         lines.append(
-            f"- Merge: {m.upstream_commits} upstream commits into {view.fork.ref}; "
-            f"{len(m.conflicts)} conflicted files (resolved: {tally}); {len(m.overlaps)} semantic overlaps"
+            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
+            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
+            f"{many(len(m.overlaps), 'semantic overlap')}"
         )
     for tier in view.validation.tiers:
         counts = {s: sum(1 for g in tier.gates if g.status == s) for s in ("passed", "failed", "incomplete")}

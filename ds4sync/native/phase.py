@@ -8,8 +8,11 @@ under ``<state>/builds/<stamp>-<profile>/``.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.record import PhaseState, now_iso
@@ -111,6 +114,7 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
             profile_name=name,
             repo=ctx.ws.repo.path,
             work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build",
+            progress=step_progress(ctx.progress),
         )
     except ToolMissingError as exc:
         return PhaseOutcome(
@@ -119,6 +123,27 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
             next_steps=(exc.fix or "install the missing tools", "then `ds4sync resume`"),
         )
     return outcome_of(result)
+
+
+def step_progress(say: Callable[[str], None], *, every_s: float = 15.0) -> Progress:
+    """A build progress callback that tells ``say`` each new step, then every ``every_s`` seconds within one.
+
+    The driver calls back on every output line; a person reading a log of progress lines needs
+    the step, how long it has run, and the last line, not every line.
+    """
+    state: dict[str, Any] = {"step": None, "start": 0.0, "said": 0.0}
+
+    def update(step: str, line: str) -> None:
+        now = time.monotonic()
+        if step != state["step"]:
+            state.update(step=step, start=now, said=now)
+            say(f"build: {step}")
+        elif now - state["said"] >= every_s:
+            state["said"] = now
+            last = f": {line.strip()[:100]}" if line.strip() else ""
+            say(f"build: {step}, {now - state['start']:.0f} s{last}")
+
+    return update
 
 
 def outcome_of(result: BuildResult) -> PhaseOutcome:

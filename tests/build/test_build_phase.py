@@ -83,8 +83,12 @@ def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuil
         worktree=str(worktree),
         backup_ref="refs/ds4sync/backup/r2",
     )
-    outcome = run_phases(RunContext(ws, record), BUILD_PHASES)
+    said: list[str] = []
+    outcome = run_phases(RunContext(ws, record, said.append), BUILD_PHASES)
     assert outcome.status == "done", outcome.outcome.details if outcome.outcome else None
+    steps = [line for line in said if line.startswith("build: ") and "," not in line]
+    assert steps[1:4] == ["build: venv", "build: toolchain", "build: install"], said  # each step, as it starts
+    assert "build: proof: 2 op schemas" in steps
     saved = ws.store.load("r2")
     assert saved.phases["build"].message == "build passed: 1/1 imports, 2/2 op schemas, deps passed"
     assert saved.results.build.checks["op schemas"] == {"passed": 2, "total": 2, "failed": []}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ds4sync.cli import main
 from ds4sync.demo.repobuild import RepoBuilder
@@ -244,3 +245,28 @@ def test_a_fork_broken_at_good_has_no_upstream_culprit(tmp_path: Path) -> None:
     assert result.status == "good-fails" and result.first_bad is None and result.evaluations == 2
     assert [s.verdict for s in result.steps] == ["bad", "bad"]
     assert "no upstream culprit" in result.culprit_line()
+
+
+def test_a_failed_nightly_names_the_culprit_in_its_record_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = make_history(tmp_path, 30, {20: BREAK_INVARIANT})
+    RepoBuilder(history.root).repo.git.remote("add", "upstream", str(history.root))
+    config = {
+        "upstream": {"remote": "upstream", "ref": "main"},
+        "fork": {"branch": "fork"},
+        "profile": str(tmp_path / "profile"),
+        "state_dir": str(tmp_path / "state"),
+        "nightly": {"bisect_on_failure": True},
+    }
+    (history.root / "ds4sync.yaml").write_text(yaml.safe_dump(config))
+    code = main(["nightly", "--repo", str(history.root)])
+    captured = capsys.readouterr()
+    assert code == 4, captured.err  # replay stops: the metadata-only patch-set needs adapting by a person
+    (record_path,) = (tmp_path / "state" / "runs").glob("*/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "needs-person" and record["phases"]["replay"]["status"] == "needs-person"
+    (note,) = [n for n in record["notes"] if n.startswith("bisect:")]
+    assert history.upstream[20][:12] in note and "#1020" in note and "on-load-hook" in note
+    assert note in (record_path.parent / "report.md").read_text()
+    assert "#1020" in captured.out + captured.err

@@ -19,7 +19,7 @@ import shlex
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -38,19 +38,31 @@ MAX_MESSAGE = 2000
 SLOWEST = 10
 
 
+class Deselect(FrozenModel):
+    """One ``--deselect`` with the reason it is left out (``needs a CUDA GPU``), shown in the result."""
+
+    node: str
+    reason: str
+
+
 class Spec(FrozenModel):
     """The ``run:`` section of a pytest gate.
 
     ``paths``: test files, folders or node ids; ``k``/``m``: pytest's ``-k``/``-m``
-    expressions; ``deselect``: node ids or paths for ``--deselect``; ``maxfail``;
-    ``workers``: ``-n`` for pytest-xdist; ``args``: inserted right after ``-m pytest``;
-    ``python``: interpreter for this gate (default: the target environment's).
+    expressions; ``deselect``: node ids or paths for ``--deselect`` (or ``{node, reason}``);
+    ``maxfail``; ``workers``: ``-n`` for pytest-xdist; ``args``: inserted right after
+    ``-m pytest``; ``python``: interpreter for this gate (default: the target environment's).
+    ``missing_paths``: ``error`` (default: pytest fails on a path the tree lacks) or ``skip``
+    (such paths are left out and named in the result's reason and details; a gate that then
+    passes is ``incomplete``, never ``passed``; none left: ``skipped``), for a suite run on
+    trees older than some of its files.
     """
 
     paths: tuple[str, ...] = Field(min_length=1)
     k: str | None = None
     m: str | None = None
-    deselect: tuple[str, ...] = ()
+    deselect: tuple[str | Deselect, ...] = ()
+    missing_paths: Literal["error", "skip"] = "error"
     maxfail: int | None = Field(default=None, ge=1)
     workers: int | str | None = None
     args: tuple[str, ...] = ("-q",)
@@ -65,7 +77,7 @@ def build_argv(spec: Spec, python: str, *, node_ids: tuple[str, ...] | None = No
     if spec.maxfail:
         argv.append(f"--maxfail={spec.maxfail}")
     argv += list(spec.paths)
-    argv += [f"--deselect={item}" for item in spec.deselect]
+    argv += [f"--deselect={item if isinstance(item, str) else item.node}" for item in spec.deselect]
     if spec.k:
         argv += ["-k", spec.k]
     if spec.m:
@@ -86,6 +98,24 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
     python = spec.python or ctx.python
+    missing = (
+        [p for p in spec.paths if not (ctx.cwd / p.split("::")[0]).exists()] if spec.missing_paths == "skip" else []
+    )
+    reasons = {d.node: d.reason for d in spec.deselect if isinstance(d, Deselect)}
+    if missing:
+        kept = tuple(p for p in spec.paths if p not in missing)
+        if not kept:
+            return GateResult(
+                name=gate.name,
+                tier=gate.tier,
+                kind="pytest",
+                required=gate.definition.required,
+                status="skipped",
+                reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
+                cwd=str(ctx.cwd),
+                details={"missing_paths": missing},
+            )
+        spec = spec.model_copy(update={"paths": kept})
     xml = ctx.log_path(gate, "xml")
     log = ctx.log_path(gate)
     base = build_argv(spec, python)
@@ -106,6 +136,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         duration_s=res.duration_s,
         details={"display_command": shlex.join(base), "junit": str(xml)},
     )
+    if missing:
+        common["details"]["missing_paths"] = missing
+    if reasons:
+        common["details"]["deselected_reasons"] = reasons
     if res.timed_out:
         return GateResult(status="error", reason=f"timed out after {gate.definition.timeout:g}s", **common)
     if res.interrupted:
@@ -133,6 +167,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         }
     )
     status, reason = _status(res.returncode, counts, cases, startup=_startup_rule(gate, res.output, cases))
+    if missing:
+        # a partial suite is never a green: passed becomes incomplete, the missing paths are named
+        reason += f"; {len(missing)} of {len(spec.paths) + len(missing)} test path(s) not in this tree"
+        status = "incomplete" if status == "passed" else status
     common["details"]["tests"] = len(cases)
     slowest = sorted(cases, key=lambda c: c.duration_s, reverse=True)[:SLOWEST]
     common["details"]["slowest"] = [[c.node_id, round(c.duration_s, 3)] for c in slowest]
