@@ -28,10 +28,13 @@ GREEN: frozenset[str] = frozenset({"passed", "cached", "skipped"})
 class TestCounts(FrozenModel):
     """Per-test counts of one gate run.
 
+    One logical test counts once: a test that fails and then errors in teardown is one
+    failure (the error attached to it), a test rerun until it passed is one ``flaky``.
     ``failed`` and ``errors`` hold only real failures; a failure matched by an
     environment-only rule counts in ``env_only`` instead, a test that failed and then
-    passed on rerun counts in ``flaky`` (not in ``passed``). ``deselected`` comes from
-    pytest's own summary line (``-k`` and ``--deselect``).
+    passed on rerun counts in ``flaky`` (not in ``passed``). ``xfailed`` and ``xpassed`` are
+    pytest's expected failures that failed / passed (a strict xpass is ``failed``).
+    ``deselected`` and ``xpassed`` come from pytest's own summary line (JUnit marks neither).
     """
 
     __test__ = False  # not a pytest test class
@@ -43,6 +46,15 @@ class TestCounts(FrozenModel):
     deselected: int = 0
     env_only: int = 0
     flaky: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def tests(self) -> int:
+        """Logical tests that ran (deselected ones did not)."""
+        return (
+            self.passed + self.failed + self.errors + self.skipped + self.env_only + self.flaky + self.xfailed
+        ) + self.xpassed
 
     def summary(self) -> str:
         """pytest-style text such as ``309 passed, 25 deselected`` (zeros left out)."""
@@ -51,6 +63,8 @@ class TestCounts(FrozenModel):
             ("failed", self.failed),
             ("errors", self.errors),
             ("skipped", self.skipped),
+            ("xfailed", self.xfailed),
+            ("xpassed", self.xpassed),
             ("deselected", self.deselected),
             ("env-only", self.env_only),
             ("flaky", self.flaky),
