@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
+from ds4sync.gates.model import GateResult, TierResult
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 
@@ -15,7 +17,7 @@ from tests.scenarios import BRANCH, lines, make_pair
 def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    return pair, json.loads(capsys.readouterr().out)
+    return pair, cli_data(capsys.readouterr().out)
 
 
 def test_promote_fast_forwards_and_keeps_rollback(merged, capsys: pytest.CaptureFixture[str]) -> None:
@@ -38,27 +40,31 @@ def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[s
     assert pair.fork.repo.commit(BRANCH).hexsha == moved
 
 
-def test_promote_refuses_a_checked_out_branch(merged, capsys: pytest.CaptureFixture[str]) -> None:
+def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
+    merged, capsys: pytest.CaptureFixture[str]
+) -> None:
     pair, _ = merged
     pair.fork.checkout(BRANCH)
+    head = pair.fork.repo.head.commit.hexsha
+    (pair.repo / "b.py").write_text("edited by hand\n")
     assert main(["promote", "--repo", str(pair.repo)]) == 2
-    assert "is checked out in" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "uncommitted changes: b.py" in err and "is checked out in" in err
+    assert pair.fork.repo.commit(BRANCH).hexsha == head  # the branch did not move
+    assert (pair.repo / "b.py").read_text() == "edited by hand\n"  # nothing of the person's is lost
 
 
 def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]) -> None:
     pair, data = merged
     path = Path(data["record"])
     record = json.loads(path.read_text())
-    record["results"]["gates"] = {
-        "unit": {
-            "tier": "unit",
-            "gates": [
-                {"name": "focused-unit", "status": "failed", "required": True},
-                {"name": "gated-fixtures", "status": "incomplete", "required": True},
-                {"name": "optional-soak", "status": "failed", "required": False},
-            ],
-        }
-    }
+    gates = (
+        GateResult(name="focused-unit", tier="unit", kind="pytest", status="failed"),
+        GateResult(name="gated-fixtures", tier="unit", kind="pytest", status="incomplete"),
+        GateResult(name="optional-soak", tier="unit", kind="pytest", status="failed", required=False),
+    )
+    tier = TierResult(tier="unit", repo=str(pair.repo), started_at="2026-01-01T00:00:00+00:00", duration_s=1.0)
+    record["results"]["gates"] = {"unit": tier.model_copy(update={"gates": gates}).model_dump(mode="json")}
     path.write_text(json.dumps(record))
     old = pair.fork.repo.commit(BRANCH).hexsha
     assert main(["promote", "--repo", str(pair.repo)]) == 2

@@ -7,6 +7,7 @@ the whole tree it spawned (compilers, pytest workers, servers), never just the p
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.redact import redact_secrets
 
 KILL_GRACE_S = 5.0
+_log = logging.getLogger("ds4sync.proc")
 
 
 @dataclass(frozen=True)
@@ -60,19 +63,78 @@ def compose_env(
     return env
 
 
-def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the child's process group, then SIGKILL it after ``grace_s`` seconds."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is ``pgid``, read from /proc.
+
+    A group outlives its leader: after the leader exits, its children (an engine core, workers)
+    keep the group id. Falls back to ``killpg(pgid, 0)`` where /proc is absent ([pgid] or []).
+    """
+    proc_root = Path("/proc")
+    if not proc_root.is_dir():
         try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
             continue
-    # A group can outlive its leader: reap stragglers too.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            # fields[0] is the state, fields[2] the process group (stat(5) fields 3 and 5)
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry.name))
+    return members
+
+
+def stop_process_group(
+    pgid: int, *, grace_s: float = KILL_GRACE_S, proc: subprocess.Popen[bytes] | None = None
+) -> int | None:
+    """End process group ``pgid``: SIGINT, wait, SIGTERM, wait, SIGKILL; the whole group, even without its leader.
+
+    The one child-stop routine of the package. Each step signals the whole group, then waits up
+    to ``grace_s`` seconds until no live member is left (see :func:`group_members`); SIGCONT follows
+    SIGINT and SIGTERM so that stopped (SIGSTOPped) members can act on them. SIGINT first lets a
+    child write what it has (pytest its JUnit XML, a server its last log lines). ``proc``, when
+    given, is the group's leader as our child: it is reaped, and its exit code returned.
+
+    Returns:
+        The leader's exit code when ``proc`` is given (negative: killed by that signal), else None.
+    """
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if not _group_running(pgid, proc):
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+        if sig != signal.SIGKILL:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGCONT)
+        _wait_group(pgid, proc, grace_s if sig != signal.SIGKILL else max(grace_s, 5.0))
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+        return proc.returncode
+    return None
+
+
+def _group_running(pgid: int, proc: subprocess.Popen[bytes] | None) -> bool:
+    if proc is not None:
+        proc.poll()  # reap the leader, so that it does not count as a zombie member
+    return bool(group_members(pgid))
+
+
+def _wait_group(pgid: int, proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    while _group_running(pgid, proc) and time.monotonic() < deadline:
+        time.sleep(pause)  # polling the group's members: a group has no handle to wait on
+        pause = min(pause * 2, 0.2)
+
+
+def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
+    """Stop the child's whole process group with :func:`stop_process_group` (the child leads its group)."""
+    stop_process_group(proc.pid, grace_s=grace_s, proc=proc)
 
 
 def run(
@@ -107,6 +169,7 @@ def run(
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
     child_env = compose_env(overrides, base=env)
+    _log.debug("run %s  (in %s%s)", redact_secrets(" ".join(argv)), cwd, f", log {log_path}" if log_path else "")
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:

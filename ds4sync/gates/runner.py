@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -23,12 +22,15 @@ from typing import Literal
 
 from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.proc import stop_process_group
+from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
-from ds4sync.gates.definition import Gate, load_tier
+from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
+from ds4sync.gates.tiers import load_tier
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
 
 STOP_GRACE_S = 3.0
@@ -48,6 +50,7 @@ class TierOptions:
     python: str | None = None
     target: Path | None = None
     bench: bool = False  # kernel gates: also benchmark (passed to kinds as ``ctx.extra["bench"]``)
+    deadline: float | None = None  # time.monotonic() past which running gates are stopped (nightly budget)
 
 
 @dataclass(frozen=True)
@@ -106,12 +109,14 @@ class _Children:
         self.cancelled.set()
         with self.lock:
             groups = list(self.groups)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pgid in groups:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, sig)
-            if sig == signal.SIGTERM:
-                time.sleep(min(STOP_GRACE_S, 0.5 if groups else 0))
+        # The one stop routine, one group per thread: N groups take one grace period, not N.
+        stoppers = [
+            threading.Thread(target=stop_process_group, args=(g,), kwargs={"grace_s": STOP_GRACE_S}) for g in groups
+        ]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
 
 
 class _Devices:
@@ -180,6 +185,7 @@ def run_tier(
         context=GateContext(
             cwd=target, python=python, log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
         ),
+        deadline=options.deadline,
     )
     results = plan.execute(decisions)
     return TierResult(
@@ -198,9 +204,9 @@ def run_tier(
 
 
 def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
-    """Write ``result`` to ``record.results["gates"][tier]`` (re-read first) and save atomically."""
+    """Write ``result`` to ``record.results.gates[tier]`` (re-read first) and save atomically."""
     fresh = ws.store.load(record.run_id)
-    fresh.results.setdefault("gates", {})[result.tier] = result.model_dump(mode="json")
+    fresh.results.gates[result.tier] = result
     return ws.store.save(fresh)
 
 
@@ -215,6 +221,8 @@ class _Plan:
     devices: _Devices
     cpu_slots: threading.Semaphore
     context: GateContext
+    deadline: float | None = None
+    over_budget: threading.Event = field(default_factory=threading.Event)
 
     def execute(self, decisions: list[Selected]) -> list[GateResult]:
         results: dict[str, GateResult] = {}
@@ -254,7 +262,15 @@ class _Plan:
             pending = set(futures)
             try:
                 while pending:
-                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    if (
+                        self.deadline is not None
+                        and not self.over_budget.is_set()
+                        and time.monotonic() >= self.deadline
+                    ):
+                        # The time budget is spent: stop what runs, start nothing more; both are incomplete.
+                        self.over_budget.set()
+                        self.children.stop()
+                    done, pending = wait(pending, timeout=self._tick(), return_when=FIRST_COMPLETED)
                     for fut in done:
                         results[futures[fut]] = fut.result()
             except KeyboardInterrupt:
@@ -262,8 +278,26 @@ class _Plan:
                 wait(pending, timeout=30)
                 raise
 
+    def _tick(self) -> float:
+        if self.deadline is None or self.over_budget.is_set():
+            return 0.2
+        return max(0.0, min(0.2, self.deadline - time.monotonic()))
+
+    def _stopped(self, gate: Gate, reason: str) -> GateResult:
+        """A gate the time budget stopped (or never started): incomplete, never counted as passing."""
+        return _plain(
+            gate,
+            "incomplete",
+            f"time budget reached: {reason}",
+            failure=TestFailure(
+                node_id=gate.name, message="stopped at the time budget", env_category="time-budget", env_rule="budget"
+            ),
+        )
+
     def _one(self, gate: Gate, key: str | None, why: str) -> GateResult:
         need = gate.definition.devices
+        if self.over_budget.is_set():
+            return self._stopped(gate, "not started")
         if self.children.cancelled.is_set():
             return _plain(gate, "error", "interrupted before it started")
         if need > self.devices.total:
@@ -280,6 +314,8 @@ class _Plan:
             )
         slot = self.devices.take(need) if need else _semaphore(self.cpu_slots)
         with slot as devices:
+            if self.over_budget.is_set():
+                return self._stopped(gate, "not started")
             if self.children.cancelled.is_set():
                 return _plain(gate, "error", "interrupted before it started")
             result = self._execute(gate, tuple(devices or ()), why)
@@ -315,7 +351,17 @@ class _Plan:
             result = runner_for(gate.definition.kind)(gate, ctx)
         except ToolMissingError as exc:
             result = _plain(gate, "error", exc.one_line())
-        if self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
+        if self.over_budget.is_set() and result.status not in ("passed", "skipped"):
+            stopped = self._stopped(gate, f"stopped after {result.duration_s:.1f} s")
+            result = result.model_copy(
+                update={
+                    "status": "incomplete",
+                    "reason": stopped.reason,
+                    "failures": stopped.failures,
+                    "counts": stopped.counts,
+                }
+            )
+        elif self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
             result = result.model_copy(update={"status": "error", "reason": f"interrupted ({result.reason})"})
         return result.model_copy(update={"details": {**result.details, "selected_because": why}})
 
@@ -334,7 +380,7 @@ def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None 
         name=gate.name,
         tier=gate.tier,
         kind=gate.definition.kind,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         required=gate.definition.required,
         reason=reason,
         counts=counts,

@@ -7,42 +7,65 @@ overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
-
-from ds4sync.core.errors import StateError
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.git import GitRepo
+from ds4sync.core.record import now_iso
+from ds4sync.loop.results import PromoteResult
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
 
 
-class PromoteResult(BaseModel):
-    """What promote did: old and new heads of the fork branch and the rollback ref."""
+class AlreadyPromoted(StateError):
+    """The run was promoted before; ``result`` is what that promote did."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    branch: str
-    old_head: str
-    new_head: str
-    rollback_ref: str
-    promoted_at: str
+    def __init__(self, run_id: str, result: PromoteResult) -> None:
+        super().__init__(
+            f"run {run_id} already promoted at {result.promoted_at}: {result.branch} "
+            f"{result.old_head[:12]} -> {result.new_head[:12]} (rollback: {result.rollback_ref})"
+        )
+        self.run_id = run_id
+        self.result = result
 
 
 def blockers(record: RunRecord) -> list[str]:
     """Why ``record`` may not be promoted (empty when it may)."""
     reasons = []
-    merge: dict[str, Any] = record.results.get("merge", {})
-    if not merge.get("merge_commit"):
+    merge = record.results.merge
+    if merge is None or not merge.merge_commit:
         reasons.append("the merge is not committed")
     for name, state in record.phases.items():
         if state.status in ("failed", "needs-person", "running"):
             reasons.append(f"phase '{name}' is {state.status}")
-    for tier, tier_result in (record.results.get("gates") or {}).items():
-        for gate in tier_result.get("gates", []):
+    for tier, tier_result in record.results.gates.items():
+        for gate in tier_result.gates:
             # Environment-only failures (incomplete) never count as passing.
-            if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
-                reasons.append(f"required gate {tier}/{gate.get('name')} is {gate.get('status')}")
+            if gate.required and gate.status in ("failed", "error", "incomplete"):
+                reasons.append(f"required gate {tier}/{gate.name} is {gate.status}")
     return reasons
+
+
+def _clean_checkout_of(repo: GitRepo, branch: str) -> GitRepo | None:
+    """The checkout where ``branch`` is checked out, if any, which must be clean to be updated.
+
+    Like git's ``receive.denyCurrentBranch=updateInstead``: a clean work tree follows the
+    branch; one with changes to tracked files is refused, naming them.
+
+    Raises:
+        StateError: that checkout has uncommitted changes.
+    """
+    where = repo.checked_out_in(branch)
+    if where is None:
+        return None
+    holder = GitRepo(where)
+    dirty = holder.tracked_changes()
+    if dirty:
+        shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
+        raise StateError(
+            f"{branch} is checked out in {where} with uncommitted changes: {shown}",
+            where=where,
+            fix="commit or stash them (promote then updates that checkout), or check out another branch there",
+        )
+    return holder
 
 
 def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) -> PromoteResult:
@@ -53,11 +76,14 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
         allow: promote despite blockers other than a moved fork branch (recorded).
 
     Raises:
+        AlreadyPromoted: the run was promoted before (a StateError).
         StateError: blockers remain, the fork branch moved since the run started, or
-            the branch is checked out somewhere (its work tree would go stale).
+            the branch is checked out in a work tree with uncommitted changes.
     """
     with ws.store.lock("promote"):
         record = ws.store.resolve(run_id)
+        if record.results.promote is not None:
+            raise AlreadyPromoted(record.run_id, record.results.promote)
         repo, branch = ws.repo, record.fork.branch
         reasons = blockers(record)
         if reasons and not allow:
@@ -73,14 +99,6 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
                 where=str(repo.path),
                 fix="run a new sync from the current fork head",
             )
-        holder = repo.checked_out_in(branch)
-        if holder is not None:
-            raise StateError(
-                f"{branch} is checked out in {holder}",
-                where=str(repo.path),
-                fix=f"switch that checkout to another branch, or run `git merge --ff-only "
-                f"{record.sync_branch}` there yourself",
-            )
         new_head = repo.branch_head(record.sync_branch)
         if not repo.is_ancestor(current, new_head):
             raise StateError(
@@ -88,14 +106,32 @@ def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) ->
                 where=str(repo.path),
                 fix="the sync branch was rewritten; start a new sync",
             )
+        holder = _clean_checkout_of(repo, branch)
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
         repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
-        repo.run("update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current)
+        if holder is not None:
+            holder.update_checkout(current, new_head)
+        try:
+            repo.run("update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current)
+        except GitError:
+            if holder is not None:  # the branch did not move: put its checkout back
+                holder.update_checkout(new_head, current)
+            raise
         result = PromoteResult(
-            branch=branch, old_head=current, new_head=new_head, rollback_ref=rollback, promoted_at=now_iso()
+            branch=branch,
+            old_head=current,
+            new_head=new_head,
+            rollback_ref=rollback,
+            promoted_at=now_iso(),
+            worktree_updated=str(holder.path) if holder is not None else None,
         )
-        record.results["promote"] = result.model_dump(mode="json")
+        record.results.promote = result
+        record.status = "promoted"
         if reasons:
             record.notes.append(f"promoted despite: {'; '.join(reasons)}")
         ws.store.save(record)
+        if record.results.report is not None:  # the report says what happened to the run
+            from ds4sync.report.files import write_report
+
+            write_report(ws.store, record, ws.profile)
         return result

@@ -4,20 +4,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import GitError, StateError
-from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.git import SHA_RE, check_user_ref
+from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
-from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
+from ds4sync.runner import (
+    Phase,
+    RunContext,
+    RunOutcome,
+    Workspace,
+    require_branch,
+    require_clone_complete,
+    resolve_upstream_ref,
+    run_phases,
+)
+
+if TYPE_CHECKING:
+    from ds4sync.record import RunRecord
 
 Progress = Callable[[str], None]
 
 
-def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
+def _check_inputs(ws: Workspace, ref: str) -> str:
+    """Checks that need no lock and create nothing: ref and branch syntax, a complete clone."""
+    where = str(ws.repo.path)
+    check_user_ref(ref, what="upstream ref", where=where)
     branch = require_branch(ws)
+    check_user_ref(branch, what="fork branch", where=where)
+    require_clone_complete(ws.repo)
+    return branch
+
+
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str, str]:
+    branch = _check_inputs(ws, ref)
     fork_sha = ws.repo.branch_head(branch)
-    upstream_sha = resolve_upstream(ws, ref, fetch=fetch)
+    upstream_sha, used = resolve_upstream_ref(ws, ref, fetch=fetch)
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise GitError(
@@ -25,12 +48,12 @@ def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, st
             where=str(ws.repo.path),
             fix="check that the upstream ref belongs to this fork's upstream",
         )
-    return branch, fork_sha, upstream_sha, base
+    return branch, fork_sha, upstream_sha, base, used
 
 
 def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
-    _, fork_sha, upstream_sha, base = _preflight(ws, ref, fetch=fetch)
+    _, fork_sha, upstream_sha, base, _ = _preflight(ws, ref, fetch=fetch)
     return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
 
 
@@ -42,6 +65,7 @@ def start_merge(
     fetch: bool = False,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -54,10 +78,11 @@ def start_merge(
         NeedsPersonError: another run waits for a person or was interrupted.
     """
     say = progress or (lambda _m: None)
+    _check_inputs(ws, ref)  # before the lock: a bad ref or a shallow clone leaves nothing behind
     with ws.store.lock(f"merge {ref}") as stale:
         _report_stale(stale, say)
         ws.store.require_no_active_run()
-        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
+        branch, fork_sha, upstream_sha, _, used = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
             raise AlreadyMerged(
                 f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
@@ -65,6 +90,7 @@ def start_merge(
                 fix="nothing to do; pick a newer upstream ref",
             )
         from ds4sync.merge.phases import backup_branch_name
+        from ds4sync.record import RunRecord
 
         run_id = make_run_id(upstream_sha)
         suffix = 1
@@ -84,6 +110,7 @@ def start_merge(
                 sha=upstream_sha,
                 name=config.upstream.name,
                 branch=config.upstream.ref if SHA_RE.match(ref) else ref,
+                resolved_from=used,
             ),
             fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
             sync_branch=config.merge.sync_branch.format(
@@ -97,8 +124,8 @@ def start_merge(
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, say)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
+        ctx = RunContext(ws, record, say, deadline=deadline)
+        return _run(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
 class AlreadyMerged(StateError):
@@ -148,6 +175,7 @@ def resume(
     progress: Progress | None = None,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -162,20 +190,26 @@ def resume(
         _report_stale(stale, progress or (lambda _m: None))
         record = ws.store.current()
         if record is None:
+            latest = ws.store.latest()
+            record = latest if latest is not None and latest.status == "failed" else None
+        if record is None:
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        ctx = RunContext(ws, record, progress or (lambda _m: None), deadline=deadline)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
             accept_person_resolutions(ctx)
             ws.store.save(record)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after)
+        return _run(ctx, phases or _phases(), stop_after=stop_after)
 
 
 def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
     """Throw a run away: remove its worktree and sync branch; keep the backup ref.
+
+    Works when the worktree is locked or its folder was deleted; no other worktree (the
+    user's own, missing or not) is pruned.
 
     Without ``run_id``: the active run, else the latest run if it failed or finished
     without being promoted. The fork branch is not touched.
@@ -184,19 +218,56 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
-        record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-        if record is None or record.status == "aborted" or "promote" in record.results:
-            raise StateError(
-                "no run to abort (the latest is aborted or promoted)",
-                where=str(ws.store.root),
-                fix="see `ds4sync status --all`",
-            )
+        record = abort_target(ws, run_id=run_id)
         ws.repo.worktree_remove(Path(record.worktree))
         ws.repo.delete_branch(record.sync_branch)
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
         return record
+
+
+def _run(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
+    """Run the phases; a run that stopped failed or waiting for a person still gets its report."""
+    outcome = run_phases(ctx, phases, stop_after=stop_after)
+    if outcome.status in ("failed", "needs-person") and any(p.name == "report" for p in phases):
+        report_stopped_run(ctx)
+    return outcome
+
+
+def report_stopped_run(ctx: RunContext) -> None:
+    """Write the report of a run that stopped before its report phase, with the run's status as it is now.
+
+    The report phase itself stays pending (a resumed run renders the final report); the path
+    goes to ``record.results.report``. A report that cannot be rendered is noted in the
+    record, never raised: the stopped phase's outcome is what the person must see.
+    """
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.record import ReportResult
+    from ds4sync.report.files import write_report
+
+    record = ctx.record
+    try:
+        path = write_report(ctx.ws.store, record, ctx.ws.profile)
+    except Ds4syncError as exc:
+        record.notes.append(f"report not written: {exc.one_line()}")
+    else:
+        record.results.report = ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
+        ctx.progress(f"report ({record.status}) written to {path}")
+    ctx.ws.store.save(record)
+
+
+def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
+    """The run ``abort`` would drop: ``run_id``, else the active run, else the latest.
+
+    Raises:
+        StateError: no such run, or it was already aborted or promoted.
+    """
+    record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
+    if record is None or record.status in ("aborted", "promoted") or record.results.promote is not None:
+        what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
+        raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
+    return record
 
 
 def _phases() -> tuple[Phase, ...]:

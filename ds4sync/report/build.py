@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ds4sync.core.words import many
 from ds4sync.report.read import as_dict, as_int, as_list, as_str, first, tally
 from ds4sync.report.validation import build_validation, commands
 from ds4sync.report.view import (
@@ -233,7 +234,9 @@ def duplicate_view(data: Any) -> DuplicateView | None:
             number=as_int(first(p, "number", "id")),
             title=as_str(p.get("title")),
             url=as_str(p.get("url")),
-            relation=as_str(first(p, "relation", "overlap", "note")),
+            relation=as_str(first(p, "reason", "relation", "overlap", "note")),
+            author=as_str(first(p, "author", "user")),
+            updated_at=as_str(p.get("updated_at")),
         )
         for p in as_list(first(check, "open_prs", "prs"))
         if isinstance(p, Mapping)
@@ -357,4 +360,4 @@ def _backport(data: Mapping[str, Any]) -> BackportView:
 
 
 def _many(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return many(count, word)

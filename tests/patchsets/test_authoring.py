@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.patchsets.model import load_patchset
+from tests.cli_json import data as cli_data
 
 from .scenario import MOE, MOE_BOUNDS, REFACTORED, Scenario, add_patchsets, attention, build_repos
 
@@ -35,11 +35,11 @@ def test_patches_new_captures_commits_with_scaffolded_invariants(sc: Scenario, c
     # the scaffolded invariant fails before the carry and holds after it
     capsys.readouterr()
     assert main(["patches", "check", "--repo", str(sc.fork.path), "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert data["patchsets"][0]["status"] == "violated" and data["counts"]["violated"] == 1
     sc.fork.checkout("carry-bounds")
     assert main(["patches", "check", "--repo", str(sc.fork.path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["patchsets"][0]["status"] == "holds"
+    assert cli_data(capsys.readouterr().out)["patchsets"][0]["status"] == "holds"
     # the same id again is refused, naming the folder
     assert main(["patches", "new", "bounds-check", "--from", rev_range, "--repo", str(sc.fork.path)]) == 2
     assert "already exists" in capsys.readouterr().err
@@ -54,10 +54,10 @@ def test_patches_new_rejects_a_single_rev(sc: Scenario, capsys) -> None:
 def test_patches_list_and_check_with_upstream_report_landed(sc: Scenario, capsys) -> None:
     add_patchsets(sc)
     assert main(["patches", "list", "--repo", str(sc.fork.path), "--json"]) == 0
-    listed = [ps["id"] for ps in json.loads(capsys.readouterr().out)]
+    listed = [ps["id"] for ps in cli_data(capsys.readouterr().out)["patchsets"]]
     assert listed.index("sparse-decode") < listed.index("softcap")
     code = main(["patches", "check", "--repo", str(sc.fork.path), "--upstream", sc.shas["upstream"], "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     status = {ps["id"]: ps["status"] for ps in data["patchsets"]}
     assert status["flashinfer-0618"] == "landed-upstream" and status["larger-scratch"] == "landed-upstream"
     assert status["sparse-decode"] == "holds" and status["bounds-check"] == "violated"
@@ -71,14 +71,14 @@ def test_check_runs_on_a_plain_folder(tmp_path: Path, sc: Scenario, capsys) -> N
     (folder / "vllm" / "moe.py").write_text(MOE_BOUNDS)
     (folder / "vllm" / "__init__.py").write_text("")
     code = main(["patches", "check", "--repo", str(folder), "--profile", str(sc.profile), "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert {ps["id"]: ps["status"] for ps in data["patchsets"]}["bounds-check"] == "holds"
     assert code == 1  # the other features are missing from this folder
 
 
 def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> None:
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path)]) == 0
-    ws_record = json.loads(_status(sc, capsys))
+    ws_record = cli_data(_status(sc, capsys))
     fix = sc.upstream.commit({"vllm/moe.py": MOE.replace("% 7", "% 11")}, "[Bugfix] route modulo (#53000)")
     sc.fork.repo.git.fetch("-q", "upstream")
     capsys.readouterr()
@@ -95,7 +95,7 @@ def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> N
 
 def test_backport_conflict_changes_nothing(sc: Scenario, capsys) -> None:
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path)]) == 0
-    record = json.loads(_status(sc, capsys))
+    record = cli_data(_status(sc, capsys))
     other = "\n    def _forward_paged(self, q, kv):\n        return self._attend(q, kv)\n"
     clash = sc.upstream.commit({"vllm/attention.py": attention(REFACTORED, extra=other)}, "[Model] paged forward")
     sc.fork.repo.git.fetch("-q", "upstream")
@@ -127,7 +127,7 @@ def test_patch_without_known_preimage_leaves_rejected_hunks(tmp_path: Path, sc: 
     )
     capsys.readouterr()
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json"]) == 4
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     [entry] = data["replay"]["entries"]
     assert entry["status"] == "needs-adaptation" and entry["rejects"] == ["vllm/moe.py.rej"]
     worktree = Path(data["worktree"])
@@ -142,3 +142,59 @@ def _status(sc: Scenario, capsys) -> str:
     capsys.readouterr()
     assert main(["status", "--repo", str(sc.fork.path), "--json"]) == 0
     return capsys.readouterr().out
+
+
+YAML_WITH_COMMENTS = """\
+# The fork's scratch pool: keep it.
+id: keep-me
+title: "Quoted title: with a colon"
+kind: fork-feature   # trailing comment
+rationale: >-
+  A folded paragraph that is long enough that a dumper with a narrow width would wrap it somewhere in the middle of
+  this line.
+depends_on: [a, b]
+invariants:
+  # why this invariant
+  - {id: x, kind: file_exists, path: vllm/x.py}
+  - id: y
+    kind: contains
+    files: vllm/y.py
+    pattern: 'token_id < 0 \\|\\| token_id >= rows'
+patches: []
+tests:
+  - tests/test_x.py
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "value"),
+    [("patches: []", ["0001-a.patch"]), ("patches: []", ["0001-a.patch", "0002-b.patch"]), ("patches: []", [])],
+)
+def test_set_yaml_field_changes_only_that_field(tmp_path: Path, before: str, value: list[str]) -> None:
+    import difflib
+
+    from ds4sync.patchsets.authoring import set_yaml_field
+
+    path = tmp_path / "patchset.yaml"
+    path.write_text(YAML_WITH_COMMENTS)
+    set_yaml_field(path, "patches", value)
+    after = path.read_text()
+    changed = [
+        line
+        for line in difflib.unified_diff(YAML_WITH_COMMENTS.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    removed = [line[1:] for line in changed if line.startswith("-")]
+    added = [line[1:] for line in changed if line.startswith("+")]
+    if value:
+        assert removed == [before]
+        assert added == ["patches:", *(f"  - {v}" for v in value)]
+    else:
+        assert changed == []  # nothing to change: the file is byte for byte the same
+    assert "# The fork's scratch pool: keep it." in after and "# why this invariant" in after
+    assert "# trailing comment" in after
+    assert yaml.safe_load(after)["patches"] == value
+    # a second change of a block list is again confined to that field
+    set_yaml_field(path, "patches", ["0009-z.patch", "0010-y.patch"])
+    again = yaml.safe_load(path.read_text())
+    assert again["patches"] == ["0009-z.patch", "0010-y.patch"] and again["title"] == "Quoted title: with a colon"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RecordStore
+from ds4sync.record import RecordStore
 from ds4sync.runner import open_workspace
+from tests.cli_json import data as cli_data
 
 from .scenario import SOFTCAP_V2, SPARSE, Scenario, add_patchsets, attention, build_repos
 
@@ -30,7 +30,7 @@ def _record(sc: Scenario):
 def _merge(sc: Scenario, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
     capsys.readouterr()
     code = main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+    return code, cli_data(capsys.readouterr().out)
 
 
 def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys) -> None:
@@ -69,7 +69,7 @@ def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys
     (worktree.path / "vllm/attention.py").write_text(attention(SOFTCAP_V2, extra=""))  # the person adapts
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 1  # sparse-decode lost by the adaptation
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert data["verify"]["totals"]["violated"] == 2
     bad = {
         (r["patchset"], r["invariant"])
@@ -87,7 +87,7 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     (worktree.path / "vllm/attention.py").write_text(attention(SOFTCAP_V2, extra=SPARSE))
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     entries = {e["id"]: e for e in data["replay"]["entries"]}
     assert entries["softcap"]["status"] == "adapted"
     assert "Patch-set: softcap" in worktree.message(entries["softcap"]["commit"])
@@ -97,10 +97,21 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     scratch = next(ps for ps in verify["patchsets"] if ps["id"] == "larger-scratch")
     assert scratch["status"] == "landed-upstream" and scratch["invariants"][0]["status"] == "violated"
     record = _record(sc)
-    assert record.status == "done" and record.results["verify"]["totals"]["violated"] == 0
+    assert record.status == "done" and record.results.verify.totals["violated"] == 0
 
     old = (sc.patches / "softcap" / "0001-SM120-Logit-softcap.patch").read_text()
+    yaml_path = sc.patches / "softcap" / "patchset.yaml"
+    before = "# reviewed by the DS4 maintainers\n" + yaml_path.read_text()
+    yaml_path.write_text(before)
     assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
+    after = yaml_path.read_text()
+    # round trip: the comment survives and only the lines of `patches:` change
+    assert after.startswith("# reviewed by the DS4 maintainers\n")
+
+    def rest(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.lstrip().startswith("- 0") and not ln.startswith("patches:")]
+
+    assert rest(after) == rest(before)
     files = sorted(p.name for p in (sc.patches / "softcap").glob("*.patch"))
     assert len(files) == 1
     new = (sc.patches / "softcap" / files[0]).read_text()
@@ -137,14 +148,21 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     results = {r["invariant"]: r for r in wrong["invariants"]}
     assert results["contains-1"]["status"] == "violated" and results["contains-1"]["files"] == ["vllm/moe.py"]
     assert results["absent-2"]["severity"] == "advisory" and "vllm/moe.py:3" in results["absent-2"]["evidence"][0]
-    assert data["verify"]["totals"] == {
+    totals = data["verify"]["totals"]
+    # the landed-upstream patch-set's two results are counted apart, never as holding or advisory
+    assert {k: totals[k] for k in ("patchsets", "invariants", "holds", "violated", "advisory", "deferred")} == {
         "patchsets": 5,
         "invariants": 8,
-        "holds": 4,
+        "holds": 3,
         "violated": 1,
-        "advisory": 2,
+        "advisory": 1,
         "deferred": 1,
     }
+    assert totals["not_counted"] == 2
+    assert sum(totals[k] for k in ("holds", "violated", "advisory", "deferred", "not_counted")) == totals["invariants"]
+    by_status = {ps["status"] for ps in data["verify"]["patchsets"]}
+    assert totals["patchsets_violated"] == 1 and totals["patchsets_landed_upstream"] == 2, by_status
+    assert sum(v for k, v in totals.items() if k.startswith("patchsets_")) == totals["patchsets"]
     state = RecordStore(Path(_record(sc).state_dir)).latest()
     assert state.phases["verify"].status == "failed"
 
@@ -164,7 +182,7 @@ def test_resume_refuses_an_adaptation_that_does_not_restore_the_feature(sc: Scen
     head = worktree.head()
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 4
-    replay = json.loads(capsys.readouterr().out)["replay"]
+    replay = cli_data(capsys.readouterr().out)["replay"]
     softcap = next(e for e in replay["entries"] if e["id"] == "softcap")
     assert softcap["status"] == "needs-adaptation"
     assert softcap["detail"].startswith("invariants still fail after adaptation: /\\.tanh\\(\\)/ not found")
@@ -185,4 +203,4 @@ def test_malformed_patchset_stops_replay_for_a_person_and_resume_goes_on(sc: Sce
     assert record.phases["replay"].message.startswith(f"{path}: kind: Input should be")
     path.write_text(good)
     assert main(["resume", "--repo", str(sc.fork.path)]) == 4
-    assert _record(sc).results["replay"]["pending"] == "softcap"
+    assert _record(sc).results.replay.pending == "softcap"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ds4sync.core.record import ForkRef, PhaseState, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, Overlap
+from ds4sync.record import RunRecord
 
 UPSTREAM_SHA = "537af2c3a4ba7462ddc9bc94ec7a4ea496da6d2e"
 FORK_SHA = "9ad62027bc84ca0ccbcc40853179312de770220c"
@@ -388,12 +389,16 @@ PUBLISH: dict[str, Any] = {
                 "number": 44,
                 "title": "deepseek_v4: SM12x MQA dispatch fix",
                 "url": "https://github.com/jasl/vllm/pull/44",
+                "author": "contributor-a",
+                "updated_at": "2026-09-09T18:02:00Z",
                 "relation": "focused dispatch fix, not an upstream-main integration",
             },
             {
                 "number": 46,
                 "title": "CPU mmap registration",
                 "url": "https://github.com/jasl/vllm/pull/46",
+                "author": "contributor-b",
+                "updated_at": "2026-09-08T07:45:00Z",
                 "relation": "unrelated to this sync",
             },
         ],
