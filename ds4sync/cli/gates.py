@@ -100,9 +100,7 @@ def gate(
 def kernels_check(
     op: Annotated[
         list[str] | None,
-        typer.Option(
-            "--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: the first four)."
-        ),
+        typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: all)."),
     ] = None,
     candidate: Annotated[
         str | None,
