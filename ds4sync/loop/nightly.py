@@ -14,7 +14,8 @@ Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
     1  a gate, build or invariant failed
     2  bad config, arguments or repository state
     3  internal error (traceback saved)
-    4  a person must act (conflict, patch-set adaptation, refused push, forge refused, duplicate work)
+    4  a person must act (conflict, patch-set adaptation, refused push, forge refused the token or repo)
+       (possible duplicate work is flagged in the PR and the notification; the night stays 0)
     5  the time budget ran out: gates recorded incomplete; `ds4sync resume` continues
     6  the forge or a notification target was unreachable or rate-limited: try again later
 """

@@ -17,6 +17,7 @@ from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchang
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
 from ds4sync.runner import open_workspace
+from tests.cli_json import data
 from tests.scenarios import BRANCH, lines, make_pair
 
 SLEEPER = """\
@@ -52,6 +53,9 @@ def test_nothing_moved_is_a_quiet_skip_without_fetching(tmp_path: Path, capsys: 
     assert main(["promote", "--repo", str(pair.repo)]) == 0
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
     assert "nothing moved" in capsys.readouterr().out and run_count(pair) == 1
+    assert main(["nightly", "--json", "--repo", str(pair.repo)]) == 0
+    night = data(capsys.readouterr().out)
+    assert night["skipped"] is True and night["run_id"] is None and night["pr_url"] is None
 
 
 @pytest.mark.parametrize("side", ["upstream", "fork"])
