@@ -280,6 +280,16 @@ class GitRepo(PatchVerbs):
         """The SHA of HEAD."""
         return self.out("rev-parse", "HEAD")
 
+    def commits_with_prefix(self, prefix: str) -> list[str]:
+        """Every commit whose SHA starts with ``prefix`` (an abbreviated SHA, possibly ambiguous)."""
+        status, out, _ = self.run("rev-parse", f"--disambiguate={prefix}", ok_codes=(0, 1, 128))
+        shas = [line.strip() for line in out.splitlines() if line.strip()] if status == 0 else []
+        return [sha for sha in shas if self.out("cat-file", "-t", sha) == "commit"]
+
+    def is_ignored(self, path: str) -> bool:
+        """Whether git ignores ``path`` (relative to the work tree) by the repository's ignore rules."""
+        return self.run("check-ignore", "-q", "--no-index", "--", path, ok_codes=(0, 1))[0] == 0
+
     def ref_exists(self, ref: str) -> bool:
         """Whether the full ref name exists."""
         return self.run("show-ref", "--verify", "--quiet", "--", ref, ok_codes=(0, 1))[0] == 0
@@ -737,6 +747,25 @@ class GitRepo(PatchVerbs):
     def blob(self, spec: str) -> bytes:
         """The exact bytes of a blob (``<rev>:<path>`` or ``:<stage>:<path>``)."""
         return self.run_bytes("cat-file", "blob", spec)[1]
+
+    def blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of many blobs in one ``git cat-file --batch``: oid -> content (missing ones left out)."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        out = self.run_bytes("cat-file", "--batch", stdin=("\n".join(wanted) + "\n").encode())[1]
+        found: dict[str, bytes] = {}
+        pos = 0
+        for oid in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue
+            size = int(header[2])
+            found[oid] = out[pos : pos + size]
+            pos += size + 1
+        return found
 
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""

@@ -300,7 +300,18 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     ]
     if second.status != "done":
         result.exit_code = ExitCode.FAILED
+    _loop_nights(root, result, say)
     return result
+
+
+def _loop_nights(root: Path, result: DemoResult, say: Callable[[str], None]) -> None:
+    """The unattended loop (publish, notify, promote, trend), in its own repositories: ds4sync.demo.loop."""
+    from ds4sync.demo.loop import run_loop_demo
+
+    loop = run_loop_demo(root / "loop", progress=say)
+    result.lines += loop.lines
+    if loop.exit_code:
+        result.exit_code = loop.exit_code
 
 
 def _drive(

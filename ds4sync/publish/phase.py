@@ -13,6 +13,7 @@ stops the phase for a person.
 
 from __future__ import annotations
 
+from ds4sync.core.errors import GitError
 from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
 from ds4sync.publish.duplicates import check_duplicates
@@ -134,7 +135,11 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
     local = repo.branch_head(record.sync_branch)
     remote_ref = f"refs/heads/{result.head_branch}"
     ctx.progress(f"publish: push {record.sync_branch} to {config.remote} as {result.head_branch}")
-    current = repo.remote_head(config.remote, remote_ref)
+    try:
+        current = repo.remote_head(config.remote, remote_ref)
+    except GitError as exc:  # no such remote, or it cannot be reached: the sync stands, publishing waits
+        result = result.model_copy(update={"status": "push-rejected"})
+        return _stop(ctx, result, exc.one_line(), f"check `git remote get-url {config.remote}`, then `ds4sync resume`")
     if current is not None and current != local and not _ours_or_ancestor(ctx, current, local):
         result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
         return _stop(
@@ -159,19 +164,36 @@ def _ours_or_ancestor(ctx: RunContext, remote_sha: str, local: str) -> bool:
     return ctx.ws.repo.resolve_commit(remote_sha) is not None and ctx.ws.repo.is_ancestor(remote_sha, local)
 
 
+def as_published(record: RunRecord) -> RunRecord:
+    """The record as it stands once this phase is done: what the PR text and its comment describe.
+
+    The description is rendered while the publish phase still runs; the PR it becomes is that
+    phase's result, so it is rendered with publish done and the run's status the runner will give.
+    """
+    from ds4sync.core.record import PhaseState
+
+    final = record.model_copy(deep=True)
+    state = final.phases.get("publish") or PhaseState()
+    final.phases["publish"] = state.model_copy(update={"status": "done", "finished_at": now_iso(), "pid": None})
+    if all(p.status in ("done", "skipped") for p in final.phases.values()):
+        final.status = "done"
+    return final
+
+
 def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
     from ds4sync.report.build import build_view
     from ds4sync.report.files import templates_dir
     from ds4sync.report.render import render_report
 
-    record = ctx.record
+    record = as_published(ctx.record)
     view = build_view(record.model_dump(mode="json"), public=config.public)
     body = render_report(record, templates_dir=templates_dir(ctx.ws.profile), fmt="md", public=config.public)
     return redact_secrets(view.title), body
 
 
 def _update_comment(ctx: RunContext, result: PublishResult, previous: str | None) -> str:
-    from ds4sync.report.files import compare_text
+    from ds4sync.report.files import templates_dir
+    from ds4sync.report.render import render_compare
 
     head = f"Pushed {result.pushed_sha[:12] if result.pushed_sha else '?'} to `{result.head_branch}`"
     if result.previous_remote_sha:
@@ -179,11 +201,10 @@ def _update_comment(ctx: RunContext, result: PublishResult, previous: str | None
     head += f"; run {ctx.record.run_id}."
     if previous is None:
         return head + "\n\nNo earlier ds4sync run published to this PR, so there is nothing to compare with.\n"
-    compared = compare_text(
-        ctx.ws.store,
-        ctx.ws.profile,
-        previous,
-        ctx.record.run_id,
+    compared = render_compare(
+        ctx.ws.store.load(previous),
+        as_published(ctx.record),
+        templates_dir=templates_dir(ctx.ws.profile),
         public=bool(ctx.ws.config.publish and ctx.ws.config.publish.public),
     )
     return f"{head}\n\nWhat changed since the last push (run {previous}):\n\n{compared}"
@@ -207,7 +228,7 @@ def _save(ctx: RunContext, result: PublishResult) -> None:
 def _rewrite_report(ctx: RunContext) -> None:
     from ds4sync.report.files import write_report
 
-    write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+    write_report(ctx.ws.store, as_published(ctx.record), ctx.ws.profile)
 
 
 def _stop(ctx: RunContext, result: PublishResult, message: str, fix: str) -> PhaseOutcome:

@@ -68,7 +68,7 @@ def test_quiet_skip_sends_nothing_unless_asked(tmp_path: Path, httpserver: HTTPS
     first = run_nightly(ws)
     assert first.exit_code == ExitCode.OK and len(httpserver.log) == 1
     sent = json.loads(httpserver.log[0][0].get_data(as_text=True))
-    assert sent["type"] == "success" and "- Merge: 1 upstream commits" in sent["message"]
+    assert sent["type"] == "success" and "- Merge: 1 upstream commit into fork" in sent["message"]
     assert run_nightly(ws).skipped and len(httpserver.log) == 1
     path.write_text(yaml.safe_dump({**config, "notify": {"urls": [endpoint(httpserver)], "on_skip": True}}))
     assert run_nightly(open_workspace(pair.repo)).skipped and len(httpserver.log) == 2
