@@ -69,6 +69,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--slowed-runs", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--prompts", type=int, default=8, help="prompts per measured run (concurrency 4)")
+    parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument(
         "--warmup-runs", type=int, default=0, help="unmeasured runs per side and A/B (the servers stay up: 0 is fair)"
     )
@@ -83,13 +85,13 @@ def main() -> None:
         tokenizer=str(model),
         metrics_interval_s=0.5,
         num_warmups=2,
-        rows=(BenchRow(name="c4", input_len=16, output_len=32, num_prompts=8, concurrency=4),),
+        rows=(BenchRow(name="c4", input_len=16, output_len=args.output_len, num_prompts=args.prompts, concurrency=4),),
     )
-    configs = {
-        "A": server(python, model, "--max-num-seqs", "8"),
-        "A'": server(python, model, "--max-num-seqs", "8"),
-        "S": server(python, model, "--max-num-seqs", "1"),
-    }
+    configs = {"A": server(python, model, "--max-num-seqs", "8")}
+    if args.runs:
+        configs["A'"] = server(python, model, "--max-num-seqs", "8")
+    if args.slowed_runs:
+        configs["S"] = server(python, model, "--max-num-seqs", "1")
     handles = {}
     start = time.monotonic()
     try:

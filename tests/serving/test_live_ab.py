@@ -46,14 +46,14 @@ pytestmark = [pytest.mark.serving, pytest.mark.slow, pytest.mark.timeout(2400)]
 ROW = {"name": "c4", "input_len": 16, "output_len": 32, "num_prompts": 8, "concurrency": 4}
 
 
-def _bench(vllm_python: Path, tiny_model: Path) -> BenchConfig:
+def _bench(vllm_python: Path, tiny_model: Path, **row: int) -> BenchConfig:
     return BenchConfig(
         command=bench_command(vllm_python),
         tokenizer=str(tiny_model),
         metrics_interval_s=0.5,
         timeout_s=300,
         num_warmups=2,
-        rows=(BenchRow.model_validate(ROW),),
+        rows=(BenchRow.model_validate({**ROW, **row}),),
     )
 
 
@@ -130,9 +130,11 @@ def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
             "port": free_port(),
             "startup_timeout_s": startup_limit_s(),
         },
-        "bench": _bench(vllm_python, tiny_model).model_dump(mode="json"),
+        # a longer run (16 prompts of 64 tokens at concurrency 8) and 6 pairs: on a loaded machine a 3-pair
+        # verdict at 99% family-wise needs a t quantile of 17 and decides nothing
+        "bench": _bench(vllm_python, tiny_model, num_prompts=16, output_len=64, concurrency=8).model_dump(mode="json"),
         "ab": {"servers": "both", "warmup_runs": 1},
-        "backport": {"pairs": 3},
+        "backport": {"pairs": 6},
     }
     cfg = tmp_path / "serving.yaml"
     cfg.write_text(yaml.safe_dump({"serving": serving}))
@@ -147,6 +149,7 @@ def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
     ab = decision["ab"]
     assert ab["mode"] == "started-both" and ab["verdict"] == "regression"
     rows = {r["metric"]: r for r in ab["rows"]}
+    progress(f"backport {decision['decision']}: {decision['reasons']}; throughput row {rows['c4.output_throughput']}")
     tok = rows["c4.output_throughput"]
     assert tok["verdict"] == "regression" and tok["ci_high_pct"] < 0 and tok["mean_delta_pct"] < -20
     assert any(r.startswith("slowed c4.output_throughput by") for r in decision["reasons"])
