@@ -9,7 +9,7 @@ from pydantic import Field
 from ds4sync.core.model import FrozenModel
 
 ProbeStatus = Literal["passed", "failed", "skipped"]
-StartupKind = Literal["ready", "died", "still-loading", "unreachable", "port-busy", "tool-missing", "interrupted"]
+StartupKind = Literal["ready", "died", "still-loading", "unreachable", "port-busy", "tool-missing"]
 SCHEMA_VERSION = 2
 
 
@@ -105,7 +105,6 @@ class ServingResult(FrozenModel):
     wedged: str | None = None
     deadline_s: float | None = None
     deadline_passed: bool = False
-    interrupted: bool = False
     startup: StartupOutcome | None = None
     probes: tuple[ProbeResult, ...] = ()
 
@@ -131,7 +130,6 @@ class ServingResult(FrozenModel):
             "wedged": self.wedged,
             "deadline_s": self.deadline_s,
             "deadline_passed": self.deadline_passed,
-            "interrupted": self.interrupted,
             "server_log": self.server_log,
             "counts": self.counts(),
             "probes": [p.brief() for p in self.probes],
