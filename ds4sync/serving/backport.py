@@ -83,7 +83,7 @@ def decide(
     if not gains:
         unsure = [r for r in perf if r.verdict == "inconclusive"]
         reasons += [
-            f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, 95% CI "
+            f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, {100 * r.confidence:.4g}% CI "
             f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])"
             for r in unsure
         ]

@@ -150,9 +150,12 @@ def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
     assert ab["mode"] == "started-both" and ab["verdict"] == "regression"
     rows = {r["metric"]: r for r in ab["rows"]}
     progress(f"backport {decision['decision']}: {decision['reasons']}; throughput row {rows['c4.output_throughput']}")
-    tok = rows["c4.output_throughput"]
-    assert tok["verdict"] == "regression" and tok["ci_high_pct"] < 0 and tok["mean_delta_pct"] < -20
-    assert any(r.startswith("slowed c4.output_throughput by") for r in decision["reasons"])
+    # one sequence at a time: requests queue, so time to first token is what regresses beyond doubt (each
+    # request then decodes alone, so TPOT is no worse; throughput drops, but is the noisiest on a shared machine)
+    ttft = rows["c4.median_ttft_ms"]
+    assert ttft["verdict"] == "regression" and ttft["ci_low_pct"] > 0 and ttft["mean_delta_pct"] > 100
+    assert rows["c4.output_throughput"]["mean_delta_pct"] < 0
+    assert any(r.startswith("raised c4.median_ttft_ms by") for r in decision["reasons"])
     assert "kv_cache_tokens" in {r["metric"] for r in ab["reported"]}  # both servers' KV capacity read, unchanged
     state_children = tmp_path / "state" / "children"
     assert not state_children.exists() or not list(state_children.iterdir())

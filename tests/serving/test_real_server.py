@@ -170,7 +170,8 @@ def test_throughput_rows_through_the_default_vllm_bench_command(
     for lat in ("ttft", "tpot", "itl", "e2el"):
         assert m[f"p50_{lat}_ms"] <= m[f"p90_{lat}_ms"] <= m[f"p95_{lat}_ms"] <= m[f"p99_{lat}_ms"]
     assert m["request_goodput"] == pytest.approx(m["request_throughput"])  # generous SLOs: every request good
-    assert m["preemptions"] == 0 and m["waiting_max"] == 0 and 1 <= m["running_max"] <= 2
+    # /metrics sampled over the row (a row this short may fall between two scrapes: running can read 0)
+    assert m["preemptions"] == 0 and m["waiting_max"] == 0 and 0 <= m["running_max"] <= 2
     assert decode["server_metrics"]["deltas"]["generation_tokens"] == 64
     assert decode["prefix_cache"] == "reset" and decode["checks"][0]["key"] == "p99_ttft_ms"
     # a percentile past its baseline fails its row, with the key and the change named
