@@ -7,18 +7,23 @@ the whole tree it spawned (compilers, pytest workers, servers), never just the p
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.redact import redact_secrets
 
-KILL_GRACE_S = 5.0
+if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # Started in the background with SIGINT ignored: children would inherit that and never
+    # get the SIGINT that lets them stop cleanly (pytest writes its JUnit XML on it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
@@ -60,19 +65,212 @@ def compose_env(
     return env
 
 
-def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the child's process group, then SIGKILL it after ``grace_s`` seconds."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+INTERRUPT_GRACE_S = 5.0
+TERMINATE_GRACE_S = 5.0
+KILL_WAIT_S = 5.0
+_POLL_S = 0.05
+
+
+def stop_group(
+    pgid: int,
+    *,
+    proc: subprocess.Popen[bytes] | None = None,
+    interrupt_s: float = INTERRUPT_GRACE_S,
+    terminate_s: float = TERMINATE_GRACE_S,
+) -> int | None:
+    """The one child-stop routine: SIGINT, wait, SIGTERM, wait, SIGKILL to the whole process group ``pgid``.
+
+    SIGINT first lets a child finish cleanly (pytest writes its JUnit XML on KeyboardInterrupt);
+    SIGTERM after ``interrupt_s`` seconds, SIGKILL after ``terminate_s`` more. A step is skipped
+    once no live member of the group is left, and the group is stopped even when its leader is
+    already dead (stragglers of a killed leader are the usual leftovers). ``proc``, when given,
+    is the leader's Popen: it is reaped so that its exit status is known.
+
+    Returns:
+        The leader's exit status when ``proc`` was given and it ended, else None.
+    """
+    stop_groups([pgid], procs=[proc] if proc is not None else (), interrupt_s=interrupt_s, terminate_s=terminate_s)
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=KILL_WAIT_S)
+        return proc.returncode
+    return None
+
+
+def stop_groups(
+    pgids: Iterable[int],
+    *,
+    procs: Iterable[subprocess.Popen[bytes]] = (),
+    interrupt_s: float = INTERRUPT_GRACE_S,
+    terminate_s: float = TERMINATE_GRACE_S,
+) -> None:
+    """:func:`stop_group` for several groups at once: each signal goes to every group still alive, then one wait."""
+    groups, leaders = list(dict.fromkeys(pgids)), list(procs)
+    steps = ((signal.SIGINT, interrupt_s), (signal.SIGTERM, terminate_s), (signal.SIGKILL, KILL_WAIT_S))
+    for sig, wait_s in steps:
+        alive = _alive_groups(groups, leaders)
+        if not alive:
+            return
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        deadline = time.monotonic() + wait_s
+        while _alive_groups(alive, leaders) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+
+
+def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = INTERRUPT_GRACE_S) -> None:
+    """Stop ``proc``'s process group with :func:`stop_group` (``grace_s`` between the signals)."""
+    stop_group(proc.pid, proc=proc, interrupt_s=grace_s, terminate_s=grace_s)
+
+
+def _alive_groups(pgids: Sequence[int], leaders: Sequence[subprocess.Popen[bytes]]) -> list[int]:
+    for leader in leaders:
+        leader.poll()  # reap the leader, or it stays a zombie member of its group
+    return [pgid for pgid in pgids if group_members(pgid)]
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is ``pgid``; read from /proc.
+
+    Where /proc cannot be read, ``[pgid]`` when signal 0 reaches the group, else ``[]``.
+    """
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
         try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
             continue
-    # A group can outlive its leader: reap stragglers too.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        fields = _stat_fields(int(entry.name))
+        if fields and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name: [state, ppid, pgrp, session, ...]."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (/proc/<pid>/stat field 22); None if gone."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[19]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+class ChildRegistry:
+    """The process groups a run started: ``children.json`` under the run folder, one atomic write per change.
+
+    Each entry holds ``pgid`` (the leader's pid: every child runs in its own session),
+    ``argv``, ``start_ticks`` (the leader's start time, so a reused pid is never taken for
+    ours), ``owner`` (the ds4sync process that started it) and ``started_at``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def entries(self) -> list[dict[str, object]]:
+        """The registered groups (an unreadable file reads as none)."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        if not isinstance(data, list):
+            return []
+        return [e for e in data if isinstance(e, dict) and isinstance(e.get("pgid"), int)]
+
+    def add(self, pid: int, argv: Sequence[str]) -> None:
+        """Register the group led by ``pid`` (call right after it started)."""
+        entry = {
+            "pgid": pid,
+            "argv": [str(a) for a in argv][:8],
+            "start_ticks": start_ticks(pid),
+            "owner": os.getpid(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        with self._lock:
+            self._write([*(e for e in self.entries() if e["pgid"] != pid), entry])
+
+    def remove(self, pid: int) -> None:
+        """Forget the group led by ``pid`` (it ended and was reaped)."""
+        with self._lock:
+            entries = self.entries()
+            kept = [e for e in entries if e["pgid"] != pid]
+            if len(kept) != len(entries):
+                self._write(kept)
+
+    def _write(self, entries: list[dict[str, object]]) -> None:
+        from ds4sync.core.record import write_json_atomic  # the one atomic write (record imports this module)
+
+        write_json_atomic(self.path, entries)
+
+    def leftovers(self) -> list[dict[str, object]]:
+        """Registered groups that are still alive and still ours.
+
+        A group is ours while its leader runs with the recorded start time, or, with the
+        leader gone, while members of the group remain (Linux never hands out a pid that
+        is still some group's id, so such a group cannot be someone else's). Groups of a
+        ds4sync process that is still alive (not this one) are left to it.
+        """
+        found = []
+        for entry in self.entries():
+            pgid = int(entry["pgid"])  # type: ignore[call-overload]
+            owner = entry.get("owner")
+            if isinstance(owner, int) and owner != os.getpid() and pid_alive(owner):
+                continue
+            if not group_members(pgid):
+                continue
+            leader = start_ticks(pgid)
+            if leader is not None and pid_alive(pgid) and entry.get("start_ticks") not in (None, leader):
+                continue  # the pid was reused by a process that is not ours
+            found.append(entry)
+        return found
+
+    def stop_leftovers(self, *, interrupt_s: float = 1.0, terminate_s: float = 2.0) -> list[dict[str, object]]:
+        """Stop every leftover group (see :meth:`leftovers`) with :func:`stop_group`; return those stopped."""
+        stopped = self.leftovers()
+        stop_groups([int(e["pgid"]) for e in stopped], interrupt_s=interrupt_s, terminate_s=terminate_s)  # type: ignore[call-overload]
+        with self._lock:
+            self._write([e for e in self.entries() if group_members(int(e["pgid"]))])  # type: ignore[call-overload]
+        return stopped
+
+
+_ACTIVE: list[ChildRegistry] = []
+
+
+@contextlib.contextmanager
+def registered_children(path: Path) -> Iterator[ChildRegistry]:
+    """While inside, every child started by :func:`run` or :func:`spawn` is registered in ``path``."""
+    registry = ChildRegistry(path)
+    _ACTIVE.append(registry)
+    try:
+        yield registry
+    finally:
+        _ACTIVE.remove(registry)
+
+
+def _register(pid: int, argv: Sequence[str]) -> None:
+    if _ACTIVE:
+        with contextlib.suppress(OSError):
+            _ACTIVE[-1].add(pid, argv)
+
+
+def _unregister(pid: int) -> None:
+    if _ACTIVE:
+        with contextlib.suppress(OSError):
+            _ACTIVE[-1].remove(pid)
 
 
 def run(
@@ -86,6 +284,7 @@ def run(
     on_line: Callable[[str], None] | None = None,
     stdin_data: bytes | None = None,
     on_start: Callable[[int], None] | None = None,
+    grace_s: float = INTERRUPT_GRACE_S,
 ) -> ProcResult:
     """Run ``argv`` in its own process group and return its result; never raises on exit status.
 
@@ -100,6 +299,10 @@ def run(
         stdin_data: bytes written to the child's stdin (stdin is /dev/null otherwise).
         on_start: called with the child's pid (also its process-group id) once it started,
             so a caller running children from worker threads can stop them on Ctrl-C.
+        grace_s: seconds between SIGINT, SIGTERM and SIGKILL when the group is stopped.
+
+    The output (returned and logged) has secrets redacted (:mod:`ds4sync.core.redact`); the
+    child's group is registered in the active :func:`registered_children` registry.
 
     Raises:
         ToolMissingError: the program does not exist.
@@ -124,6 +327,7 @@ def run(
             raise ToolMissingError(
                 f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
             ) from exc
+        _register(proc.pid, argv)
         if on_start is not None:
             on_start(proc.pid)
         chunks: list[bytes] = []
@@ -138,13 +342,16 @@ def run(
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            kill_group(proc)
         except KeyboardInterrupt:
             interrupted = True
-            kill_group(proc)
             raise
         finally:
+            # Past the timeout, on Ctrl-C, and for strays a finished leader left in its group.
+            if timed_out or interrupted or group_members(proc.pid):
+                kill_group(proc, grace_s=grace_s)
             reader.join(timeout=10)
+            if proc.poll() is not None and not group_members(proc.pid):
+                _unregister(proc.pid)
         return ProcResult(
             argv=tuple(argv),
             cwd=str(cwd),
@@ -165,7 +372,8 @@ def _pump(
     proc: subprocess.Popen[bytes], chunks: list[bytes], log: object, on_line: Callable[[str], None] | None
 ) -> None:
     assert proc.stdout is not None
-    for line in iter(proc.stdout.readline, b""):
+    for raw in iter(proc.stdout.readline, b""):
+        line = _redacted(raw)
         chunks.append(line)
         if log is not None:
             log.write(line)  # type: ignore[attr-defined]
@@ -173,6 +381,12 @@ def _pump(
         if on_line is not None:
             on_line(line.decode("utf-8", "replace").rstrip("\n"))
     proc.stdout.close()
+
+
+def _redacted(line: bytes) -> bytes:
+    text = line.decode("utf-8", "replace")
+    clean = redact_secrets(text)
+    return line if clean == text else clean.encode("utf-8")
 
 
 def pid_alive(pid: int) -> bool:
@@ -196,14 +410,15 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start a long-running child (a server) in its own process group, output appended to ``log_path``.
 
-    The caller owns the returned process and stops it with :func:`kill_group`.
+    The caller owns the returned process and stops it with :func:`kill_group`; it is registered
+    in the active :func:`registered_children` registry.
 
     Raises:
         ToolMissingError: the program does not exist.
     """
     with open(log_path, "ab") as log:
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 list(argv),
                 cwd=str(cwd),
                 env=compose_env(env_overrides),
@@ -216,6 +431,8 @@ def spawn(
             raise ToolMissingError(
                 f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
             ) from exc
+    _register(proc.pid, argv)
+    return proc
 
 
 def process_state(pid: int) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -21,8 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.proc import stop_groups
 from ds4sync.core.record import RunRecord, now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate, load_tier
@@ -106,12 +107,7 @@ class _Children:
         self.cancelled.set()
         with self.lock:
             groups = list(self.groups)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pgid in groups:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, sig)
-            if sig == signal.SIGTERM:
-                time.sleep(min(STOP_GRACE_S, 0.5 if groups else 0))
+        stop_groups(groups, interrupt_s=STOP_GRACE_S, terminate_s=STOP_GRACE_S)
 
 
 class _Devices:
@@ -289,6 +285,10 @@ class _Plan:
         self.emit(GateEvent(gate.name, "finished", result=result))
         return result
 
+    def _started(self, gate: Gate, pgid: int) -> None:
+        self.children.add(pgid)
+        fault.point(f"gate.child-started.{gate.name}")
+
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
         counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
         seen = [0]
@@ -307,7 +307,7 @@ class _Plan:
             devices=devices,
             base_ref=self.context.base_ref,
             on_line=on_line,
-            on_start=self.children.add,
+            on_start=lambda pgid: self._started(gate, pgid),
             extra=self.context.extra,
         )
         self.emit(GateEvent(gate.name, "started", devices=devices))

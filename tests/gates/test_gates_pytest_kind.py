@@ -57,7 +57,12 @@ def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: 
     write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 2"))
     result = _run(sample, "hang")
     gate = result.gates[0]
-    assert gate.status == "error" and gate.reason == "timed out after 2s"
+    assert gate.status == "error" and gate.reason.startswith("timed out after 2s")
+    # SIGINT first: pytest wrote its JUnit, so the test that finished is counted and the one that hung is named.
+    assert Path(gate.details["junit"]).is_file()
+    assert gate.counts.passed == 1 and gate.details["tests"] == 1
+    assert [f.node_id for f in gate.failures] == ["tests/test_hang.py::test_hangs_with_a_child"]
+    assert "still running: tests/test_hang.py::test_hangs_with_a_child" in gate.reason
     assert not gate.required and result.status == "passed"  # an optional gate does not fail the tier
     pytest_pid, grandchild = (int(p) for p in (tmp_path / "pids").read_text().split())
     assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
