@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
+from ds4sync.core.proc import registered_children
 from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
@@ -59,11 +61,18 @@ class Workspace:
 
 @dataclass
 class RunContext:
-    """What a phase gets: the workspace, the run record, and a progress callback."""
+    """What a phase gets: the workspace, the run record, and a progress callback.
+
+    ``start_commit`` is the sync worktree's HEAD when the current phase first started (None
+    before the worktree exists); ``recovering`` is True when that phase's last attempt was
+    killed, so the phase must find its own finished commit or start over from ``start_commit``.
+    """
 
     ws: Workspace
     record: RunRecord
     progress: Callable[[str], None] = field(default=lambda message: None)
+    start_commit: str | None = None
+    recovering: bool = False
 
     @property
     def worktree(self) -> GitRepo:
@@ -176,8 +185,34 @@ def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
 def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:
     """Run the phases not done yet, in order, saving the record after each.
 
+    Each phase is a transaction on the sync worktree: its attempt records the commit it
+    started from (``PhaseState.start_commit``); a phase found ``running`` was killed, and
+    runs again with ``ctx.recovering`` set and ``ctx.start_commit`` the commit its first
+    attempt started from. Every child process started meanwhile is registered in the run's
+    ``children.json`` (see :class:`ds4sync.core.proc.ChildRegistry`). Fault points
+    ``phase.<name>.before`` and ``phase.<name>.after`` bracket each phase.
+
     Stops at the first phase that needs a person or fails, and after ``stop_after``.
     """
+    with registered_children(ctx.ws.store.run_dir(ctx.record.run_id) / CHILDREN_FILE):
+        return _run_phases(ctx, phases, stop_after=stop_after)
+
+
+CHILDREN_FILE = "children.json"
+
+
+def worktree_head(record: RunRecord) -> str | None:
+    """HEAD of the run's sync worktree, or None when it does not exist (yet)."""
+    path = Path(record.worktree)
+    if not (path / ".git").exists():
+        return None
+    try:
+        return GitRepo(path).head()
+    except GitError:
+        return None
+
+
+def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
     record, store = ctx.record, ctx.ws.store
     last: tuple[str, PhaseOutcome] | None = None
     for phase in phases:
@@ -186,12 +221,23 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
             if phase.name == stop_after:
                 break
             continue
+        recovering = state.status == "running"  # the lock is ours: the process that ran it is gone
+        start = state.start_commit if recovering else worktree_head(record)
+        ctx.start_commit, ctx.recovering = start, recovering
+        if recovering:
+            ctx.progress(f"phase {phase.name} was interrupted; recovering from {start[:12] if start else 'the start'}")
         record.phases[phase.name] = PhaseState(
-            status="running", started_at=state.started_at or now_iso(), pid=os.getpid(), attempts=state.attempts + 1
+            status="running",
+            started_at=state.started_at or now_iso(),
+            pid=os.getpid(),
+            attempts=state.attempts + 1,
+            start_commit=start,
         )
         record.status = "running"
         store.save(record)
+        fault.point(f"phase.{phase.name}.before")
         outcome = phase.run(ctx)
+        fault.point(f"phase.{phase.name}.after")
         if outcome.result is not None:
             record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
         record.phases[phase.name] = PhaseState(
@@ -200,6 +246,7 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
             finished_at=now_iso(),
             attempts=record.phases[phase.name].attempts,
             message=outcome.message,
+            start_commit=start,
         )
         last = (phase.name, outcome)
         if outcome.status in ("needs-person", "failed"):

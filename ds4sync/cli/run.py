@@ -19,6 +19,7 @@ from ds4sync.cli._app import (
     _workspace,
     app,
     config_app,
+    err,
     out,
 )
 from ds4sync.core.errors import ExitCode
@@ -102,12 +103,19 @@ def promote(
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
     ] = False,
+    allow_ungated: Annotated[
+        bool,
+        typer.Option("--allow-ungated", help="Promote although no gate tier is configured (recorded loudly)."),
+    ] = False,
 ) -> None:
-    """Fast-forward the fork branch to a green sync (keeps a rollback ref). Nothing else moves it."""
+    """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it."""
     from ds4sync.loop import promote as promote_mod
 
-    result = promote_mod.promote(_workspace(repo, config, None, state_dir), run_id=run, allow=allow_blockers)
+    ws = _workspace(repo, config, None, state_dir)
+    result = promote_mod.promote(ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated)
     out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
+    if result.ungated:
+        err.print(f"warning: {promote_mod.UNGATED_NOTE}", markup=False)
 
 
 @app.command()

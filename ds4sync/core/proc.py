@@ -174,12 +174,21 @@ class ChildRegistry:
 
     Each entry holds ``pgid`` (the leader's pid: every child runs in its own session),
     ``argv``, ``start_ticks`` (the leader's start time, so a reused pid is never taken for
-    ours), ``owner`` (the ds4sync process that started it) and ``started_at``.
+    ours), ``owner`` (the ds4sync process that started it) and ``started_at``. Children also
+    carry ``DS4SYNC_CHILD_OF=<tag>:<owner pid>`` in their environment (set before they start,
+    inherited by their own children), which finds a child that a kill caught between its
+    start and its registration.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, tag: str | None = None) -> None:
         self.path = path
+        self.tag = tag or path.parent.name
         self._lock = threading.Lock()
+
+    @property
+    def mark(self) -> str:
+        """The value of :data:`CHILD_MARK` given to children started by this process."""
+        return f"{self.tag}:{os.getpid()}"
 
     def entries(self) -> list[dict[str, object]]:
         """The registered groups (an unreadable file reads as none)."""
@@ -225,6 +234,10 @@ class ChildRegistry:
         ds4sync process that is still alive (not this one) are left to it.
         """
         found = []
+        registered = {int(e["pgid"]) for e in self.entries()}  # type: ignore[call-overload]
+        for pgid, owner in _marked_groups(self.tag):
+            if pgid not in registered and (owner == os.getpid() or not pid_alive(owner)):
+                found.append({"pgid": pgid, "argv": _cmdline(pgid), "owner": owner, "found_by": CHILD_MARK})
         for entry in self.entries():
             pgid = int(entry["pgid"])  # type: ignore[call-overload]
             owner = entry.get("owner")
@@ -247,6 +260,40 @@ class ChildRegistry:
         return stopped
 
 
+CHILD_MARK = "DS4SYNC_CHILD_OF"
+
+
+def _marked_groups(tag: str) -> list[tuple[int, int]]:
+    """(pgid, owner pid) of live processes whose environment carries ``DS4SYNC_CHILD_OF=<tag>:<owner>``."""
+    needle = f"{CHILD_MARK}={tag}:".encode()
+    groups: dict[int, int] = {}
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return []
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(needle):
+                fields = _stat_fields(int(entry.name))
+                owner = item[len(needle) :].decode(errors="replace")
+                if fields and fields[0] != "Z" and owner.isdigit():
+                    groups.setdefault(int(fields[2]), int(owner))
+                break
+    return sorted(groups.items())
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a][:8]
+    except OSError:
+        return []
+
+
 _ACTIVE: list[ChildRegistry] = []
 
 
@@ -259,6 +306,12 @@ def registered_children(path: Path) -> Iterator[ChildRegistry]:
         yield registry
     finally:
         _ACTIVE.remove(registry)
+
+
+def _mark(env: dict[str, str]) -> dict[str, str]:
+    if _ACTIVE:
+        env[CHILD_MARK] = _ACTIVE[-1].mark
+    return env
 
 
 def _register(pid: int, argv: Sequence[str]) -> None:
@@ -309,7 +362,7 @@ def run(
         KeyboardInterrupt: re-raised after the child's group has been stopped.
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
-    child_env = compose_env(overrides, base=env)
+    child_env = _mark(compose_env(overrides, base=env))
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:
@@ -421,7 +474,7 @@ def spawn(
             proc = subprocess.Popen(
                 list(argv),
                 cwd=str(cwd),
-                env=compose_env(env_overrides),
+                env=_mark(compose_env(env_overrides)),
                 start_new_session=True,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

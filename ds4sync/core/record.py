@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ds4sync.core import fault
 from ds4sync.core.errors import NeedsPersonError, StateError
 from ds4sync.core.proc import pid_alive
 
@@ -47,6 +48,7 @@ class PhaseState(BaseModel):
     pid: int | None = None
     attempts: int = 0
     message: str = ""
+    start_commit: str | None = Field(default=None, description="sync worktree HEAD when this attempt started")
 
 
 class UpstreamRef(BaseModel):
@@ -135,6 +137,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
+        fault.point("record.before-replace")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

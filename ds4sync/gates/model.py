@@ -79,7 +79,10 @@ class GateResult(FrozenModel):
 
     ``command`` is the exact argv run (first run), ``env_overrides`` the variables set on
     top of the inherited environment (secrets never appear: only the gate's own ``env`` and
-    ``CUDA_VISIBLE_DEVICES``). ``details`` holds kind-specific data (kernel bench tables,
+    ``CUDA_VISIBLE_DEVICES``). ``commit`` and ``tree`` say what it proved: the checkout's HEAD
+    and the tree id of its tracked files as they were (equal to ``commit``'s tree when nothing
+    tracked was changed); promote accepts a gate only for the exact commit it promotes.
+    ``details`` holds kind-specific data (kernel bench tables,
     serving probes, per-test durations). Durations are in seconds.
     """
 
@@ -100,6 +103,8 @@ class GateResult(FrozenModel):
     devices: tuple[str, ...] = ()
     log_path: str | None = None
     cache_key: str | None = None
+    commit: str | None = Field(default=None, description="HEAD of the checkout the gate ran in")
+    tree: str | None = Field(default=None, description="git tree id of the tracked files it ran on")
     details: dict[str, Any] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -124,6 +129,7 @@ class TierResult(FrozenModel):
     tier: str
     repo: str
     head: str | None = None
+    tree: str | None = None
     started_at: str
     duration_s: float
     changed_since: str | None = None

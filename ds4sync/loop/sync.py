@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.record import ForkRef, PhaseState, RunRecord, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
 from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
 
@@ -151,21 +152,29 @@ def resume(
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
-    A run waiting in ``resolve`` first has the person's resolutions accepted (refused
-    while conflict markers remain).
+    A failed run is resumed too: its failed phase runs again (after the person's fix); so is a
+    finished run that was not promoted (a commit added to its sync branch is proven). Child
+    process groups a killed run left behind are stopped first, before the worktree is touched.
+    When the sync branch moved since verify or the gates ran (a fix committed in the worktree),
+    the proving phases (verify, build, gate, report) run again on the new head. A run waiting
+    in ``resolve`` first has the person's resolutions accepted (refused while conflict markers
+    remain).
 
     Raises:
-        StateError: no active run.
+        StateError: no active or failed run.
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
+    say = progress or (lambda _m: None)
     with ws.store.lock("resume") as stale:
-        _report_stale(stale, progress or (lambda _m: None))
-        record = ws.store.current()
+        _report_stale(stale, say)
+        record = ws.store.current() or _failed_latest(ws)
         if record is None:
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
-        ctx = RunContext(ws, record, progress or (lambda _m: None))
+        stop_leftover_children(ws, record, say)
+        _reprove_if_moved(record, say)
+        ctx = RunContext(ws, record, say)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
@@ -191,12 +200,57 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
                 where=str(ws.store.root),
                 fix="see `ds4sync status --all`",
             )
+        stop_leftover_children(ws, record, lambda _m: None)
+        fault.point("abort.after-stop-children")
         ws.repo.worktree_remove(Path(record.worktree))
+        fault.point("abort.after-worktree-remove")
         ws.repo.delete_branch(record.sync_branch)
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
         return record
+
+
+PROVING_PHASES = ("verify", "build", "gate", "report")
+
+
+def _failed_latest(ws: Workspace) -> RunRecord | None:
+    """The latest run when it failed or finished unpromoted: resume runs its failed phase again, or
+    proves a sync head that moved since."""
+    latest = ws.store.latest()
+    if latest is not None and latest.status in ("failed", "done") and "promote" not in latest.results:
+        return latest
+    return None
+
+
+def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress) -> None:
+    """Stop the child process groups a killed run left running (still ours: pid and start time match)."""
+    from ds4sync.core.proc import ChildRegistry
+    from ds4sync.runner import CHILDREN_FILE
+
+    stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_FILE).stop_leftovers()
+    if stopped:
+        names = ", ".join(f"{e['pgid']} `{' '.join(str(a) for a in e.get('argv', [])[:3])}`" for e in stopped)
+        say(f"stopped {len(stopped)} process group(s) left by the interrupted run: {names}")
+        record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
+        ws.store.save(record)
+
+
+def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
+    """Send the proving phases back to pending when the sync worktree's HEAD is not what they proved."""
+    from ds4sync.runner import worktree_head
+
+    head = worktree_head(record)
+    verify = record.results.get("verify") or {}
+    proved = verify.get("commit") if record.phase("verify").status == "done" else None
+    if head is None or proved is None or proved == head:
+        return
+    say(f"the sync branch moved since verify ({proved[:12]} -> {head[:12]}); verifying and gating the new head")
+    record.notes.append(f"sync branch moved {proved[:12]} -> {head[:12]} after verify; proving phases run again")
+    for name in PROVING_PHASES:
+        if name in record.phases:
+            record.phases[name] = PhaseState()
+    record.results.pop("gates", None)
 
 
 def _phases() -> tuple[Phase, ...]:

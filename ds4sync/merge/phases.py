@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError
 from ds4sync.core.git import GitRepo
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
@@ -66,6 +67,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
             _reset_to_fork_head(wt, record.fork.head_before)
         ctx.progress(f"merging {record.upstream.sha[:12]} ({summary.upstream_commits} upstream commits)")
         wt.merge_no_commit(record.upstream.sha)
+        fault.point("merge.after-git-merge")
     return PhaseOutcome(
         "done", f"{len(summary.conflicts)} conflicted files, {imported} recorded resolutions imported", result=summary
     )
@@ -165,6 +167,12 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     summary = MergeSummary.model_validate(record.results["merge"])
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
+    if wt.merge_head() is None and is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
+        # Committed before a kill, the record not saved yet: the commit is this run's own.
+        sha = wt.head()
+        remerged = tuple(repo.remerge_diff_paths(sha))
+        summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+        return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
     rr_cache = repo.common_dir / "rr-cache"
     merge_rr = wt.merge_rr()
     wt.rerere()
@@ -172,6 +180,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     forget(rr_cache, {digest for path, digest in merge_rr.items() if path in by_rule})
     person = {c.path: merge_rr[c.path] for c in summary.conflicts if c.resolution == "person" and c.path in merge_rr}
     stored = ResolutionStore(ctx.ws.resolutions_dir).export_from(rr_cache, person, run_id=record.run_id)
+    fault.point("commit.after-rerere")
     message = merge_message(
         summary,
         upstream_name=record.upstream.name or record.upstream.url or record.upstream.remote,
@@ -181,10 +190,17 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         run_id=record.run_id,
     )
     sha = wt.commit(message)
+    fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
     note = f", {len(stored)} resolutions recorded to the shared store" if stored else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
+
+
+def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bool:
+    """Whether ``sha`` is the merge commit of this run: exactly the parents (fork head, upstream SHA)."""
+    parents = wt.out("rev-list", "--parents", "-n", "1", "--end-of-options", sha).split()[1:]
+    return parents == [fork_head, upstream_sha]
 
 
 def _reset_to_fork_head(wt: GitRepo, fork_head: str) -> None:
