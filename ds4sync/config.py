@@ -6,7 +6,6 @@ After loading, nothing reads raw dicts.
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +13,7 @@ from pydantic import Field, field_validator
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.paths import path_matches
 from ds4sync.gates.settings import GatesConfig
 from ds4sync.native.profile import BuildConfig
 from ds4sync.serving.config import ServingConfig
@@ -42,9 +42,9 @@ class ForkConfig(FrozenModel):
 class ResolutionRule(FrozenModel):
     """Resolve every conflicted path matching ``glob`` with ``strategy``.
 
-    Globs use fnmatch semantics on repository-relative POSIX paths (``*`` also crosses
-    ``/``). ``ours`` keeps the fork's side, ``theirs`` upstream's, ``union`` keeps the
-    lines of both (git's union merge driver).
+    Globs are ds4sync's one path dialect (:mod:`ds4sync.core.paths`): ``*`` within one folder,
+    ``**`` across folders, ``{a,b}`` alternatives. ``ours`` keeps the fork's side, ``theirs``
+    upstream's, ``union`` keeps the lines of both (git's union merge driver).
     """
 
     glob: str
@@ -53,7 +53,7 @@ class ResolutionRule(FrozenModel):
 
     def matches(self, path: str) -> bool:
         """Whether ``path`` (repository-relative, POSIX) falls under this rule."""
-        return fnmatch.fnmatchcase(path, self.glob)
+        return path_matches(self.glob, path)
 
 
 class MergeConfig(FrozenModel):

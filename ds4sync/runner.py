@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core import fault
+from ds4sync.core.children import registered_children
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
-from ds4sync.core.proc import registered_children
 from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
@@ -120,7 +120,7 @@ def open_workspace(
         GitError: ``repo_path`` is not a git checkout.
         ConfigError: the config file is malformed.
     """
-    repo = GitRepo(repo_path)
+    repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
     root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
     chosen = profile or config.profile
@@ -135,16 +135,19 @@ def open_workspace(
 
 
 def require_branch(ws: Workspace) -> str:
-    """The fork branch to sync, from --branch or the config.
+    """The fork branch to sync: --branch, else ``fork.branch`` of the config, else the checked-out branch.
 
     Raises:
-        StateError: neither names one.
+        StateError: none of them names one (a detached HEAD and no configured branch).
     """
-    if not ws.fork_branch:
+    branch = ws.fork_branch or ws.repo.current_branch()
+    if not branch:
         raise StateError(
-            "no fork branch given", where=str(ws.repo.path), fix="pass --branch NAME or set fork.branch in ds4sync.yaml"
+            "no fork branch given and HEAD is detached",
+            where=str(ws.repo.path),
+            fix="pass --branch NAME, set fork.branch in ds4sync.yaml, or check out the fork branch",
         )
-    return ws.fork_branch
+    return branch
 
 
 def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
@@ -189,16 +192,16 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
     started from (``PhaseState.start_commit``); a phase found ``running`` was killed, and
     runs again with ``ctx.recovering`` set and ``ctx.start_commit`` the commit its first
     attempt started from. Every child process started meanwhile is registered in the run's
-    ``children.json`` (see :class:`ds4sync.core.proc.ChildRegistry`). Fault points
+    ``children/`` folder (see :class:`ds4sync.core.children.ChildRegistry`). Fault points
     ``phase.<name>.before`` and ``phase.<name>.after`` bracket each phase.
 
     Stops at the first phase that needs a person or fails, and after ``stop_after``.
     """
-    with registered_children(ctx.ws.store.run_dir(ctx.record.run_id) / CHILDREN_FILE):
+    with registered_children(ctx.ws.store.run_dir(ctx.record.run_id) / CHILDREN_DIR):
         return _run_phases(ctx, phases, stop_after=stop_after)
 
 
-CHILDREN_FILE = "children.json"
+CHILDREN_DIR = "children"
 
 
 def worktree_head(record: RunRecord) -> str | None:

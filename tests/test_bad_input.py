@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 
@@ -50,9 +50,10 @@ def test_missing_branch(pair, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "no local branch named 'nope'" in err
 
 
-def test_no_branch_given(pair, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_branch_given_on_a_detached_head(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    pair.fork.repo.git.checkout("--detach")
     code, err = one_error_line(capsys, "merge", "upstream/main", "--repo", str(pair.repo))
-    assert code == 2 and "--branch" in err
+    assert code == 2 and "--branch" in err and "detached" in err
 
 
 def test_not_a_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,7 +71,7 @@ def test_upstream_sha_fetched_when_absent(pair, capsys: pytest.CaptureFixture[st
     newer = pair.upstream.commit({"h.py": lines("new")}, "upstream moves on")
     code = main(["plan", newer, "--repo", str(pair.repo), "--branch", BRANCH, "--json"])
     assert code == 0
-    assert json.loads(capsys.readouterr().out)["upstream_sha"] == newer
+    assert cli_data(capsys.readouterr().out)["upstream_sha"] == newer
 
 
 @pytest.mark.parametrize(
@@ -151,6 +152,6 @@ def test_internal_error_saves_traceback(
 def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.CaptureFixture[str]) -> None:
     newer = pair.upstream.commit({"h.py": lines("new")}, "upstream moves on")
     assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["upstream_sha"] != newer  # the local tracking ref is stale
+    assert cli_data(capsys.readouterr().out)["upstream_sha"] != newer  # the local tracking ref is stale
     assert main(["plan", "main", "--fetch", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["upstream_sha"] == newer
+    assert cli_data(capsys.readouterr().out)["upstream_sha"] == newer

@@ -9,6 +9,8 @@ import pytest
 
 from ds4sync.cli import main
 
+pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
+
 
 def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--workdir", str(tmp_path / "demo")]) == 0

@@ -47,15 +47,15 @@ MERGE_POINTS = [
     "replay.committed.alpha",
     "replay.applied.beta",
     "replay.committed.beta",
-    "record.before-replace@3",  # inside an atomic record write
-    "record.before-replace@9",
+    "atomic-write.before-replace@3",  # inside an atomic record write
+    "atomic-write.before-replace@9",
 ]
 # Reached while `ds4sync resume` runs build, gate and report.
 RESUME_POINTS = [
     *(f"phase.{p}.{w}" for p in ("build", "gate", "report") for w in ("before", "after")),
     "gate.child-started.children",  # a command gate's child (and its grandchild) running
     "gate.child-started.unit-tests",  # pytest running
-    "record.before-replace@4",
+    "atomic-write.before-replace@4",
 ]
 PROMOTE_POINTS = ["promote.after-rollback-ref", "promote.after-update-ref"]
 ABORT_AFTER = [
@@ -109,7 +109,7 @@ def _record(s: faultrepo.Scenario) -> dict:
 
 def _children(s: faultrepo.Scenario) -> tuple[list[int], list[int]]:
     """Process groups the runs registered, and pids the gate children wrote down."""
-    groups = [e["pgid"] for path in s.state.glob("runs/*/children.json") for e in json.loads(path.read_text())]
+    groups = [json.loads(path.read_text())["pgid"] for path in s.state.glob("runs/*/children/*.json")]
     pids = [int(p) for path in s.pids.iterdir() for p in path.read_text().split()]
     return groups, pids
 
@@ -135,12 +135,12 @@ def test_kill_then_resume_promotes_exactly_what_the_gates_proved(scenario: fault
             if _record(s)["status"] == "done":
                 break
             assert main(["resume", "--repo", repo]) == 0
-        groups, pids = _children(s)
+        pids += _children(s)[1]
     _assert_no_children(groups, pids)
     _ok("promote", "--repo", repo)
     record = _record(s)
     promoted = fork.branch_head(faultrepo.BRANCH)
-    assert record["status"] == "done" and record["results"]["promote"]["new_head"] == promoted
+    assert record["status"] == "promoted" and record["results"]["promote"]["new_head"] == promoted
     tree = fork.out("rev-parse", "--verify", f"{promoted}^{{tree}}")
     gates = record["results"]["gates"]["unit"]["gates"]
     assert [g["name"] for g in gates] == ["children", "unit-tests"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -18,16 +17,19 @@ pytest.importorskip("triton")
 
 from ds4sync.cli import main  # noqa: E402
 from ds4sync.gates.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
+from tests.cli_json import data as cli_data  # noqa: E402
 
 
+@pytest.mark.slow
 def test_cli_check_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]):
     code = main(["kernels", "check", "--op", "routing", "--device", "cpu", "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 0
     result = KernelSuiteResult.model_validate(data)
     assert [op.op for op in result.ops] == ["routing"] and result.ok
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_for_a_failing_candidate_and_a_bad_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     cand = tmp_path / "badtopk.py"
     cand.write_text(
@@ -61,10 +63,11 @@ def _profile(tmp_path: Path, run: str) -> Path:
     return profile
 
 
+@pytest.mark.slow
 def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     profile = _profile(tmp_path, "{ops: [routing, topk], device: cpu}")
@@ -78,8 +81,9 @@ def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
     assert "--op" in result.command and "interpreter" not in result.reason
 
 
+@pytest.mark.slow
 def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     cand = tmp_path / "cand.py"
@@ -93,8 +97,9 @@ def test_kernel_gate_kind_fails_with_op_case_node_ids(tmp_path: Path, monkeypatc
     assert result.failures[0].node_id.startswith("routing::") and "boom" in result.failures[0].message
 
 
+@pytest.mark.slow
 def test_kernel_gate_bench_flag_reaches_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    definition = pytest.importorskip("ds4sync.gates.definition")
+    definition = pytest.importorskip("ds4sync.gates.tiers")
     kinds = pytest.importorskip("ds4sync.gates.kinds")
     monkeypatch.setitem(kinds.KIND_MODULES, "kernel", "ds4sync.gates.kinds.kernel")
     profile = _profile(tmp_path, "{ops: [routing], device: cpu}")

@@ -21,6 +21,8 @@ load_kernel_tier(device="cpu")
 
 from ds4kernels import check, decode, grid, routing  # noqa: E402
 
+pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
+
 
 @pytest.fixture(scope="module")
 def suite_result() -> KernelSuiteResult:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 # Runs the real pipeline; right after the real `git merge` the process SIGKILLs itself,
@@ -50,7 +51,7 @@ def killed(tmp_path: Path):
 def status_json(capsys: pytest.CaptureFixture[str], repo: Path) -> dict:
     capsys.readouterr()
     assert main(["status", "--repo", str(repo), "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return cli_data(capsys.readouterr().out)
 
 
 def test_killed_run_is_reported_not_ignored(killed, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +65,7 @@ def test_killed_run_is_reported_not_ignored(killed, capsys: pytest.CaptureFixtur
 
 def test_killed_run_can_be_resumed(killed, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["resume", "--repo", str(killed.repo), "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 4  # the merge went on to resolve, where f.py needs a person
     assert [(c["path"], c["resolution"]) for c in data["conflicts"]] == [("f.py", "unresolved")]
     Path(data["worktree"], "f.py").write_text(lines("fork", "up"))

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 ALL_KINDS_BASE = {
@@ -76,7 +77,7 @@ def test_plan_names_every_conflict_kind(tmp_path: Path, capsys: pytest.CaptureFi
     pair = all_kinds_pair(tmp_path)
     code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
-    data = json.loads(out)
+    data = cli_data(out)
     kinds = {c["path"]: c["kind"] for c in data["conflicts"]}
     for path, kind in EXPECTED_KINDS.items():
         assert kinds[path] == kind, path
@@ -95,7 +96,7 @@ def test_rename_delete_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     )
     code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
-    assert [c["kind"] for c in json.loads(out)["conflicts"]] == ["rename/delete"]
+    assert [c["kind"] for c in cli_data(out)["conflicts"]] == ["rename/delete"]
 
 
 def test_plan_predicts_exactly_what_merge_finds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -104,7 +105,7 @@ def test_plan_predicts_exactly_what_merge_finds(tmp_path: Path, capsys: pytest.C
     _, planned, _ = run_cli(capsys, "plan", "upstream/main", *repo_args)
     code, merged, _ = run_cli(capsys, "merge", "upstream/main", *repo_args)
     assert code == 4  # nothing resolves these: a person must act
-    plan, merge = json.loads(planned), json.loads(merged)
+    plan, merge = cli_data(planned), cli_data(merged)
     for key in ("upstream_sha", "fork_sha", "merge_base", "upstream_commits", "fork_commits", "overlaps"):
         assert plan[key] == merge[key], key
     assert [(c["path"], c["kind"]) for c in plan["conflicts"]] == [(c["path"], c["kind"]) for c in merge["conflicts"]]
@@ -121,7 +122,7 @@ def test_merge_never_touches_fork_branch_or_checkout(tmp_path: Path, capsys: pyt
     (pair.repo / "untracked.txt").write_text("mine\n")
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
-    data = json.loads(out)
+    data = cli_data(out)
     assert pair.fork.repo.commit(BRANCH).hexsha == fork_head
     assert pair.fork.head() == checkout_head and pair.fork.repo.active_branch.name == "main"
     assert (pair.repo / "untracked.txt").read_text() == "mine\n"
@@ -161,7 +162,7 @@ def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
     assert code == 0, out
-    data = json.loads(out)
+    data = cli_data(out)
     assert {c["path"]: c["resolution"] for c in data["conflicts"]} == {
         "keep/a.py": "rule",
         "take/b.py": "rule",
@@ -191,12 +192,12 @@ def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
     args = ("--repo", str(pair.repo), "--config", str(config), "--json")
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 4
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     resolved = lines("A = 1", "FORK = 3", "UP = 2")
     (worktree / "envs.py").write_text(resolved)
     code, out, _ = run_cli(capsys, "resume", *args)
     assert code == 0, out
-    assert [c["resolution"] for c in json.loads(out)["conflicts"]] == ["person"]
+    assert [c["resolution"] for c in cli_data(out)["conflicts"]] == ["person"]
     assert len(list((profile / "patches" / "resolutions").iterdir())) == 1
 
     # The nightly job's own clone: empty rr-cache, the same conflict, the shared store.
@@ -209,7 +210,7 @@ def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
         capsys, "merge", upstream_sha, "--repo", str(tmp_path / "nightly"), "--config", str(config), "--json"
     )
     assert code == 0, err
-    data = json.loads(out)
+    data = cli_data(out)
     assert [(c["path"], c["resolution"]) for c in data["conflicts"]] == [("envs.py", "recorded")]
     assert nightly.commit(data["merge_commit"]).tree["envs.py"].data_stream.read().decode() == resolved
 
@@ -218,7 +219,7 @@ def test_resume_refuses_leftover_markers(tmp_path: Path, capsys: pytest.CaptureF
     pair = make_pair(tmp_path, {"f.py": lines("a")}, [{"f.py": lines("up")}], [{"f.py": lines("fork")}])
     args = ("--repo", str(pair.repo), "--branch", BRANCH)
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
-    worktree = Path(json.loads(out)["worktree"])
+    worktree = Path(cli_data(out)["worktree"])
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
     assert code == 4
     assert "conflict markers remain" in err and "f.py" in err and len(err.strip().splitlines()) == 1
@@ -227,7 +228,7 @@ def test_resume_refuses_leftover_markers(tmp_path: Path, capsys: pytest.CaptureF
     code, _, _ = run_cli(capsys, "resume", "--repo", str(pair.repo))
     assert code == 0
     code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
-    assert json.loads(out)["status"] == "done"
+    assert cli_data(out)["status"] == "done"
 
 
 def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -235,7 +236,7 @@ def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture
     before_refs = pair.fork.repo.git.for_each_ref("refs/heads")
     fork_head = pair.fork.repo.commit(BRANCH).hexsha
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
-    data = json.loads(out)
+    data = cli_data(out)
     assert code == 4 and Path(data["worktree"]).exists()
     code, out, _ = run_cli(capsys, "abort", "--repo", str(pair.repo))
     assert code == 0 and "aborted" in out
@@ -262,12 +263,12 @@ def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(config))
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--json")
     assert code == 0
-    conflicts = {c["path"]: c for c in json.loads(out)["conflicts"]}
+    conflicts = {c["path"]: c for c in cli_data(out)["conflicts"]}
     assert conflicts["a.py"]["kind"] == "content" and conflicts["b.py"]["kind"] == "modify/delete"
-    record = json.loads((Path(json.loads(out)["record"])).read_text())["results"]["merge"]
+    record = json.loads((Path(cli_data(out)["record"])).read_text())["results"]["merge"]
     rules = {c["path"]: c["rule"] for c in record["conflicts"]}
     assert rules == {"a.py": "* -> union", "b.py": "*.py -> ours"}
-    merged = pair.fork.repo.commit(json.loads(out)["merge_commit"])
+    merged = pair.fork.repo.commit(cli_data(out)["merge_commit"])
     assert merged.tree["b.py"].data_stream.read().decode() == lines("b fork")
 
 
@@ -282,5 +283,7 @@ def test_second_run_for_the_same_upstream_names_the_owner_of_the_sync_branch(
     assert run_cli(capsys, "resume", "--repo", str(pair.repo))[0] == 0
     code, _, err = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 2 and "already exists: run" in err and "ds4sync abort --run" in err
-    assert run_cli(capsys, "abort", "--repo", str(pair.repo))[0] == 0  # the finished, unpromoted run
+    code, _, err = run_cli(capsys, "abort", "--repo", str(pair.repo))  # finished, unpromoted: not without --yes
+    assert code == 2 and "never promoted" in err and "--yes" in err
+    assert run_cli(capsys, "abort", "--repo", str(pair.repo), "--yes")[0] == 0
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0

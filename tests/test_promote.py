@@ -10,6 +10,7 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from tests import faultrepo
+from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 
@@ -18,7 +19,7 @@ def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """A sync with no gate tier configured (merge, replay and verify only)."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    return pair, json.loads(capsys.readouterr().out)
+    return pair, cli_data(capsys.readouterr().out)
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +146,24 @@ def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[s
     assert pair.fork.repo.commit(BRANCH).hexsha == moved
 
 
-def test_promote_refuses_a_checked_out_branch(merged, capsys: pytest.CaptureFixture[str]) -> None:
+def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
+    merged, capsys: pytest.CaptureFixture[str]
+) -> None:
     pair, _ = merged
     pair.fork.checkout(BRANCH)
+    head = pair.fork.repo.head.commit.hexsha
+    (pair.repo / "b.py").write_text("edited by hand\n")
     assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 2
-    assert "is checked out in" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "uncommitted changes: b.py" in err and "is checked out in" in err
+    assert pair.fork.repo.commit(BRANCH).hexsha == head  # the branch did not move
+    assert (pair.repo / "b.py").read_text() == "edited by hand\n"  # nothing of the person's is lost
+
+
+def test_promote_again_says_already_promoted(gated: faultrepo.Scenario, capsys) -> None:
+    repo = str(gated.repo)
+    assert main(["resume", "--repo", repo]) == 0
+    assert main(["promote", "--repo", repo]) == 0
+    capsys.readouterr()
+    assert main(["promote", "--repo", repo]) == 0
+    assert "already promoted at" in capsys.readouterr().out

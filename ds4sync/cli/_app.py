@@ -1,7 +1,13 @@
-"""The CLI's shared parts: the typer app, consoles, common options, and the one error handler.
+"""The CLI's shared parts: the typer app, consoles, common options, the ``--json`` envelope, and the one error handler.
 
 Core modules never print or exit; this module renders their results and maps errors
 to exit codes (see :mod:`ds4sync.core.errors`).
+
+Every ``--json`` output, success or error, is one object of the same shape (like ``gh``'s)::
+
+    {"schema_version": 1, "command": "plan", "ok": true, "exit_code": 0, "data": {...}}
+    {"schema_version": 1, "command": "plan", "ok": false, "exit_code": 2,
+     "error": {"type": "GitError", "message": "...", "where": "...", "fix": "..."}}
 """
 
 from __future__ import annotations
@@ -12,17 +18,21 @@ import tempfile
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
 
+#: Version of the ``--json`` envelope; bumped when a top-level key changes meaning.
+SCHEMA_VERSION = 1
+
 app = typer.Typer(
     name="ds4sync",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Keep a fork in sync with its upstream, and prove each sync.",
 )
 config_app = typer.Typer(no_args_is_help=True, help="Inspect ds4sync.yaml.")
@@ -38,24 +48,41 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 RepoOpt = Annotated[
-    Path, typer.Option("--repo", help="The fork checkout (default: current directory).", file_okay=False)
+    Path,
+    typer.Option(
+        "--repo", help="The fork checkout or any folder inside it (default: current directory).", file_okay=False
+    ),
 ]
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="ds4sync.yaml to use (default: <repo>/ds4sync.yaml).", dir_okay=False)
 ]
-BranchOpt = Annotated[str | None, typer.Option("--branch", help="The fork branch (default: fork.branch in config).")]
+BranchOpt = Annotated[
+    str | None,
+    typer.Option("--branch", help="The fork branch (default: fork.branch in config, else the checked-out branch)."),
+]
 StateOpt = Annotated[
     Path | None, typer.Option("--state-dir", help="Where runs live (default: <git-common-dir>/ds4sync).")
 ]
 ProfileOpt = Annotated[
     Path | None, typer.Option("--profile", help="Profile folder (patches/, gates/, reports/, kernels/).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the ds4sync envelope) instead of text.")]
 ServingConfigOpt = Annotated[
     Path | None,
     typer.Option("--serving-config", dir_okay=False, help="YAML with the serving section (default: ds4sync.yaml)."),
 ]
 FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask; answer yes.")]
+
+
+class _State:
+    """What the root options set for this invocation."""
+
+    verbose = False
+    command = "ds4sync"
+
+
+state = _State()
 
 
 def _workspace(
@@ -67,13 +94,105 @@ def _workspace(
 ):
     from ds4sync.runner import open_workspace
 
-    return open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
+    ws = open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
+    from ds4sync.cli import logs
+
+    logs.attach_run_log(ws.store.root)
+    return ws
 
 
 def _progress(quiet: bool):
     if quiet:
         return lambda _message: None
-    return lambda message: err.print(f"[dim]· {message}[/]")
+    return lambda message: err.print(f"[dim]· {message}[/]", markup=True, highlight=False)
+
+
+def envelope(command: str, *, exit_code: int, data: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one ``--json`` shape: ``schema_version``, ``command``, ``ok``, ``exit_code``, then ``data`` or ``error``.
+
+    ``ok`` is ``exit_code == 0``. A command that ran and found a failure (a failed gate)
+    carries ``data``; a command that could not run (bad input, a refused state) carries
+    ``error`` with ``type``, ``message``, ``where`` and ``fix``.
+    """
+    body: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "command": command,
+        "ok": int(exit_code) == 0,
+        "exit_code": int(exit_code),
+    }
+    if error is not None:
+        body["error"] = error
+    else:
+        body["data"] = data
+    return body
+
+
+def _print_envelope(body: dict[str, Any]) -> None:
+    import json
+
+    from ds4sync.core.redact import redact_data
+
+    out.file.write(json.dumps(redact_data(body, public=False), indent=2, default=str) + "\n")
+    out.file.flush()
+
+
+def emit(data: Any, *, exit_code: int = 0) -> None:
+    """Print ``data`` in the envelope of the running command; exit with ``exit_code`` when it is not 0."""
+    _print_envelope(envelope(state.command, exit_code=exit_code, data=data))
+    if exit_code:
+        raise typer.Exit(int(exit_code))
+
+
+def done(json_out: bool, data: Any, *, exit_code: int = 0, text: Any = None) -> None:
+    """End a command: the envelope with ``--json``, else ``text()`` (a callable rendering to the terminal).
+
+    Raises ``typer.Exit(exit_code)`` when ``exit_code`` is not 0.
+    """
+    if json_out:
+        emit(data() if callable(data) else data, exit_code=exit_code)
+        return
+    if text is not None:
+        text()
+    if exit_code:
+        raise typer.Exit(int(exit_code))
+
+
+def fail(message: str, *, exit_code: ExitCode = ExitCode.USAGE) -> NoReturn:
+    """Stop a command with one line (usage errors of the CLI itself)."""
+    from ds4sync.core.errors import StateError
+
+    error = StateError(message)
+    error.exit_code = exit_code
+    raise error
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("ds4sync")
+        except PackageNotFoundError:  # a source checkout that was never installed
+            number = "unknown"
+        out.print(f"ds4sync {number}", markup=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show every git and child command (they always go to the run's log). Works after the command too.",
+        ),
+    ] = False,
+) -> None:
+    """Keep a fork in sync with its upstream, and prove each sync."""
 
 
 def _save_traceback() -> str:
@@ -84,32 +203,125 @@ def _save_traceback() -> str:
     return str(path)
 
 
+def _split_verbose(args: list[str]) -> tuple[list[str], bool]:
+    """Take ``-v``/``--verbose`` from anywhere before ``--``: it means the same after any command."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a not in ("-v", "--verbose")]
+    return kept + args[end:], len(kept) != end
+
+
+def _wants_json(args: list[str]) -> bool:
+    end = args.index("--") if "--" in args else len(args)
+    return "--json" in args[:end]
+
+
+def _command_words(command: Any, args: list[str]) -> str:
+    """The subcommand path that ``args`` name (``patches check``), for error envelopes."""
+    words: list[str] = []
+    for arg in args:
+        commands = getattr(command, "commands", None)
+        if commands is None:
+            break
+        if arg.startswith("-"):
+            continue
+        if arg not in commands:
+            break
+        words.append(arg)
+        command = commands[arg]
+    return " ".join(words) or "ds4sync"
+
+
+def _tidy(command: Any) -> None:
+    """gh's help conventions on the whole tree: flags show no ``<bool>``, arguments read as ``REF``.
+
+    Typer ships its own copy of click, so parameters are told apart by ``param_type_name``.
+    """
+    for param in command.params:
+        if param.param_type_name == "option" and getattr(param, "is_flag", False):
+            param.display_type_rich = _no_type
+        elif param.param_type_name == "argument" and param.metavar is None:
+            param.metavar = (param.name or "arg").upper()
+    original = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.display_type_rich = _no_type
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _tidy(sub)
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def build_command() -> Any:
+    """The click command tree of the app, with the help conventions applied."""
+    command = typer.main.get_command(app)
+    _tidy(command)
+    return command
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turn errors into one line and an exit code."""
+    """Entry point: run the app, turn errors into one line (or the error envelope) and an exit code."""
+    from ds4sync.cli import logs
+
+    args, verbose = _split_verbose(list(sys.argv[1:] if argv is None else argv))
+    state.verbose = verbose
+    logs.configure(verbose=verbose, argv=args)
+    command = build_command()
+    state.command = _command_words(command, args)
+    try:
+        return _run(command, args)
+    finally:
+        logs.close()
+
+
+def _run(command: Any, args: list[str]) -> int:
     from typer.exceptions import TyperException
 
     try:
-        result = app(args=argv, standalone_mode=False)
+        result = command.main(args=args, prog_name="ds4sync", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:
         err.print("ds4sync: interrupted")
         return 130
     except TyperException as exc:
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            err.print(f"ds4sync: error: {exc.format_message()}", markup=False)
-        return int(ExitCode.USAGE)
+        return _usage_error(command, args, exc)
     except Ds4syncError as exc:
-        err.print(f"ds4sync: error: {exc.one_line()}", markup=False)
-        return int(exc.exit_code)
+        return _error(command, args, exc)
     except KeyboardInterrupt:
         err.print("ds4sync: interrupted; `ds4sync status` shows where the run stands")
         return 130
     except Exception as exc:
         path = _save_traceback()
         err.print(f"ds4sync: internal error: {type(exc).__name__}: {exc} (traceback: {path})", markup=False)
+        if _wants_json(args):
+            info = {"type": type(exc).__name__, "message": str(exc), "where": path, "fix": "report this bug"}
+            _print_envelope(envelope(state.command, exit_code=ExitCode.INTERNAL, error=info))
         return int(ExitCode.INTERNAL)
     return result if isinstance(result, int) else 0
+
+
+def _usage_error(command: Any, args: list[str], exc: Any) -> int:
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see `{ctx.command_path} -h`)" if ctx is not None else ""
+    err.print(f"ds4sync: error: {exc.format_message()}{where}", markup=False)
+    if _wants_json(args):
+        info = {"type": "UsageError", "message": exc.format_message(), "where": None, "fix": "see --help"}
+        _print_envelope(envelope(state.command, exit_code=ExitCode.USAGE, error=info))
+    return int(ExitCode.USAGE)
+
+
+def _error(command: Any, args: list[str], exc: Ds4syncError) -> int:
+    from ds4sync.core.redact import redact_secrets
+
+    err.print(f"ds4sync: error: {redact_secrets(exc.one_line())}", markup=False)
+    if _wants_json(args):
+        info = {"type": type(exc).__name__, "message": exc.what, "where": exc.where, "fix": exc.fix}
+        _print_envelope(envelope(state.command, exit_code=exc.exit_code, error=info))
+    return int(exc.exit_code)

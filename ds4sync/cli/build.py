@@ -10,10 +10,12 @@ import typer
 from ds4sync.cli._app import (
     ConfigOpt,
     JsonOpt,
+    ProfileOpt,
     RepoOpt,
     StateOpt,
     _workspace,
     app,
+    done,
     err,
     out,
 )
@@ -22,17 +24,16 @@ from ds4sync.core.errors import ExitCode
 
 @app.command()
 def build(
-    profile: Annotated[
+    build_profile: Annotated[
         str | None,
-        typer.Option("--profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."),
+        typer.Option(
+            "--build-profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."
+        ),
     ] = None,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
-    profile_dir: Annotated[
-        Path | None,
-        typer.Option("--profile-dir", help="Profile folder (kernels/ holds build_profiles.yaml and manifest.yaml)."),
-    ] = None,
+    profile: ProfileOpt = None,
     manifest: Annotated[
         Path | None,
         typer.Option("--manifest", help="Manifest of modules and op schemas (default: the profile's).", dir_okay=False),
@@ -40,20 +41,21 @@ def build(
     json_out: JsonOpt = False,
 ) -> None:
     """Build the native kernels with a target profile, then prove imports and op schemas."""
-    from ds4sync.cli import views as ui
     from ds4sync.native import view
     from ds4sync.native.phase import build_workspace
 
-    ws = _workspace(repo, config, None, state_dir, profile_dir)
+    ws = _workspace(repo, config, None, state_dir, profile)
     with view.live_status(err, enabled=not json_out) as progress:
-        result, record = build_workspace(ws, profile_name=profile, manifest_path=manifest, progress=progress)
-    if json_out:
-        data = result.model_dump(mode="json")
-        data["run_id"] = record.run_id if record else None
-        ui.print_json(out, data)
-    else:
+        result, record = build_workspace(ws, profile_name=build_profile, manifest_path=manifest, progress=progress)
+
+    def text() -> None:
         view.build_result(out, result)
         if record:
-            out.print(f"recorded in run {record.run_id}: {ws.store.record_path(record.run_id)}")
-    if not result:
-        raise typer.Exit(int(ExitCode.FAILED))
+            out.print(f"recorded in run {record.run_id}: {ws.store.record_path(record.run_id)}", markup=False)
+
+    done(
+        json_out,
+        lambda: {**result.model_dump(mode="json"), "run_id": record.run_id if record else None},
+        exit_code=0 if result else int(ExitCode.FAILED),
+        text=text,
+    )

@@ -15,6 +15,7 @@ from ds4sync.cli._app import (
     StateOpt,
     _workspace,
     app,
+    done,
     err,
     kernels_app,
     out,
@@ -45,7 +46,6 @@ def gate(
 ) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
-    import json
 
     from ds4sync.gates.runner import TierOptions, record_tier, run_tier
 
@@ -71,15 +71,13 @@ def gate(
             with render.LiveGates(err, f"tier {tier}") as live:
                 result = run_tier(ws, options, record=record, progress=live)
         path = str(record_tier(ws, record, result)) if record else None
-    if json_out:
-        out.file.write(
-            json.dumps({**result.model_dump(mode="json"), "status": result.status, "record": path}, indent=2) + "\n"
-        )
-    else:
-        render.tier_table(out, result, record_path=path)
     code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
-    if code:
-        raise typer.Exit(int(code))
+    done(
+        json_out,
+        lambda: {**result.model_dump(mode="json"), "status": result.status, "record": path},
+        exit_code=int(code),
+        text=lambda: render.tier_table(out, result, record_path=path),
+    )
 
 
 @kernels_app.command("check")
@@ -106,16 +104,15 @@ def kernels_check(
     json_out: JsonOpt = False,
 ) -> None:
     """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
-    from ds4sync.cli import views as ui
     from ds4sync.gates import kernelsuite
 
     result = kernelsuite.run_kernel_suite(ops=op, candidate=candidate, bench=bench, device=device, profile=profile)
-    if json_out:
-        ui.print_json(out, result.model_dump(mode="json"))
-    else:
-        _render_kernels(result)
-    if not result.ok:
-        raise typer.Exit(int(ExitCode.FAILED))
+    done(
+        json_out,
+        lambda: result.model_dump(mode="json"),
+        exit_code=0 if result.ok else int(ExitCode.FAILED),
+        text=lambda: _render_kernels(result),
+    )
 
 
 def _render_kernels(result) -> None:

@@ -16,8 +16,10 @@ from ds4sync.cli._app import (
     StateOpt,
     _workspace,
     app,
+    done,
     out,
     patches_app,
+    state,
 )
 from ds4sync.core.errors import ExitCode
 
@@ -27,15 +29,15 @@ def patches_list(
     repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None, json_out: JsonOpt = False
 ) -> None:
     """List the profile's patch-sets in dependency order."""
-    from ds4sync.cli import views as ui
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
     _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
-    if json_out:
-        ui.print_json(out, [ps.model_dump(mode="json") for ps in patchsets])
-    else:
-        ps_ui.patchset_table(out, patchsets)
+    done(
+        json_out,
+        lambda: {"patchsets": [ps.model_dump(mode="json") for ps in patchsets]},
+        text=lambda: ps_ui.patchset_table(out, patchsets),
+    )
 
 
 @patches_app.command("check")
@@ -46,21 +48,22 @@ def patches_check(
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list invariants that hold.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation."""
-    from ds4sync.cli import views as ui
+    """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation.
+
+    With ``-v`` the invariants that hold are listed too.
+    """
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
     report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
-    if json_out:
-        ui.print_json(out, report.summary())
-    else:
-        ps_ui.check_report(out, report, verbose=verbose)
-    if not report.ok:
-        raise typer.Exit(int(ExitCode.FAILED))
+    done(
+        json_out,
+        report.summary,
+        exit_code=0 if report.ok else int(ExitCode.FAILED),
+        text=lambda: ps_ui.check_report(out, report, verbose=state.verbose),
+    )
 
 
 @patches_app.command("new")
@@ -71,12 +74,19 @@ def patches_new(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
     from ds4sync.patchsets import authoring
 
     result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
-    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) in {result.folder}; {result.note}")
+    done(
+        json_out,
+        lambda: _authored(result),
+        text=lambda: out.print(
+            f"patch-set {result.id}: {_patches(len(result.patches))} in {result.folder}; {result.note}", markup=False
+        ),
+    )
 
 
 @patches_app.command("refresh")
@@ -86,12 +96,33 @@ def patches_refresh(
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
 
     result = authoring.refresh_patchset(_workspace(repo, config, None, state_dir, profile), patchset_id)
-    out.print(f"patch-set {result.id}: {len(result.patches)} patch(es) rewritten in {result.folder} ({result.note})")
+    done(
+        json_out,
+        lambda: _authored(result),
+        text=lambda: out.print(
+            f"patch-set {result.id}: {_patches(len(result.patches))} rewritten in {result.folder} ({result.note})",
+            markup=False,
+        ),
+    )
+
+
+def _patches(count: int) -> str:
+    return f"{count} patch" if count == 1 else f"{count} patches"
+
+
+def _authored(result) -> dict:
+    return {
+        "id": result.id,
+        "folder": str(result.folder),
+        "patches": [str(p) for p in result.patches],
+        "note": result.note,
+    }
 
 
 @app.command()
@@ -125,12 +156,7 @@ def backport(
         from ds4sync.serving.runs import evaluate_backport_in
 
         decision = evaluate_backport_in(ws, ref, onto=onto, serving_path=serving_config)
-        if json_out:
-            from ds4sync.cli import views as ui
-
-            ui.print_json(out, decision.model_dump(mode="json"))
-        else:
-            out.print(decision.line(), markup=False)
+        done(json_out, lambda: decision.model_dump(mode="json"), text=lambda: out.print(decision.line(), markup=False))
         return
     if ref is not None:
         raise typer.BadParameter(f"unexpected argument '{ref}'", param_hint="REF")
@@ -139,4 +165,8 @@ def backport(
     from ds4sync.patchsets import authoring
 
     result = authoring.backport(ws, commit, patchset_id)
-    out.print(f"backport {result.id}: {result.note}; patch in {result.folder}")
+    done(
+        json_out,
+        lambda: _authored(result),
+        text=lambda: out.print(f"backport {result.id}: {result.note}; patch in {result.folder}", markup=False),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,8 +19,17 @@ from ds4sync.cli._app import (
     out,
 )
 
+
+class Format(StrEnum):
+    """The report formats: GitHub Markdown, HTML, or the JSON summary."""
+
+    md = "md"
+    html = "html"
+    json = "json"
+
+
 ReportFormat = Annotated[
-    str, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).", case_sensitive=False)
+    Format, typer.Option("--format", help="md (GitHub Markdown), html, or json (the summary).", case_sensitive=False)
 ]
 
 
@@ -30,7 +40,7 @@ def report(
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
     run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
-    fmt: ReportFormat = "md",
+    fmt: ReportFormat = Format.md,
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write here instead of stdout.", dir_okay=False)
     ] = None,
@@ -44,23 +54,20 @@ def report(
     ] = None,
 ) -> None:
     """Render the PR description of a run from its record (secrets are always redacted)."""
-    from ds4sync.core.errors import ConfigError
     from ds4sync.report import files
 
-    if fmt not in ("md", "html", "json"):
-        raise ConfigError(f"unknown format '{fmt}'", where="--format", fix="use md, html or json")
     ws = _workspace(repo, config, None, state_dir, profile)
     if compare:
         text = files.compare_text(
-            ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt == "json" else "md", public=public
+            ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt is Format.json else "md", public=public
         )
     else:
         text = files.report_text(
             ws.store,
             ws.profile,
             run_id=run,
-            fmt=fmt,
-            public=public,  # type: ignore[arg-type]
+            fmt=fmt.value,
+            public=public,
             notes=files.read_notes(notes),
             kind="nightly" if nightly else "pr",
         )

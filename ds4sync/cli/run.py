@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,14 +16,18 @@ from ds4sync.cli._app import (
     ProfileOpt,
     RepoOpt,
     StateOpt,
+    YesOpt,
     _progress,
     _workspace,
     app,
     config_app,
+    done,
     err,
     out,
 )
-from ds4sync.core.errors import ExitCode
+from ds4sync.core.errors import ExitCode, StateError
+
+RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the active run, else the latest).")]
 
 
 @app.command()
@@ -36,14 +41,16 @@ def plan(
     json_out: JsonOpt = False,
 ) -> None:
     """Predict a merge (conflicts, kinds, overlaps) without touching any work tree."""
-    from ds4sync.cli import views as ui
     from ds4sync.loop import sync
 
     summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
-    if json_out:
-        ui.print_json(out, summary.brief())
-    else:
+
+    def text() -> None:
+        from ds4sync.cli import views as ui
+
         ui.merge_summary(out, summary, title=f"plan: merge {ref} into the fork")
+
+    done(json_out, summary.brief, text=text)
 
 
 @app.command()
@@ -85,13 +92,48 @@ def abort(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run id (default: the active run).")] = None,
+    run: RunOpt = None,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Drop the active run: remove its worktree and sync branch; the fork branch is untouched."""
+    """Drop a run: remove its worktree and sync branch; the fork branch is untouched.
+
+    A finished run that was never promoted is asked about first (``--yes`` skips the question).
+    """
     from ds4sync.loop import sync
 
-    record = sync.abort(_workspace(repo, config, None, state_dir), run_id=run)
-    out.print(f"run {record.run_id} aborted; {record.fork.branch} untouched; backup kept at {record.backup_ref}")
+    ws = _workspace(repo, config, None, state_dir)
+    target = sync.abort_target(ws, run_id=run)
+    if target.status == "done" and not yes:
+        _confirm_drop(target.run_id, target.sync_branch)
+    record = sync.abort(ws, run_id=target.run_id)
+    data = {
+        "run_id": record.run_id,
+        "status": record.status,
+        "branch": record.fork.branch,
+        "sync_branch": record.sync_branch,
+        "backup_ref": record.backup_ref,
+    }
+    done(
+        json_out,
+        data,
+        text=lambda: out.print(
+            f"run {record.run_id} aborted; {record.fork.branch} untouched; backup kept at {record.backup_ref}",
+            markup=False,
+        ),
+    )
+
+
+def _confirm_drop(run_id: str, sync_branch: str) -> None:
+    question = f"run {run_id} finished and was never promoted; drop it and its branch {sync_branch}?"
+    if not sys.stdin.isatty():
+        raise StateError(
+            f"run {run_id} finished and was never promoted; not dropping it without --yes",
+            fix="pass --yes to drop it, or `ds4sync promote` it",
+        )
+    if not typer.confirm(question, default=False, err=True):
+        err.print("nothing dropped", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE))
 
 
 @app.command()
@@ -99,7 +141,7 @@ def promote(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+    run: RunOpt = None,
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
     ] = False,
@@ -107,48 +149,86 @@ def promote(
         bool,
         typer.Option("--allow-ungated", help="Promote although no gate tier is configured (recorded loudly)."),
     ] = False,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it."""
+    """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it.
+
+    When the fork branch is checked out in a clean work tree, that tree is updated too (like
+    git's ``receive.denyCurrentBranch=updateInstead``); a dirty one is refused, naming its files.
+    """
     from ds4sync.loop import promote as promote_mod
 
     ws = _workspace(repo, config, None, state_dir)
-    result = promote_mod.promote(ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated)
-    out.print(f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}")
-    if result.ungated:
-        err.print(f"warning: {promote_mod.UNGATED_NOTE}", markup=False)
+    try:
+        result = promote_mod.promote(ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated)
+    except promote_mod.AlreadyPromoted as exc:
+        line = exc.what
+        data = {**exc.result.model_dump(mode="json"), "run_id": exc.run_id, "already_promoted": True}
+        done(json_out, data, text=lambda: out.print(line, markup=False))
+        return
+    data = {**result.model_dump(mode="json"), "already_promoted": False}
+
+    def text() -> None:
+        out.print(
+            f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]}; rollback: {result.rollback_ref}",
+            markup=False,
+        )
+        if result.worktree_updated:
+            out.print(f"updated the checkout of {result.branch} in {result.worktree_updated}", markup=False)
+        if result.ungated:
+            err.print(f"warning: {promote_mod.UNGATED_NOTE}", markup=False)
+
+    done(json_out, data, text=text)
 
 
 @app.command()
 def nightly(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
+    branch: BranchOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
     ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
     from ds4sync.loop.nightly import run_nightly
 
-    ws = _workspace(repo, config, None, state_dir, profile)
-    result = run_nightly(ws, ref=ref, progress=_progress(False))
-    out.print(result.message, markup=False)
-    if result.outcome is not None and "report" in result.outcome.record.results:
-        out.print(f"report: {result.outcome.record.results['report'].get('path')}", markup=False)
-    if result.exit_code:
-        raise typer.Exit(int(result.exit_code))
+    ws = _workspace(repo, config, branch, state_dir, profile)
+    result = run_nightly(ws, ref=ref, progress=_progress(json_out))
+    record = result.outcome.record if result.outcome is not None else None
+    report = (record.results.get("report") or {}).get("path") if record else None
+    data = {
+        "message": result.message,
+        "run_id": record.run_id if record else None,
+        "status": record.status if record else None,
+        "report": report,
+        "log": result.log_path,
+        "record": str(ws.store.record_path(record.run_id)) if record else None,
+    }
+
+    def text() -> None:
+        out.print(result.message, markup=False)
+        if report:
+            out.print(f"report: {report}", markup=False)
+
+    done(json_out, data, exit_code=int(result.exit_code), text=text)
 
 
 @app.command()
 def cron(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
+    branch: BranchOpt = None,
     state_dir: StateOpt = None,
     at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30",
+    json_out: JsonOpt = False,
 ) -> None:
-    """Print the crontab line that runs `ds4sync nightly` on this repository."""
+    """Print the crontab line that runs `ds4sync nightly` on this repository (refused where nightly cannot run)."""
     from ds4sync.loop.nightly import cron_line
 
-    out.print(cron_line(_workspace(repo, config, None, state_dir), at=at), markup=False)
+    line = cron_line(_workspace(repo, config, branch, state_dir), at=at)
+    done(json_out, {"line": line, "at": at}, text=lambda: out.print(line, markup=False))
 
 
 @app.command()
@@ -156,7 +236,7 @@ def status(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
+    run: RunOpt = None,
     all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -165,31 +245,53 @@ def status(
 
     ws = _workspace(repo, config, None, state_dir)
     if all_runs:
-        for run_id in ws.store.run_ids():
-            record = ws.store.load(run_id)
-            out.print(f"{run_id}  {record.status:12}  {record.fork.branch} <- {record.upstream.ref}")
+        records = [ws.store.load(run_id) for run_id in ws.store.run_ids()]
+        rows = [ui.run_row(record) for record in records]
+        done(json_out, {"runs": rows}, text=lambda: ui.run_list(out, rows))
         return
     record = ws.store.resolve(run)
-    if json_out:
-        ui.print_json(out, record.model_dump(mode="json"))
-    else:
-        ui.run_status(out, record, record_path=str(ws.store.record_path(record.run_id)))
+    path = str(ws.store.record_path(record.run_id))
+    done(
+        json_out,
+        lambda: record.model_dump(mode="json"),
+        text=lambda: ui.run_status(out, record, record_path=path),
+    )
 
 
 @config_app.command("check")
-def config_check(repo: RepoOpt = Path("."), config: ConfigOpt = None) -> None:
+def config_check(
+    repo: RepoOpt = Path("."), config: ConfigOpt = None, branch: BranchOpt = None, json_out: JsonOpt = False
+) -> None:
     """Validate ds4sync.yaml and print what it resolves to."""
     from ds4sync.config import CONFIG_NAME
-    from ds4sync.runner import open_workspace
 
-    ws = open_workspace(repo, config_path=config)
-    source = ws.config.source or f"(no {CONFIG_NAME}; defaults)"
-    out.print(f"config: {source}: ok")
-    out.print(f"upstream: {ws.config.upstream.remote} {ws.config.upstream.url or ''} ref {ws.config.upstream.ref}")
-    out.print(f"fork branch: {ws.fork_branch or '(not set; pass --branch)'}")
-    out.print(f"profile: {ws.profile}")
-    out.print(f"state dir: {ws.store.root}")
-    out.print(f"resolution rules: {len(ws.config.merge.rules)}")
+    ws = _workspace(repo, config, branch)
+    fork_branch = ws.fork_branch or ws.repo.current_branch()
+    data = {
+        "config": str(ws.config.source) if ws.config.source else None,
+        "upstream": {"remote": ws.config.upstream.remote, "url": ws.config.upstream.url, "ref": ws.config.upstream.ref},
+        "fork_branch": fork_branch,
+        "fork_branch_from": "config" if ws.fork_branch else ("checkout" if fork_branch else None),
+        "profile": str(ws.profile),
+        "state_dir": str(ws.store.root),
+        "resolution_rules": len(ws.config.merge.rules),
+    }
+
+    def text() -> None:
+        source = ws.config.source or f"(no {CONFIG_NAME}; defaults)"
+        where = "" if ws.fork_branch or not fork_branch else " (the checked-out branch; no fork.branch in config)"
+        lines = [
+            f"config: {source}: ok",
+            f"upstream: {ws.config.upstream.remote} {ws.config.upstream.url or ''} ref {ws.config.upstream.ref}",
+            f"fork branch: {fork_branch or '(not set; pass --branch)'}{where}",
+            f"profile: {ws.profile}",
+            f"state dir: {ws.store.root}",
+            f"resolution rules: {len(ws.config.merge.rules)}",
+        ]
+        for line in lines:
+            out.print(line, markup=False)
+
+    done(json_out, data, text=text)
 
 
 @app.command()
@@ -197,44 +299,57 @@ def demo(
     workdir: Annotated[
         Path | None, typer.Option("--workdir", help="Folder for the demo repos (default: a new temporary folder).")
     ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Build a small upstream and fork with realistic history, and run a sync end to end."""
-    from ds4sync.cli import views as ui
     from ds4sync.demo import run as demo_mod
 
-    result = demo_mod.run_demo(workdir, progress=_progress(False))
-    for title, summary in result.summaries:
-        ui.merge_summary(out, summary, title=title)
-    for line in result.lines:
-        out.print(line)
-    if result.exit_code:
-        raise typer.Exit(int(result.exit_code))
+    result = demo_mod.run_demo(workdir, progress=_progress(json_out))
+    data = {
+        "workdir": str(result.workdir),
+        "syncs": [{"title": title, **summary.brief()} for title, summary in result.summaries],
+        "lines": result.lines,
+    }
+
+    def text() -> None:
+        from ds4sync.cli import views as ui
+
+        for title, summary in result.summaries:
+            ui.merge_summary(out, summary, title=title)
+        for line in result.lines:
+            out.print(line, markup=False)
+
+    done(json_out, data, exit_code=int(result.exit_code), text=text)
 
 
 def _finish(ws, outcome, *, json_out: bool) -> None:
-    from ds4sync.cli import views as ui
     from ds4sync.merge.plan import MergeSummary
 
     record = outcome.record
     path = str(ws.store.record_path(record.run_id))
     summary = MergeSummary.model_validate(record.results["merge"]) if "merge" in record.results else None
-    if json_out:
-        data = summary.brief() if summary else {}
-        data.update(
+
+    def data() -> dict[str, Any]:
+        body: dict[str, Any] = summary.brief() if summary else {}
+        body.update(
             {
                 "run_id": record.run_id,
                 "status": record.status,
                 "worktree": record.worktree,
                 "sync_branch": record.sync_branch,
                 "record": path,
+                "report": (record.results.get("report") or {}).get("path"),
             }
         )
-        data.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
-        ui.print_json(out, data)
-    else:
+        body.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
+        return body
+
+    def text() -> None:
+        from ds4sync.cli import views as ui
+
         if summary:
             ui.merge_summary(out, summary, title=f"merge {record.upstream.ref} into {record.fork.branch}")
         ui.run_outcome(out, outcome, record_path=path)
+
     code = {"needs-person": ExitCode.NEEDS_PERSON, "failed": ExitCode.FAILED}.get(record.status, ExitCode.OK)
-    if code:
-        raise typer.Exit(int(code))
+    done(json_out, data, exit_code=int(code), text=text)

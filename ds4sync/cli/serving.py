@@ -16,6 +16,7 @@ from ds4sync.cli._app import (
     _progress,
     _workspace,
     app,
+    done,
     out,
     serving_app,
 )
@@ -46,16 +47,18 @@ def serving_gate(
         cfg, out_dir=runs.output_dir(ws, "serving", out_dir), names=probe, progress=_progress(json_out)
     )
     run_id = runs.record_result(ws, "serving", result)
-    if json_out:
-        from ds4sync.cli import views as ui
 
-        ui.print_json(out, {"status": result.status, "run_id": run_id, "probes": [p.brief() for p in result.probes]})
-    else:
+    def text() -> None:
         for line in render.serving_lines(result):
             out.print(line, markup=False)
         out.print(render.summary_line(result), markup=False)
-    if not result:
-        raise typer.Exit(int(ExitCode.FAILED))
+
+    done(
+        json_out,
+        lambda: {"status": result.status, "run_id": run_id, "probes": [p.brief() for p in result.probes]},
+        exit_code=0 if result else int(ExitCode.FAILED),
+        text=text,
+    )
 
 
 @app.command("ab")
@@ -89,13 +92,15 @@ def ab(
         rules=cfg.ab_metrics if cfg else None,
     )
     runs.record_result(ws, "ab", result)
-    if json_out:
-        from ds4sync.cli import views as ui
 
-        ui.print_json(out, result.brief())
-    else:
+    def text() -> None:
         for line in result.lines():
             out.print(line, markup=False)
         out.print(f"verdict: {result.verdict}", markup=False)
-    if result.verdict == "regression":
-        raise typer.Exit(int(ExitCode.FAILED))
+
+    done(
+        json_out,
+        lambda: {"verdict": result.verdict, "rows": result.brief()},
+        exit_code=int(ExitCode.FAILED) if result.verdict == "regression" else 0,
+        text=text,
+    )

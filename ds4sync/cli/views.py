@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -11,6 +11,9 @@ from rich.table import Table
 from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from ds4sync.loop.bisect import BisectResult
 
 MAX_ROWS = 40
 
@@ -60,7 +63,9 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
 def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> None:
     """Where a run stopped: status, the last phase's message, details and next steps."""
     record = outcome.record
-    style = {"done": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(record.status, "")
+    style = {"done": "green", "promoted": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(
+        record.status, ""
+    )
     console.print(f"[bold {style}]run {record.run_id}: {record.status}[/]")
     if outcome.outcome is not None:
         if outcome.outcome.message:
@@ -90,6 +95,39 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
     console.print(f"next: {next_step(record)}")
 
 
+def run_row(record: RunRecord) -> dict[str, Any]:
+    """One run as a row of ``status --all`` (also its JSON form)."""
+    promoted = record.results.get("promote") or {}
+    return {
+        "run_id": record.run_id,
+        "status": record.status,
+        "branch": record.fork.branch,
+        "upstream_ref": record.upstream.ref,
+        "upstream_sha": record.upstream.sha,
+        "created_at": record.created_at,
+        "promoted_at": promoted.get("promoted_at"),
+    }
+
+
+def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The runs of a repository, oldest first, as a table."""
+    if not rows:
+        console.print("no runs yet; start one with `ds4sync merge <upstream-ref>`")
+        return
+    table = Table(title=f"{len(rows)} run{'s' if len(rows) != 1 else ''}")
+    for column in ("run", "status", "fork branch", "upstream", "created"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["run_id"],
+            row["status"],
+            row["branch"],
+            f"{row['upstream_ref']} @ {row['upstream_sha'][:12]}",
+            row["created_at"],
+        )
+    console.print(table)
+
+
 def next_step(record: RunRecord) -> str:
     """The command a person should run next for this run."""
     if record.status == "needs-person":
@@ -98,6 +136,11 @@ def next_step(record: RunRecord) -> str:
         return "wait for the running command, or `ds4sync resume` if it was killed"
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"
+    if record.status == "promoted":
+        promoted = record.results.get("promote") or {}
+        return f"nothing: promoted at {promoted.get('promoted_at', '?')} ({record.fork.branch} is the merge)"
+    if record.status == "done":
+        return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
     if record.status == "failed":
         return "look at the failed phase, fix it in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     return "nothing: the run is finished"
@@ -111,3 +154,19 @@ def _kinds(summary: MergeSummary) -> str:
 def _more(table: Table, total: int) -> None:
     if total > MAX_ROWS:
         table.caption = f"{total - MAX_ROWS} more in the record / --json"
+
+
+def bisect_result(console: Console, result: BisectResult) -> None:
+    """The culprit line, then every step taken (oldest candidate first), as a table."""
+    table = Table(title=f"bisect: {result.candidates} upstream commits after {result.good[:12]}", show_lines=False)
+    for column in ("upstream commit", "PR", "verdict", "mode", "why"):
+        table.add_column(column)
+    for step in sorted(result.steps, key=lambda s: s.upstream_sha == result.bad):
+        pr = f"#{step.pr}" if step.pr else ""
+        verdict = step.verdict + (" (cached)" if step.cached else "")
+        table.add_row(step.upstream_sha[:12], pr, verdict, step.mode, step.reason)
+    console.print(table)
+    console.print(
+        f"{result.culprit_line()}\n{result.evaluations} evaluations (bound {result.bound}) in {result.seconds:.1f} s",
+        markup=False,
+    )

@@ -6,8 +6,8 @@ With the variable unset, a call costs one environment lookup. The test suite kil
 each point and proves that ``resume`` and ``abort`` recover from it; nothing else sets it.
 
 Point names are dotted words, e.g. ``phase.commit.after`` or ``replay.applied.<patch-set id>``;
-``<point>@N`` kills at the N-th time the point is reached (``record.before-replace@5``: inside
-the fifth record write). :data:`POINTS_SEEN_ENV` names a file that each reached point is
+``<point>@N`` kills at the N-th time the point is reached (``atomic-write.before-replace@5``: inside
+the fifth atomic write). :data:`POINTS_SEEN_ENV` names a file that each reached point is
 appended to (one per line), so a test can list the points a clean run passes.
 """
 

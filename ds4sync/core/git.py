@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +21,13 @@ import git
 from ds4sync.core.errors import GitError
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
+from ds4sync.core.redact import redact_secrets
 
 __all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult", "parse_merge_tree"]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 CONFLICT_MARKER_RE = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+_log = logging.getLogger("ds4sync.git")
 
 
 @dataclass(frozen=True)
@@ -44,16 +47,19 @@ class FileChange:
 class GitRepo(PatchVerbs):
     """A git repository or worktree, opened through GitPython.
 
+    With ``search_parents``, ``path`` may be any folder inside the checkout and the
+    checkout's top level is opened (as git itself does); otherwise ``path`` must be it.
+
     Raises:
         GitError: ``path`` is not inside a git repository.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, search_parents: bool = False) -> None:
         path = Path(path)
         if not path.exists():
             raise GitError("folder does not exist", where=str(path), fix="check --repo")
         try:
-            self._repo = git.Repo(path, search_parent_directories=False)
+            self._repo = git.Repo(path, search_parent_directories=search_parents)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise GitError(
                 "not a git repository", where=str(path), fix="pass --repo with the fork checkout's root"
@@ -94,6 +100,7 @@ class GitRepo(PatchVerbs):
         Raises:
             GitError: git exited with a code outside ``ok_codes``.
         """
+        _log.debug("git %s  (in %s)", redact_secrets(" ".join(args)), self.path)
         status, out, err = self.git.execute(
             ["git", *args], with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=strip, env=env
         )
@@ -266,6 +273,26 @@ class GitRepo(PatchVerbs):
             )
         return parse_merge_tree(out, ours=ours, theirs=theirs)
 
+    def commit_tree(self, tree: str, *, parents: Sequence[str], message: str) -> str:
+        """A commit object of ``tree`` with ``parents`` (no ref, no work tree); returns its SHA."""
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(*args, "-m", message, env=self._identity_env())[1].strip()
+
+    def apply_to_tree(self, tree: str, patches: Sequence[Path]) -> str | None:
+        """Apply ``patches`` in order to ``tree`` in a temporary index; the new tree, or None if one fails.
+
+        No work tree and no real index are touched (``GIT_INDEX_FILE`` names a private file).
+        """
+        with tempfile.TemporaryDirectory(prefix="ds4sync-index-") as folder:
+            env = {**self._identity_env(), "GIT_INDEX_FILE": str(Path(folder) / "index")}
+            self.run("read-tree", tree, env=env)
+            for patch in patches:
+                if self.run("apply", "--cached", str(patch), ok_codes=(0, 1, 128), env=env)[0] != 0:
+                    return None
+            return self.run("write-tree", env=env)[1].strip()
+
     # -- worktrees --------------------------------------------------------------------------
     def worktree_add(self, path: Path, branch: str, start: str) -> GitRepo:
         """Create ``branch`` at ``start`` and check it out in a new worktree at ``path``.
@@ -281,6 +308,12 @@ class GitRepo(PatchVerbs):
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         self.run("worktree", "add", "--quiet", "-b", branch, str(path), start)
+        return GitRepo(path)
+
+    def worktree_add_detached(self, path: Path, start: str) -> GitRepo:
+        """Check out ``start`` (detached, no branch) in a new worktree at ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.run("worktree", "add", "--quiet", "--detach", str(path), start)
         return GitRepo(path)
 
     def worktree_remove(self, path: Path) -> None:
@@ -299,6 +332,24 @@ class GitRepo(PatchVerbs):
             elif line == f"branch refs/heads/{branch}":
                 return path
         return None
+
+    def tracked_changes(self) -> list[str]:
+        """Paths whose index or work-tree content differs from HEAD (untracked files are not counted).
+
+        The check git's ``receive.denyCurrentBranch=updateInstead`` makes before it moves a
+        checked-out branch (``update-index --refresh``, then ``diff-index HEAD``).
+        """
+        self.run("update-index", "-q", "--ignore-submodules", "--refresh", ok_codes=(0, 1))
+        out = self.run("diff-index", "--name-only", "-z", "--ignore-submodules", "HEAD", "--", strip=False)[1]
+        return [name for name in out.split("\0") if name]
+
+    def update_checkout(self, old: str, new: str) -> None:
+        """Move this checkout's index and files from commit ``old`` to ``new`` (``git read-tree -u -m``).
+
+        Raises:
+            GitError: git refused, e.g. an untracked file would be overwritten; nothing changed.
+        """
+        self.run("read-tree", "-u", "-m", "--end-of-options", old, new)
 
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""

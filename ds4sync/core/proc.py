@@ -7,23 +7,34 @@ the whole tree it spawned (compilers, pytest workers, servers), never just the p
 from __future__ import annotations
 
 import contextlib
-import json
+import logging
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.redact import redact_secrets
 
+KILL_GRACE_S = 5.0
+_log = logging.getLogger("ds4sync.proc")
+
 if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    # Started in the background with SIGINT ignored: children would inherit that and never
-    # get the SIGINT that lets them stop cleanly (pytest writes its JUnit XML on it).
+    # Started in the background with SIGINT ignored: children would inherit that and never get
+    # the SIGINT that lets them stop cleanly (pytest writes its JUnit XML on it).
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+#: Set in every child's environment while a registry is active (``<run id>:<ds4sync pid>``), and
+#: inherited by its own children: finds a child that a kill caught before it was registered.
+CHILD_MARK = "DS4SYNC_CHILD_OF"
+# Registries (ds4sync.core.children.ChildRegistry) that children started now are recorded in;
+# pushed and popped by ds4sync.core.children.registered_children.
+ACTIVE_REGISTRIES: list[Any] = []
 
 
 @dataclass(frozen=True)
@@ -65,265 +76,88 @@ def compose_env(
     return env
 
 
-INTERRUPT_GRACE_S = 5.0
-TERMINATE_GRACE_S = 5.0
-KILL_WAIT_S = 5.0
-_POLL_S = 0.05
-
-
-def stop_group(
-    pgid: int,
-    *,
-    proc: subprocess.Popen[bytes] | None = None,
-    interrupt_s: float = INTERRUPT_GRACE_S,
-    terminate_s: float = TERMINATE_GRACE_S,
-) -> int | None:
-    """The one child-stop routine: SIGINT, wait, SIGTERM, wait, SIGKILL to the whole process group ``pgid``.
-
-    SIGINT first lets a child finish cleanly (pytest writes its JUnit XML on KeyboardInterrupt);
-    SIGTERM after ``interrupt_s`` seconds, SIGKILL after ``terminate_s`` more. A step is skipped
-    once no live member of the group is left, and the group is stopped even when its leader is
-    already dead (stragglers of a killed leader are the usual leftovers). ``proc``, when given,
-    is the leader's Popen: it is reaped so that its exit status is known.
-
-    Returns:
-        The leader's exit status when ``proc`` was given and it ended, else None.
-    """
-    stop_groups([pgid], procs=[proc] if proc is not None else (), interrupt_s=interrupt_s, terminate_s=terminate_s)
-    if proc is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=KILL_WAIT_S)
-        return proc.returncode
-    return None
-
-
-def stop_groups(
-    pgids: Iterable[int],
-    *,
-    procs: Iterable[subprocess.Popen[bytes]] = (),
-    interrupt_s: float = INTERRUPT_GRACE_S,
-    terminate_s: float = TERMINATE_GRACE_S,
-) -> None:
-    """:func:`stop_group` for several groups at once: each signal goes to every group still alive, then one wait."""
-    groups, leaders = list(dict.fromkeys(pgids)), list(procs)
-    steps = ((signal.SIGINT, interrupt_s), (signal.SIGTERM, terminate_s), (signal.SIGKILL, KILL_WAIT_S))
-    for sig, wait_s in steps:
-        alive = _alive_groups(groups, leaders)
-        if not alive:
-            return
-        for pgid in alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait_s
-        while _alive_groups(alive, leaders) and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-
-
-def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = INTERRUPT_GRACE_S) -> None:
-    """Stop ``proc``'s process group with :func:`stop_group` (``grace_s`` between the signals)."""
-    stop_group(proc.pid, proc=proc, interrupt_s=grace_s, terminate_s=grace_s)
-
-
-def _alive_groups(pgids: Sequence[int], leaders: Sequence[subprocess.Popen[bytes]]) -> list[int]:
-    for leader in leaders:
-        leader.poll()  # reap the leader, or it stays a zombie member of its group
-    return [pgid for pgid in pgids if group_members(pgid)]
-
-
 def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes whose process group is ``pgid``; read from /proc.
+    """Live (non-zombie) processes whose process group is ``pgid``, read from /proc.
 
-    Where /proc cannot be read, ``[pgid]`` when signal 0 reaches the group, else ``[]``.
+    A group outlives its leader: after the leader exits, its children (an engine core, workers)
+    keep the group id. Falls back to ``killpg(pgid, 0)`` where /proc is absent ([pgid] or []).
     """
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
+    proc_root = Path("/proc")
+    if not proc_root.is_dir():
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
             return []
         return [pgid]
     members = []
-    for entry in proc_dir.iterdir():
+    for entry in proc_root.iterdir():
         if not entry.name.isdigit():
             continue
-        fields = _stat_fields(int(entry.name))
-        if fields and fields[0] != "Z" and fields[2] == str(pgid):
-            members.append(int(entry.name))
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            # fields[0] is the state, fields[2] the process group (stat(5) fields 3 and 5)
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry.name))
     return members
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name: [state, ppid, pgrp, session, ...]."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    except (OSError, IndexError):
-        return None
+def stop_process_group(
+    pgid: int, *, grace_s: float = KILL_GRACE_S, proc: subprocess.Popen[bytes] | None = None
+) -> int | None:
+    """End process group ``pgid``: SIGINT, wait, SIGTERM, wait, SIGKILL; the whole group, even without its leader.
 
+    The one child-stop routine of the package. Each step signals the whole group, then waits up
+    to ``grace_s`` seconds until no live member is left (see :func:`group_members`); SIGCONT follows
+    SIGINT and SIGTERM so that stopped (SIGSTOPped) members can act on them. SIGINT first lets a
+    child write what it has (pytest its JUnit XML, a server its last log lines). ``proc``, when
+    given, is the group's leader as our child: it is reaped, and its exit code returned.
 
-def start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started, in clock ticks since boot (/proc/<pid>/stat field 22); None if gone."""
-    fields = _stat_fields(pid)
-    try:
-        return int(fields[19]) if fields else None
-    except (IndexError, ValueError):
-        return None
-
-
-class ChildRegistry:
-    """The process groups a run started: ``children.json`` under the run folder, one atomic write per change.
-
-    Each entry holds ``pgid`` (the leader's pid: every child runs in its own session),
-    ``argv``, ``start_ticks`` (the leader's start time, so a reused pid is never taken for
-    ours), ``owner`` (the ds4sync process that started it) and ``started_at``. Children also
-    carry ``DS4SYNC_CHILD_OF=<tag>:<owner pid>`` in their environment (set before they start,
-    inherited by their own children), which finds a child that a kill caught between its
-    start and its registration.
+    Returns:
+        The leader's exit code when ``proc`` is given (negative: killed by that signal), else None.
     """
-
-    def __init__(self, path: Path, *, tag: str | None = None) -> None:
-        self.path = path
-        self.tag = tag or path.parent.name
-        self._lock = threading.Lock()
-
-    @property
-    def mark(self) -> str:
-        """The value of :data:`CHILD_MARK` given to children started by this process."""
-        return f"{self.tag}:{os.getpid()}"
-
-    def entries(self) -> list[dict[str, object]]:
-        """The registered groups (an unreadable file reads as none)."""
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []
-        if not isinstance(data, list):
-            return []
-        return [e for e in data if isinstance(e, dict) and isinstance(e.get("pgid"), int)]
-
-    def add(self, pid: int, argv: Sequence[str]) -> None:
-        """Register the group led by ``pid`` (call right after it started)."""
-        entry = {
-            "pgid": pid,
-            "argv": [str(a) for a in argv][:8],
-            "start_ticks": start_ticks(pid),
-            "owner": os.getpid(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        with self._lock:
-            self._write([*(e for e in self.entries() if e["pgid"] != pid), entry])
-
-    def remove(self, pid: int) -> None:
-        """Forget the group led by ``pid`` (it ended and was reaped)."""
-        with self._lock:
-            entries = self.entries()
-            kept = [e for e in entries if e["pgid"] != pid]
-            if len(kept) != len(entries):
-                self._write(kept)
-
-    def _write(self, entries: list[dict[str, object]]) -> None:
-        from ds4sync.core.record import write_json_atomic  # the one atomic write (record imports this module)
-
-        write_json_atomic(self.path, entries)
-
-    def leftovers(self) -> list[dict[str, object]]:
-        """Registered groups that are still alive and still ours.
-
-        A group is ours while its leader runs with the recorded start time, or, with the
-        leader gone, while members of the group remain (Linux never hands out a pid that
-        is still some group's id, so such a group cannot be someone else's). Groups of a
-        ds4sync process that is still alive (not this one) are left to it.
-        """
-        found = []
-        registered = {int(e["pgid"]) for e in self.entries()}  # type: ignore[call-overload]
-        for pgid, owner in _marked_groups(self.tag):
-            if pgid not in registered and (owner == os.getpid() or not pid_alive(owner)):
-                found.append({"pgid": pgid, "argv": _cmdline(pgid), "owner": owner, "found_by": CHILD_MARK})
-        for entry in self.entries():
-            pgid = int(entry["pgid"])  # type: ignore[call-overload]
-            owner = entry.get("owner")
-            if isinstance(owner, int) and owner != os.getpid() and pid_alive(owner):
-                continue
-            if not group_members(pgid):
-                continue
-            leader = start_ticks(pgid)
-            if leader is not None and pid_alive(pgid) and entry.get("start_ticks") not in (None, leader):
-                continue  # the pid was reused by a process that is not ours
-            found.append(entry)
-        return found
-
-    def stop_leftovers(self, *, interrupt_s: float = 1.0, terminate_s: float = 2.0) -> list[dict[str, object]]:
-        """Stop every leftover group (see :meth:`leftovers`) with :func:`stop_group`; return those stopped."""
-        stopped = self.leftovers()
-        stop_groups([int(e["pgid"]) for e in stopped], interrupt_s=interrupt_s, terminate_s=terminate_s)  # type: ignore[call-overload]
-        with self._lock:
-            self._write([e for e in self.entries() if group_members(int(e["pgid"]))])  # type: ignore[call-overload]
-        return stopped
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if not _group_running(pgid, proc):
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+        if sig != signal.SIGKILL:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGCONT)
+        _wait_group(pgid, proc, grace_s if sig != signal.SIGKILL else max(grace_s, 5.0))
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)
+        return proc.returncode
+    return None
 
 
-CHILD_MARK = "DS4SYNC_CHILD_OF"
+def _group_running(pgid: int, proc: subprocess.Popen[bytes] | None) -> bool:
+    if proc is not None:
+        proc.poll()  # reap the leader, so that it does not count as a zombie member
+    return bool(group_members(pgid))
 
 
-def _marked_groups(tag: str) -> list[tuple[int, int]]:
-    """(pgid, owner pid) of live processes whose environment carries ``DS4SYNC_CHILD_OF=<tag>:<owner>``."""
-    needle = f"{CHILD_MARK}={tag}:".encode()
-    groups: dict[int, int] = {}
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return []
-    for entry in proc_dir.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        for item in environ.split(b"\0"):
-            if item.startswith(needle):
-                fields = _stat_fields(int(entry.name))
-                owner = item[len(needle) :].decode(errors="replace")
-                if fields and fields[0] != "Z" and owner.isdigit():
-                    groups.setdefault(int(fields[2]), int(owner))
-                break
-    return sorted(groups.items())
+def _wait_group(pgid: int, proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    while _group_running(pgid, proc) and time.monotonic() < deadline:
+        time.sleep(pause)  # polling the group's members: a group has no handle to wait on
+        pause = min(pause * 2, 0.2)
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a][:8]
-    except OSError:
-        return []
+def stop_process_groups(pgids: Iterable[int], *, grace_s: float = KILL_GRACE_S) -> None:
+    """:func:`stop_process_group` on several groups at once (one thread each), so the waits overlap."""
+    groups = list(dict.fromkeys(pgids))
+    threads = [threading.Thread(target=stop_process_group, args=(g,), kwargs={"grace_s": grace_s}) for g in groups]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
-_ACTIVE: list[ChildRegistry] = []
-
-
-@contextlib.contextmanager
-def registered_children(path: Path) -> Iterator[ChildRegistry]:
-    """While inside, every child started by :func:`run` or :func:`spawn` is registered in ``path``."""
-    registry = ChildRegistry(path)
-    _ACTIVE.append(registry)
-    try:
-        yield registry
-    finally:
-        _ACTIVE.remove(registry)
-
-
-def _mark(env: dict[str, str]) -> dict[str, str]:
-    if _ACTIVE:
-        env[CHILD_MARK] = _ACTIVE[-1].mark
-    return env
-
-
-def _register(pid: int, argv: Sequence[str]) -> None:
-    if _ACTIVE:
-        with contextlib.suppress(OSError):
-            _ACTIVE[-1].add(pid, argv)
-
-
-def _unregister(pid: int) -> None:
-    if _ACTIVE:
-        with contextlib.suppress(OSError):
-            _ACTIVE[-1].remove(pid)
+def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
+    """Stop the child's whole process group with :func:`stop_process_group` (the child leads its group)."""
+    stop_process_group(proc.pid, grace_s=grace_s, proc=proc)
 
 
 def run(
@@ -337,9 +171,13 @@ def run(
     on_line: Callable[[str], None] | None = None,
     stdin_data: bytes | None = None,
     on_start: Callable[[int], None] | None = None,
-    grace_s: float = INTERRUPT_GRACE_S,
+    grace_s: float = KILL_GRACE_S,
 ) -> ProcResult:
     """Run ``argv`` in its own process group and return its result; never raises on exit status.
+
+    The output (returned and logged) has secrets redacted (:mod:`ds4sync.core.redact`). While a
+    registry is active (:func:`ds4sync.core.children.registered_children`) the child's group is
+    registered there until it ended; members a finished leader left in its group are stopped.
 
     Args:
         argv: program and arguments; the program must be on PATH or a path.
@@ -352,10 +190,7 @@ def run(
         stdin_data: bytes written to the child's stdin (stdin is /dev/null otherwise).
         on_start: called with the child's pid (also its process-group id) once it started,
             so a caller running children from worker threads can stop them on Ctrl-C.
-        grace_s: seconds between SIGINT, SIGTERM and SIGKILL when the group is stopped.
-
-    The output (returned and logged) has secrets redacted (:mod:`ds4sync.core.redact`); the
-    child's group is registered in the active :func:`registered_children` registry.
+        grace_s: seconds each of SIGINT and SIGTERM is given when the group is stopped.
 
     Raises:
         ToolMissingError: the program does not exist.
@@ -363,6 +198,7 @@ def run(
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
     child_env = _mark(compose_env(overrides, base=env))
+    _log.debug("run %s  (in %s%s)", redact_secrets(" ".join(argv)), cwd, f", log {log_path}" if log_path else "")
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:
@@ -442,6 +278,24 @@ def _redacted(line: bytes) -> bytes:
     return line if clean == text else clean.encode("utf-8")
 
 
+def _mark(env: dict[str, str]) -> dict[str, str]:
+    if ACTIVE_REGISTRIES:
+        env[CHILD_MARK] = ACTIVE_REGISTRIES[-1].mark
+    return env
+
+
+def _register(pid: int, argv: Sequence[str]) -> None:
+    if ACTIVE_REGISTRIES:
+        with contextlib.suppress(OSError):
+            ACTIVE_REGISTRIES[-1].register(pid, argv)
+
+
+def _unregister(pid: int) -> None:
+    if ACTIVE_REGISTRIES:
+        with contextlib.suppress(OSError):
+            ACTIVE_REGISTRIES[-1].forget(pid)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists (and is not a zombie we own)."""
     if pid <= 0:
@@ -464,7 +318,7 @@ def spawn(
     """Start a long-running child (a server) in its own process group, output appended to ``log_path``.
 
     The caller owns the returned process and stops it with :func:`kill_group`; it is registered
-    in the active :func:`registered_children` registry.
+    in the active registry (:func:`ds4sync.core.children.registered_children`), if any.
 
     Raises:
         ToolMissingError: the program does not exist.

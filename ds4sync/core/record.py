@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ds4sync.core import fault
 from ds4sync.core.errors import NeedsPersonError, StateError
+from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.proc import pid_alive
 
 SCHEMA_VERSION = 1
@@ -28,7 +27,7 @@ SCHEMA_VERSION = 1
 PhaseStatus = Literal["pending", "running", "done", "needs-person", "failed", "skipped"]
 # running: a process works on it; paused: phases remain (`ds4sync resume` goes on);
 # needs-person: a phase waits for a person; failed / done / aborted: finished.
-RunStatus = Literal["running", "paused", "needs-person", "failed", "done", "aborted"]
+RunStatus = Literal["running", "paused", "needs-person", "failed", "done", "promoted", "aborted"]
 ACTIVE_STATUSES: frozenset[str] = frozenset({"running", "paused", "needs-person"})
 
 
@@ -127,24 +126,6 @@ def make_run_id(upstream_sha: str, *, when: datetime | None = None) -> str:
     return f"{stamp}-{upstream_sha[:10]}"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False, default=str)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        fault.point("record.before-replace")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class RecordStore:
     """Run records, logs, worktrees and the lock of one repository's state dir.
 
@@ -185,7 +166,7 @@ class RecordStore:
         write_json_atomic(path, record.model_dump(mode="json"))
         current = self.root / "current"
         if record.active:
-            current.write_text(record.run_id + "\n")
+            write_atomic(current, record.run_id + "\n")
         elif current.is_file() and current.read_text().strip() == record.run_id:
             current.unlink()
         return path
@@ -213,10 +194,15 @@ class RecordStore:
             ) from exc
 
     def current(self) -> RunRecord | None:
-        """The active run of this repository, if any."""
+        """The active run of this repository, if any.
+
+        Without a ``current`` pointer, the latest run when it is active: a kill between the
+        record write and the pointer write leaves exactly that.
+        """
         pointer = self.root / "current"
         if not pointer.is_file():
-            return None
+            latest = self.latest()
+            return latest if latest is not None and latest.active else None
         run_id = pointer.read_text().strip()
         if not run_id or not self.record_path(run_id).is_file():
             return None

@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ds4sync.core import proc
+from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import write_json_atomic
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.model import GateResult
 

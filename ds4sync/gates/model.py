@@ -9,6 +9,8 @@ passed before) and ``error`` (timeout, crash, malformed JUnit).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -155,3 +157,28 @@ class TierResult(FrozenModel):
         """Counts summed over every gate (cached gates count what they counted when they ran)."""
         fields = TestCounts.model_fields
         return TestCounts(**{name: sum(getattr(g.counts, name) for g in self.gates) for name in fields})
+
+
+_CAUSE_RE = re.compile(r"(Error\b|Exception\b|No module named|error:|^E\s|assert|FAILED|Killed|Segmentation fault)")
+
+
+def failure_cause(gate: GateResult) -> str:
+    """One line saying why ``gate`` is not green: its reason plus the cause its output or log names.
+
+    The cause is the last error-looking line (``AssertionError: ...``, ``No module named pytest``)
+    of the first failure's message, else of the gate's log; '' for a green gate.
+    """
+    if gate.status in GREEN:
+        return ""
+    text = gate.failures[0].message if gate.failures else ""
+    if len(text.strip().splitlines()) < 2 and gate.log_path:
+        from ds4sync.core.files import tail_lines
+
+        text = "\n".join((text, *tail_lines(Path(gate.log_path), 40)))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    hits = [line for line in lines if _CAUSE_RE.search(line)]
+    line = (hits or lines or [""])[-1][:200]
+    reason = gate.reason or gate.status
+    if not line or line in reason:
+        return reason
+    return f"{reason}: {line}"

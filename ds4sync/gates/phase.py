@@ -7,6 +7,7 @@ failures stand in the way (fix the host, then `ds4sync resume`), and failed othe
 
 from __future__ import annotations
 
+from ds4sync.gates.model import GateResult, failure_cause
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
@@ -14,18 +15,20 @@ from ds4sync.runner import Phase, PhaseOutcome, RunContext
 def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
     """Run each configured tier in the run's worktree and record it."""
     lines, statuses = [], []
+    blocking: list[GateResult] = []
     if not ctx.ws.config.gates.tiers:
         return PhaseOutcome("skipped", "no gate tiers configured (gates.tiers in ds4sync.yaml)")
     for tier in ctx.ws.config.gates.tiers:
         ctx.progress(f"gates: tier {tier}")
         result = run_tier(ctx.ws, TierOptions(tier=tier), record=ctx.record)
         ctx.record.results.setdefault("gates", {})[tier] = result.model_dump(mode="json")
+        blocking += [gate for gate in result.gates if gate.blocking]
         statuses.append(result.status)
         lines.append(f"tier {tier}: {result.status} ({result.totals().summary()})")
     if "failed" in statuses:
         return PhaseOutcome(
             "failed",
-            "a required gate failed",
+            _first_blocking(blocking) or "a required gate failed",
             details=tuple(lines),
             next_steps=("see `ds4sync status`; rerun one tier with `ds4sync gate --tier TIER`",),
         )
@@ -37,6 +40,16 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
             next_steps=("fix the environment, then `ds4sync resume`",),
         )
     return PhaseOutcome("done", "; ".join(lines) or "no tiers configured", details=tuple(lines))
+
+
+def _first_blocking(blocking: list[GateResult]) -> str:
+    """``required gate unit/envs-kept failed: <cause> (log: <path>)`` for the first gate that blocks."""
+    if not blocking:
+        return ""
+    gate = blocking[0]
+    more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+    log = f" (log: {gate.log_path})" if gate.log_path else ""
+    return f"required gate {gate.tier}/{gate.name} {gate.status}: {failure_cause(gate)}{log}{more}"
 
 
 GATE_PHASES = (Phase("gate", run_gate_phase),)

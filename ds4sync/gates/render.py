@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ds4sync.gates.model import TierResult
+from ds4sync.gates.model import TierResult, failure_cause
 from ds4sync.gates.runner import GateEvent
 
 STYLE = {
@@ -78,7 +78,7 @@ def tier_table(console: Console, result: TierResult, *, record_path: str | None 
     for column in ("gate", "status", "counts", "time", "devices", "note"):
         table.add_column(column)
     for gate in result.gates:
-        note = gate.reason if gate.status in ("skipped", "cached", "error", "incomplete") else ""
+        note = gate.reason if gate.status in ("skipped", "cached") else failure_cause(gate)
         if not gate.required:
             note = f"(optional) {note}".strip()
         table.add_row(

@@ -22,15 +22,17 @@ from pathlib import Path
 from typing import Literal
 
 from ds4sync.core import fault
+from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.proc import registered_children, stop_groups
+from ds4sync.core.proc import stop_process_groups
 from ds4sync.core.record import RunRecord, now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
-from ds4sync.gates.definition import Gate, load_tier
+from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
+from ds4sync.gates.tiers import load_tier
 from ds4sync.runner import Workspace
 
 STOP_GRACE_S = 3.0
@@ -108,7 +110,7 @@ class _Children:
         self.cancelled.set()
         with self.lock:
             groups = list(self.groups)
-        stop_groups(groups, interrupt_s=STOP_GRACE_S, terminate_s=STOP_GRACE_S)
+        stop_process_groups(groups, grace_s=STOP_GRACE_S)
 
 
 class _Devices:
@@ -152,7 +154,7 @@ def run_tier(
             result = run_tier(ws, dataclasses.replace(options, target=scratch), progress=progress)
         return result.model_copy(update={"repo": str(ws.repo.path)})
     if record is not None:
-        with registered_children(ws.store.run_dir(record.run_id) / "children.json"):
+        with registered_children(ws.store.run_dir(record.run_id) / "children"):
             return _run_tier(ws, options, record=record, progress=progress)
     return _run_tier(ws, options, record=record, progress=progress)
 
@@ -396,7 +398,7 @@ def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None 
         name=gate.name,
         tier=gate.tier,
         kind=gate.definition.kind,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         required=gate.definition.required,
         reason=reason,
         counts=counts,

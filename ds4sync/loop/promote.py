@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ds4sync.core import fault
-from ds4sync.core.errors import StateError
+from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import RunRecord, now_iso
 from ds4sync.runner import Workspace
@@ -49,6 +49,19 @@ class PromoteResult(BaseModel):
     proven_by: tuple[str, ...] = ()
     ungated: bool = False
     overridden: tuple[str, ...] = ()
+    worktree_updated: str | None = None
+
+
+class AlreadyPromoted(StateError):
+    """The run was promoted before; ``result`` is what that promote did."""
+
+    def __init__(self, run_id: str, result: PromoteResult) -> None:
+        super().__init__(
+            f"run {run_id} already promoted at {result.promoted_at}: {result.branch} "
+            f"{result.old_head[:12]} -> {result.new_head[:12]} (rollback: {result.rollback_ref})"
+        )
+        self.run_id = run_id
+        self.result = result
 
 
 @dataclass
@@ -181,45 +194,25 @@ def promote(
         allow: promote despite failed gates or phases (recorded); never despite an unproven commit.
         allow_ungated: promote although no tier is configured for promotion (recorded loudly).
 
+    When the fork branch is checked out in a clean work tree, that tree is updated too.
+
     Raises:
+        AlreadyPromoted: the run was promoted before (a StateError).
         StateError: the commit is not proven, blockers remain, the fork branch moved since the
-            run started, or the branch is checked out somewhere (its work tree would go stale).
+            run started, or the branch is checked out in a work tree with uncommitted changes.
     """
     with ws.store.lock("promote"):
         record = ws.store.resolve(run_id)
         repo, branch = ws.repo, record.fork.branch
-        where = str(ws.store.record_path(record.run_id))
         if "promote" in record.results:
-            raise StateError(
-                f"run {record.run_id} was already promoted ({record.results['promote'].get('new_head', '?')[:12]})",
-                where=where,
-                fix="start a new sync for newer upstream commits",
-            )
+            raise AlreadyPromoted(record.run_id, PromoteResult.model_validate(record.results["promote"]))
         proof = prove(record, required_tiers=ws.config.gates.required_for_promote, repo=repo)
-        if proof.hard:
-            raise StateError(
-                f"run {record.run_id} does not prove {record.sync_branch}: {'; '.join(proof.hard)}",
-                where=where,
-                fix="run the gates on the sync head (`ds4sync resume`, or `ds4sync gate --tier TIER` in the run)",
-            )
-        if proof.soft and not allow:
-            raise StateError(
-                f"run {record.run_id} cannot be promoted: {'; '.join(proof.soft)}",
-                where=where,
-                fix="fix and `ds4sync resume`, or pass --allow-blockers to promote anyway",
-            )
-        if proof.ungated and not allow_ungated:
-            raise StateError(
-                f"run {record.run_id}: no gate tier is configured for promotion, "
-                f"so nothing proved {record.sync_branch}",
-                where=str(ws.config.source or ws.repo.path),
-                fix="set gates.tiers (or gates.promote_tiers) in ds4sync.yaml and `ds4sync resume`, "
-                "or pass --allow-ungated (recorded in the run and its report)",
-            )
+        _refuse_unproven(ws, record, proof, allow=allow, allow_ungated=allow_ungated)
         new_head = proof.commit
         assert new_head is not None, "a proof without hard blockers names its commit"
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
         current = repo.branch_head(branch)
+        holder: GitRepo | None = None
         if current == new_head and repo.resolve_commit(rollback) == record.fork.head_before:
             current = record.fork.head_before  # promoted before a kill; the record write is what is left
         elif current != record.fork.head_before:
@@ -229,23 +222,25 @@ def promote(
                 fix="run a new sync from the current fork head",
             )
         else:
-            holder = repo.checked_out_in(branch)
-            if holder is not None:
-                raise StateError(
-                    f"{branch} is checked out in {holder}",
-                    where=str(repo.path),
-                    fix=f"switch that checkout to another branch, or run `git merge --ff-only "
-                    f"{record.sync_branch}` there yourself",
-                )
             if not repo.is_ancestor(current, new_head):
                 raise StateError(
                     f"{record.sync_branch} does not contain {branch}",
                     where=str(repo.path),
                     fix="the sync branch was rewritten; start a new sync",
                 )
+            holder = _clean_checkout_of(repo, branch)
             repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
             fault.point("promote.after-rollback-ref")
-            repo.run("update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current)
+            if holder is not None:
+                holder.update_checkout(current, new_head)
+            try:
+                repo.run(
+                    "update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current
+                )
+            except GitError:
+                if holder is not None:  # the branch did not move: put its checkout back
+                    holder.update_checkout(new_head, current)
+                raise
             fault.point("promote.after-update-ref")
         result = PromoteResult(
             branch=branch,
@@ -257,11 +252,65 @@ def promote(
             proven_by=tuple(proof.proven_by),
             ungated=proof.ungated,
             overridden=tuple(proof.soft),
+            worktree_updated=str(holder.path) if holder is not None else None,
         )
         record.results["promote"] = result.model_dump(mode="json")
+        record.status = "promoted"
         if proof.soft:
             record.notes.append(f"promoted despite: {'; '.join(proof.soft)}")
         if proof.ungated:
             record.notes.append(UNGATED_NOTE)
         ws.store.save(record)
+        if "report" in record.results:  # the report says what happened to the run
+            from ds4sync.report.files import write_report
+
+            write_report(ws.store, record, ws.profile)
         return result
+
+
+def _refuse_unproven(ws: Workspace, record: RunRecord, proof: Proof, *, allow: bool, allow_ungated: bool) -> None:
+    """Raise the StateError that says why ``proof`` does not allow promoting (nothing when it does)."""
+    where = str(ws.store.record_path(record.run_id))
+    if proof.hard:
+        raise StateError(
+            f"run {record.run_id} does not prove {record.sync_branch}: {'; '.join(proof.hard)}",
+            where=where,
+            fix="run the gates on the sync head (`ds4sync resume`, or `ds4sync gate --tier TIER` in the run)",
+        )
+    if proof.soft and not allow:
+        raise StateError(
+            f"run {record.run_id} cannot be promoted: {'; '.join(proof.soft)}",
+            where=where,
+            fix="fix and `ds4sync resume`, or pass --allow-blockers to promote anyway",
+        )
+    if proof.ungated and not allow_ungated:
+        raise StateError(
+            f"run {record.run_id}: no gate tier is configured for promotion, so nothing proved {record.sync_branch}",
+            where=str(ws.config.source or ws.repo.path),
+            fix="set gates.tiers (or gates.promote_tiers) in ds4sync.yaml and `ds4sync resume`, "
+            "or pass --allow-ungated (recorded in the run and its report)",
+        )
+
+
+def _clean_checkout_of(repo: GitRepo, branch: str) -> GitRepo | None:
+    """The checkout where ``branch`` is checked out, if any, which must be clean to be updated.
+
+    Like git's ``receive.denyCurrentBranch=updateInstead``: a clean work tree follows the
+    branch; one with changes to tracked files is refused, naming them.
+
+    Raises:
+        StateError: that checkout has uncommitted changes.
+    """
+    where = repo.checked_out_in(branch)
+    if where is None:
+        return None
+    holder = GitRepo(where)
+    dirty = holder.tracked_changes()
+    if dirty:
+        shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
+        raise StateError(
+            f"{branch} is checked out in {where} with uncommitted changes: {shown}",
+            where=where,
+            fix="commit or stash them (promote then updates that checkout), or check out another branch there",
+        )
+    return holder

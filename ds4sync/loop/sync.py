@@ -193,13 +193,7 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
-        record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-        if record is None or record.status == "aborted" or "promote" in record.results:
-            raise StateError(
-                "no run to abort (the latest is aborted or promoted)",
-                where=str(ws.store.root),
-                fix="see `ds4sync status --all`",
-            )
+        record = abort_target(ws, run_id=run_id)
         stop_leftover_children(ws, record, lambda _m: None)
         fault.point("abort.after-stop-children")
         ws.repo.worktree_remove(Path(record.worktree))
@@ -225,12 +219,12 @@ def _failed_latest(ws: Workspace) -> RunRecord | None:
 
 def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress) -> None:
     """Stop the child process groups a killed run left running (still ours: pid and start time match)."""
-    from ds4sync.core.proc import ChildRegistry
-    from ds4sync.runner import CHILDREN_FILE
+    from ds4sync.core.children import ChildRegistry
+    from ds4sync.runner import CHILDREN_DIR
 
-    stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_FILE).stop_leftovers()
+    stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_DIR).reap_orphans(grace_s=2.0)
     if stopped:
-        names = ", ".join(f"{e['pgid']} `{' '.join(str(a) for a in e.get('argv', [])[:3])}`" for e in stopped)
+        names = ", ".join(f"{e.pgid} `{' '.join(e.argv[:3])}`" for e in stopped)
         say(f"stopped {len(stopped)} process group(s) left by the interrupted run: {names}")
         record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
         ws.store.save(record)
@@ -251,6 +245,19 @@ def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
         if name in record.phases:
             record.phases[name] = PhaseState()
     record.results.pop("gates", None)
+
+
+def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
+    """The run ``abort`` would drop: ``run_id``, else the active run, else the latest.
+
+    Raises:
+        StateError: no such run, or it was already aborted or promoted.
+    """
+    record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
+    if record is None or record.status in ("aborted", "promoted") or "promote" in record.results:
+        what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
+        raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
+    return record
 
 
 def _phases() -> tuple[Phase, ...]:

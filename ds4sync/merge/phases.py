@@ -18,6 +18,7 @@ from pathlib import Path
 from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, forget
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -50,7 +51,7 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
         summary = planned.result()
     return PhaseOutcome(
         "done",
-        f"worktree {worktree} on {record.sync_branch}; {len(summary.conflicts)} conflicts predicted",
+        f"worktree {worktree} on {record.sync_branch}; {many(len(summary.conflicts), 'conflict')} predicted",
         result=summary,
     )
 
@@ -65,11 +66,13 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     else:
         if record.phase("merge").attempts > 1:
             _reset_to_fork_head(wt, record.fork.head_before)
-        ctx.progress(f"merging {record.upstream.sha[:12]} ({summary.upstream_commits} upstream commits)")
+        ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
         wt.merge_no_commit(record.upstream.sha)
         fault.point("merge.after-git-merge")
     return PhaseOutcome(
-        "done", f"{len(summary.conflicts)} conflicted files, {imported} recorded resolutions imported", result=summary
+        "done",
+        f"{many(len(summary.conflicts), 'conflicted file')}, {many(imported, 'recorded resolution')} imported",
+        result=summary,
     )
 
 
@@ -84,11 +87,12 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     waiting = [e for e in entries if e.resolution == "unresolved"]
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
     if not waiting:
-        return PhaseOutcome("done", f"{len(entries)} conflicts resolved", result=summary)
+        return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
     details = tuple(f"{e.path} ({e.kind})" for e in waiting)
     return PhaseOutcome(
         "needs-person",
-        f"{len(waiting)} conflicted files need a person in {record.worktree}",
+        f"{many(len(waiting), 'conflicted file')} {'needs' if len(waiting) == 1 else 'need'} a person"
+        f" in {record.worktree}",
         result=summary,
         details=details,
         next_steps=(

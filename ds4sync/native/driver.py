@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.files import tail_lines, write_atomic
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.native.manifest import Manifest
@@ -302,7 +303,7 @@ class _Build:
             steps=tuple(self.steps),
             failed_step=name,
             proof=proof,
-            tail=_tail(self.log),
+            tail=tail_lines(self.log, TAIL_LINES),
             first_errors=first_errors(self.log),
             build_s=round(build_s, 3),
             proof_s=proof.duration_s if proof else 0.0,
@@ -385,11 +386,6 @@ def first_errors(log: Path, limit: int = MAX_ERROR_LINES) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _tail(log: Path, lines: int = TAIL_LINES) -> tuple[str, ...]:
-    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    return tuple(text[-lines:])
-
-
 def _append(log: Path, text: str) -> None:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(text)
@@ -409,6 +405,4 @@ def _scrub_secrets(log: Path, secrets: list[str]) -> None:
     for value in secrets:
         scrubbed = scrubbed.replace(value, REDACTED)
     if scrubbed != text:
-        tmp = log.with_suffix(".scrub")
-        tmp.write_text(scrubbed, encoding="utf-8")
-        os.replace(tmp, log)
+        write_atomic(log, scrubbed)

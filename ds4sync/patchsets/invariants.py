@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.paths import is_glob
 from ds4sync.patchsets.model import (
     AbsentInvariant,
     ContainsInvariant,
@@ -23,7 +24,7 @@ from ds4sync.patchsets.model import (
     SymbolInvariant,
     TestInvariant,
 )
-from ds4sync.patchsets.tree import Tree, is_glob, match_paths
+from ds4sync.patchsets.tree import Tree, match_paths
 
 InvariantStatus = Literal["holds", "violated", "deferred"]
 _MAX_EVIDENCE = 12

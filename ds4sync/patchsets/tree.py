@@ -7,13 +7,12 @@ and ``drop_when`` (the upstream commit alone).
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from pathlib import Path
 from typing import Protocol
 
 from ds4sync.core.git import GitRepo
+from ds4sync.core.paths import filter_paths, is_glob
 
 _SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 
@@ -86,43 +85,6 @@ class CommitTree:
         return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def expand_braces(pattern: str) -> list[str]:
-    """``a/{b,c}.py`` -> ``["a/b.py", "a/c.py"]`` (nested braces expanded left to right)."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [out for alt in match.group(1).split(",") for out in expand_braces(head + alt + tail)]
-
-
-@functools.lru_cache(maxsize=512)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A compiled regex for one brace-free glob: ``**/`` any folders, ``*`` and ``?`` within one name."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def is_glob(pattern: str) -> bool:
-    """Whether ``pattern`` has wildcards or braces (else it names one path)."""
-    return any(ch in pattern for ch in "*?{")
-
-
 def match_paths(tree: Tree, patterns: tuple[str, ...] | list[str]) -> list[str]:
     """Paths of ``tree`` matching any of ``patterns`` (plain paths or globs), sorted, unique."""
     found: set[str] = set()
@@ -131,6 +93,5 @@ def match_paths(tree: Tree, patterns: tuple[str, ...] | list[str]) -> list[str]:
             if tree.read(pattern) is not None:
                 found.add(pattern)
             continue
-        regexes = [glob_regex(p) for p in expand_braces(pattern)]
-        found.update(path for path in tree.paths() if any(rx.match(path) for rx in regexes))
+        found.update(filter_paths(tree.paths(), pattern))
     return sorted(found)

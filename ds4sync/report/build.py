@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ds4sync.core.words import many
 from ds4sync.report.read import as_dict, as_int, as_list, as_str, first, tally
 from ds4sync.report.validation import build_validation, commands
 from ds4sync.report.view import (
@@ -357,4 +358,4 @@ def _backport(data: Mapping[str, Any]) -> BackportView:
 
 
 def _many(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return many(count, word)

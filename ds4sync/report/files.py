@@ -6,12 +6,11 @@ The only module of the report package that touches the file system; rendering it
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
+from ds4sync.core.files import write_atomic
 from ds4sync.core.record import RecordStore, RunRecord
 from ds4sync.report.render import Format, Kind, render_report
 
@@ -69,9 +68,9 @@ def write_report(
     folder = store.run_dir(record.run_id)
     templates = templates_dir(profile)
     path = folder / f"report.{_SUFFIX[fmt]}"
-    _write_text(path, render_report(record, templates_dir=templates, fmt=fmt, public=public, notes=notes))
+    write_atomic(path, render_report(record, templates_dir=templates, fmt=fmt, public=public, notes=notes))
     if fmt != "json":
-        _write_text(
+        write_atomic(
             folder / "summary.json",
             render_report(record, templates_dir=templates, fmt="json", public=public, notes=notes),
         )
@@ -111,15 +110,3 @@ def compare_text(
     return render_compare(
         store.load(run_a), store.load(run_b), templates_dir=templates_dir(profile), fmt=fmt, public=public
     )
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -265,7 +265,7 @@ def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:
     verdicts = {row.verdict for row in rows}
     for verdict in ("regression", "inconclusive", "improvement"):
         if verdict in verdicts:
-            return verdict  # type: ignore[return-value]
+            return verdict
     return "neutral"
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
+from ds4sync.core.files import tail_lines
 from ds4sync.core.proc import kill_group, process_state, spawn
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.config import ServerConfig
@@ -71,15 +72,8 @@ class GuardResult:
 
 
 def log_tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file ('' when there is none)."""
-    if path is None or not path.is_file():
-        return ""
-    with path.open("rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 64 * 1024))
-        text = handle.read().decode("utf-8", "replace")
-    return "\n".join(text.splitlines()[-lines:])
+    """The last ``lines`` lines of a log file, joined ('' when there is none)."""
+    return "\n".join(tail_lines(path, lines))
 
 
 def start_server(config: ServerConfig, *, log_path: Path) -> ServerHandle:

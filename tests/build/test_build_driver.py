@@ -102,7 +102,7 @@ def test_failing_build_exits_1_with_the_log_tail(
     _write_config(repo.path)
     _manifest_file(tmp_path, ext.manifest)
     monkeypatch.chdir(tmp_path)  # a relative --manifest is read from the current folder
-    code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", "manifest.yaml"])
+    code = main(["build", "--repo", str(repo.path), "--build-profile", "cpu", "--manifest", "manifest.yaml"])
     printed = capsys.readouterr().out
     assert code == 1
     assert "build failed: at step 'install'" in printed

@@ -17,6 +17,8 @@ from ds4sync.native.manifest import load_manifest, write_manifest
 from ds4sync.native.phase import BUILD_PHASES
 from ds4sync.runner import RunContext, open_workspace, run_phases
 
+pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
+
 
 def test_missing_tool_fails_the_phase_with_one_line(builder: RepoBuilder, tmp_path: Path) -> None:
     head = builder.commit({"setup.py": "raise SystemExit(1)\n"}, "tree")
@@ -57,7 +59,6 @@ def test_missing_tool_fails_the_phase_with_one_line(builder: RepoBuilder, tmp_pa
     assert ws.store.load("r1").phases["build"].status == "failed"
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuilder, tmp_path: Path) -> None:
     pytest.importorskip("torch")

@@ -17,6 +17,8 @@ from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import BuildProfile, VenvSpec
 from ds4sync.native.toolchain import capture_toolchain, require_tools
 
+pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
+
 
 def _script(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

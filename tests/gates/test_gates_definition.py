@@ -9,8 +9,8 @@ import pytest
 
 from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
-from ds4sync.gates.definition import load_tier
 from ds4sync.gates.kinds.pytest_kind import build_argv
+from ds4sync.gates.tiers import load_tier
 
 # The write-up's "309-pass focused unit command", as printed there (line breaks joined).
 FOCUSED_UNIT = (

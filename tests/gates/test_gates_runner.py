@@ -19,6 +19,7 @@ from ds4sync.core.proc import pid_alive
 from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from tests.cli_json import data as cli_data
 
 OK_YAML = """\
 tier: unit
@@ -177,7 +178,7 @@ def test_cli_records_into_the_active_run(sample: RepoBuilder, capsys: pytest.Cap
         ]
     )
     assert code == 0
-    printed = json.loads(capsys.readouterr().out)
+    printed = cli_data(capsys.readouterr().out)
     assert printed["status"] == "passed" and printed["record"] == str(record_path)
     saved = json.loads(record_path.read_text())["results"]["gates"]["unit"]
     assert saved["gates"][0]["name"] == "calc" and saved["gates"][0]["counts"]["passed"] == 6

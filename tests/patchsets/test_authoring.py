@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.patchsets.model import load_patchset
+from tests.cli_json import data as cli_data
 
 from .scenario import MOE, MOE_BOUNDS, REFACTORED, Scenario, add_patchsets, attention, build_repos
 
@@ -35,11 +35,11 @@ def test_patches_new_captures_commits_with_scaffolded_invariants(sc: Scenario, c
     # the scaffolded invariant fails before the carry and holds after it
     capsys.readouterr()
     assert main(["patches", "check", "--repo", str(sc.fork.path), "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert data["patchsets"][0]["status"] == "violated" and data["counts"]["violated"] == 1
     sc.fork.checkout("carry-bounds")
     assert main(["patches", "check", "--repo", str(sc.fork.path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["patchsets"][0]["status"] == "holds"
+    assert cli_data(capsys.readouterr().out)["patchsets"][0]["status"] == "holds"
     # the same id again is refused, naming the folder
     assert main(["patches", "new", "bounds-check", "--from", rev_range, "--repo", str(sc.fork.path)]) == 2
     assert "already exists" in capsys.readouterr().err
@@ -54,10 +54,10 @@ def test_patches_new_rejects_a_single_rev(sc: Scenario, capsys) -> None:
 def test_patches_list_and_check_with_upstream_report_landed(sc: Scenario, capsys) -> None:
     add_patchsets(sc)
     assert main(["patches", "list", "--repo", str(sc.fork.path), "--json"]) == 0
-    listed = [ps["id"] for ps in json.loads(capsys.readouterr().out)]
+    listed = [ps["id"] for ps in cli_data(capsys.readouterr().out)["patchsets"]]
     assert listed.index("sparse-decode") < listed.index("softcap")
     code = main(["patches", "check", "--repo", str(sc.fork.path), "--upstream", sc.shas["upstream"], "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     status = {ps["id"]: ps["status"] for ps in data["patchsets"]}
     assert status["flashinfer-0618"] == "landed-upstream" and status["larger-scratch"] == "landed-upstream"
     assert status["sparse-decode"] == "holds" and status["bounds-check"] == "violated"
@@ -71,14 +71,14 @@ def test_check_runs_on_a_plain_folder(tmp_path: Path, sc: Scenario, capsys) -> N
     (folder / "vllm" / "moe.py").write_text(MOE_BOUNDS)
     (folder / "vllm" / "__init__.py").write_text("")
     code = main(["patches", "check", "--repo", str(folder), "--profile", str(sc.profile), "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert {ps["id"]: ps["status"] for ps in data["patchsets"]}["bounds-check"] == "holds"
     assert code == 1  # the other features are missing from this folder
 
 
 def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> None:
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path)]) == 0
-    ws_record = json.loads(_status(sc, capsys))
+    ws_record = cli_data(_status(sc, capsys))
     fix = sc.upstream.commit({"vllm/moe.py": MOE.replace("% 7", "% 11")}, "[Bugfix] route modulo (#53000)")
     sc.fork.repo.git.fetch("-q", "upstream")
     capsys.readouterr()
@@ -95,7 +95,7 @@ def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> N
 
 def test_backport_conflict_changes_nothing(sc: Scenario, capsys) -> None:
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path)]) == 0
-    record = json.loads(_status(sc, capsys))
+    record = cli_data(_status(sc, capsys))
     other = "\n    def _forward_paged(self, q, kv):\n        return self._attend(q, kv)\n"
     clash = sc.upstream.commit({"vllm/attention.py": attention(REFACTORED, extra=other)}, "[Model] paged forward")
     sc.fork.repo.git.fetch("-q", "upstream")
@@ -127,7 +127,7 @@ def test_patch_without_known_preimage_leaves_rejected_hunks(tmp_path: Path, sc: 
     )
     capsys.readouterr()
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json"]) == 4
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     [entry] = data["replay"]["entries"]
     assert entry["status"] == "needs-adaptation" and entry["rejects"] == ["vllm/moe.py.rej"]
     worktree = Path(data["worktree"])

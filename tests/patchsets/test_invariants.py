@@ -10,7 +10,7 @@ from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
 from ds4sync.patchsets.model import PatchSet
-from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree, expand_braces, match_paths
+from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree, match_paths
 
 FILES = {
     "vllm/__init__.py": "",
@@ -158,10 +158,6 @@ def test_result_line_names_patchset_invariant_and_file(tree: Tree) -> None:
 def test_advisory_violation_does_not_block(tree: Tree) -> None:
     result = _one(tree, {"kind": "file_exists", "path": "nope", "severity": "advisory"})
     assert result.status == "violated" and not result.blocking_violation
-
-
-def test_braces_and_double_star() -> None:
-    assert expand_braces("a/{b,c}/{d,e}.py") == ["a/b/d.py", "a/b/e.py", "a/c/d.py", "a/c/e.py"]
 
 
 def test_match_paths_double_star_matches_top_level(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import RecordStore
 from ds4sync.runner import open_workspace
+from tests.cli_json import data as cli_data
 
 from .scenario import SOFTCAP_V2, SPARSE, Scenario, add_patchsets, attention, build_repos
 
@@ -30,7 +30,7 @@ def _record(sc: Scenario):
 def _merge(sc: Scenario, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
     capsys.readouterr()
     code = main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+    return code, cli_data(capsys.readouterr().out)
 
 
 def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys) -> None:
@@ -69,7 +69,7 @@ def test_replay_stops_for_adaptation_then_resume_commits_it(sc: Scenario, capsys
     (worktree.path / "vllm/attention.py").write_text(attention(SOFTCAP_V2, extra=""))  # the person adapts
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 1  # sparse-decode lost by the adaptation
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert data["verify"]["totals"]["violated"] == 2
     bad = {
         (r["patchset"], r["invariant"])
@@ -87,7 +87,7 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     (worktree.path / "vllm/attention.py").write_text(attention(SOFTCAP_V2, extra=SPARSE))
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     entries = {e["id"]: e for e in data["replay"]["entries"]}
     assert entries["softcap"]["status"] == "adapted"
     assert "Patch-set: softcap" in worktree.message(entries["softcap"]["commit"])
@@ -164,7 +164,7 @@ def test_resume_refuses_an_adaptation_that_does_not_restore_the_feature(sc: Scen
     head = worktree.head()
     capsys.readouterr()
     assert main(["resume", "--repo", str(sc.fork.path), "--json"]) == 4
-    replay = json.loads(capsys.readouterr().out)["replay"]
+    replay = cli_data(capsys.readouterr().out)["replay"]
     softcap = next(e for e in replay["entries"] if e["id"] == "softcap")
     assert softcap["status"] == "needs-adaptation"
     assert softcap["detail"].startswith("invariants still fail after adaptation: /\\.tanh\\(\\)/ not found")

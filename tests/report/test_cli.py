@@ -143,7 +143,7 @@ def test_schema_command_prints_the_published_schema(capsys) -> None:
     ("args", "message"),
     [
         (("--run", "nope"), "no run named nope"),
-        (("--format", "pdf"), "unknown format 'pdf'"),
+        (("--format", "pdf"), "'pdf' is not one of 'md', 'html', 'json'"),
         (("--notes", "missing.md"), "cannot read notes"),
     ],
 )

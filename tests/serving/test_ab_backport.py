@@ -15,6 +15,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.serving.abstats import MetricRule, compare_metric
 from ds4sync.serving.backport import Trees, decide, evaluate_backport
 from ds4sync.serving.config import BackportConfig, ServingConfig
+from tests.cli_json import data as cli_data
 
 
 def bench_file(path: Path, tok_s: float, tpot_ms: float, *, completed: int = 8) -> Path:
@@ -42,7 +43,7 @@ def test_ab_cli_on_recorded_runs(builder: RepoBuilder, tmp_path: Path, capsys: p
         args += ["--baseline", str(bench_file(tmp_path / f"a{i}.json", base, 3.35))]
         args += ["--candidate", str(bench_file(tmp_path / f"b{i}.json", base * 0.979, 3.42))]
     code = main(["ab", *args, "--repo", str(builder.path), "--out", str(tmp_path / "ab"), "--json"])
-    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["metric"]: r for r in cli_data(capsys.readouterr().out)["rows"]}
     assert code == 1  # a regression fails the command
     assert set(rows) == {"output_throughput", "median_tpot_ms", "median_ttft_ms"}
     tok = rows["output_throughput"]

@@ -7,7 +7,6 @@ server answers whose right value is known.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
@@ -34,6 +33,7 @@ from ds4sync.serving.config import (
 from ds4sync.serving.gate import run_probes
 from ds4sync.serving.metrics import MetricsSampler
 from ds4sync.serving.server import ServerHandle, ServerStartError, guard, start_server, stop_server, wait_ready
+from tests.cli_json import data as cli_data
 
 pytestmark = pytest.mark.serving
 HERE = Path(__file__).resolve().parent
@@ -254,7 +254,7 @@ def test_cli_gate_json_attached_and_recorded(
             "--json",
         ]
     )
-    data = json.loads(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
     assert code == 0 and data["run_id"] == "r1" and data["status"] == "passed"
     assert [p["name"] for p in data["probes"]] == ["health", "exact", "kv_capacity"]
     assert all(set(p) == {"name", "status", "value", "baseline", "unit"} for p in data["probes"])
