@@ -15,7 +15,9 @@ from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.core.paths import path_matches
 from ds4sync.gates.settings import GatesConfig
+from ds4sync.loop.settings import DeployConfig, NightlyConfig
 from ds4sync.native.profile import BuildConfig
+from ds4sync.publish.settings import NotifyConfig, PublishConfig
 from ds4sync.serving.config import ServingConfig
 
 __all__ = ["Config", "ConfigError", "FrozenModel", "find_config", "load_config", "read_yaml", "validate"]
@@ -93,6 +95,10 @@ class Config(FrozenModel):
     serving: ServingConfig | None = None
     gates: GatesConfig = GatesConfig()
     build: BuildConfig = BuildConfig()
+    publish: PublishConfig | None = None
+    notify: NotifyConfig | None = None
+    nightly: NightlyConfig = NightlyConfig()
+    deploy: DeployConfig | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 

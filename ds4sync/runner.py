@@ -73,6 +73,7 @@ class RunContext:
     progress: Callable[[str], None] = field(default=lambda message: None)
     start_commit: str | None = None
     recovering: bool = False
+    deadline: float | None = None  # time.monotonic() of the run's time budget (nightly), None: no budget
 
     @property
     def worktree(self) -> GitRepo:

@@ -28,11 +28,11 @@ def test_nightly_fetches_and_syncs_end_to_end(tmp_path: Path, capsys: pytest.Cap
     assert report.is_file() and newer in report.read_text()
     # The next night: nothing new upstream; the finished run waits to be promoted.
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
-    assert "already synced in run" in capsys.readouterr().out
+    assert "nothing moved since run" in capsys.readouterr().out
     # After promotion, the fork contains upstream: still nothing to do.
     assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0  # no gate tier configured
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
-    assert "nothing to do" in capsys.readouterr().out
+    assert "nothing moved" in capsys.readouterr().out
 
 
 def test_nightly_does_not_bury_a_run_waiting_for_a_person(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

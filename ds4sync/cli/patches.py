@@ -48,6 +48,15 @@ def patches_check(
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
     ] = None,
+    rev: Annotated[
+        str | None, typer.Option("--rev", help="Check this commit's tree (read from git) instead of the work tree.")
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch", help="The fork branch the tree is of, for catalogue.yaml `branches` (default: --rev or HEAD)."
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation.
@@ -57,7 +66,7 @@ def patches_check(
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
-    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream)
+    report = commands.check_path(repo, config=config, profile=profile, upstream=upstream, rev=rev, branch=branch)
     done(
         json_out,
         report.summary,

@@ -182,40 +182,6 @@ def promote(
 
 
 @app.command()
-def nightly(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Fetch upstream and run a whole sync (merge, patch-sets, build, gates, report); for cron."""
-    from ds4sync.loop.nightly import run_nightly
-
-    ws = _workspace(repo, config, branch, state_dir, profile)
-    result = run_nightly(ws, ref=ref, progress=_progress(json_out))
-    record = result.outcome.record if result.outcome is not None else None
-    report = (record.results.get("report") or {}).get("path") if record else None
-    data = {
-        "message": result.message,
-        "run_id": record.run_id if record else None,
-        "status": record.status if record else None,
-        "report": report,
-        "log": result.log_path,
-        "record": str(ws.store.record_path(record.run_id)) if record else None,
-    }
-
-    def text() -> None:
-        out.print(result.message, markup=False)
-        if report:
-            out.print(f"report: {report}", markup=False)
-
-    done(json_out, data, exit_code=int(result.exit_code), text=text)
-
-
-@app.command()
 def cron(
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,

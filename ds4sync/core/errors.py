@@ -18,6 +18,8 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad arguments, config or repository state
     INTERNAL = 3  # a bug: traceback saved to a file
     NEEDS_PERSON = 4  # a person must act (conflicts, adaptation, stale run)
+    BUDGET = 5  # the nightly time budget ran out; unfinished gates are recorded incomplete
+    TRANSIENT = 6  # the forge or a notification target was unreachable or rate-limited; try again later
 
 
 class Ds4syncError(Exception):

@@ -191,6 +191,50 @@ class GitRepo(PatchVerbs):
                 fix="check the upstream remote/URL in ds4sync.yaml and that the ref exists",
             )
 
+    def remote_head(self, source: str, ref: str) -> str | None:
+        """The SHA that ``ref`` (a full ref, e.g. ``refs/heads/main``) names on ``source``, or None when absent.
+
+        Asks the remote (``git ls-remote``), fetching no objects.
+
+        Raises:
+            GitError: the remote cannot be reached.
+        """
+        status, out, err = self.run("ls-remote", "--end-of-options", source, ref, ok_codes=(0, 2, 128))
+        if status == 128:
+            last = (err.strip().splitlines() or ["ls-remote failed"])[-1]
+            raise GitError(f"cannot reach {source} ({last})", where=str(self.path), fix="check the remote's URL")
+        for line in out.splitlines():
+            sha, _, name = line.partition("\t")
+            if name == ref:
+                return sha
+        return None
+
+    def push(self, remote: str, local: str, remote_ref: str, *, expect: str | None) -> tuple[bool, str]:
+        """Push commit ``local`` to ``remote_ref`` on ``remote``, only if that ref is at ``expect``.
+
+        ``expect`` is the SHA the remote ref must still have (``--force-with-lease``), or None when
+        it must not exist yet. Hooks of the user are not run. Returns (pushed, git's last line).
+        """
+        lease = f"--force-with-lease={remote_ref}:{expect or ''}"
+        status, out, err = self.run(
+            "-c",
+            "core.hooksPath=/dev/null",
+            "push",
+            "--porcelain",
+            lease,
+            "--end-of-options",
+            remote,
+            f"{local}:{remote_ref}",
+            ok_codes=(0, 1, 128),
+        )
+        lines = (err.strip() or out.strip()).splitlines()
+        return status == 0, (lines[-1] if lines else f"exit {status}")
+
+    def rev_list(self, include: str, exclude: str, *, limit: int = 100_000) -> list[str]:
+        """SHAs of the commits reachable from ``include`` and not from ``exclude`` (newest first)."""
+        out = self.out("rev-list", f"--max-count={limit}", include, f"^{exclude}", "--")
+        return out.split()
+
     # -- history ----------------------------------------------------------------------------
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two commits, or None for unrelated histories."""

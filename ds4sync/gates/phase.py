@@ -14,16 +14,19 @@ from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
     """Run each configured tier in the run's worktree and record it."""
-    lines, statuses = [], []
+    lines, statuses, stopped = [], [], []
     blocking: list[GateResult] = []
     if not ctx.ws.config.gates.tiers:
         return PhaseOutcome("skipped", "no gate tiers configured (gates.tiers in ds4sync.yaml)")
     for tier in ctx.ws.config.gates.tiers:
         ctx.progress(f"gates: tier {tier}")
-        result = run_tier(ctx.ws, TierOptions(tier=tier), record=ctx.record)
+        result = run_tier(ctx.ws, TierOptions(tier=tier, deadline=ctx.deadline), record=ctx.record)
         ctx.record.results.setdefault("gates", {})[tier] = result.model_dump(mode="json")
         blocking += [gate for gate in result.gates if gate.blocking]
         statuses.append(result.status)
+        stopped += [
+            f"{tier}/{g.name}" for g in result.gates if any(f.env_category == "time-budget" for f in g.failures)
+        ]
         lines.append(f"tier {tier}: {result.status} ({result.totals().summary()})")
     if "failed" in statuses:
         return PhaseOutcome(
@@ -31,6 +34,13 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
             _first_blocking(blocking) or "a required gate failed",
             details=tuple(lines),
             next_steps=("see `ds4sync status`; rerun one tier with `ds4sync gate --tier TIER`",),
+        )
+    if stopped:
+        return PhaseOutcome(
+            "needs-person",
+            f"time budget reached: {len(stopped)} gate(s) stopped or not started, recorded incomplete",
+            details=(*lines, *stopped),
+            next_steps=("`ds4sync resume` runs them again (raise nightly.budget_s if this recurs)",),
         )
     if "incomplete" in statuses:
         return PhaseOutcome(

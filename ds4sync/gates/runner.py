@@ -52,6 +52,7 @@ class TierOptions:
     python: str | None = None
     target: Path | None = None
     bench: bool = False  # kernel gates: also benchmark (passed to kinds as ``ctx.extra["bench"]``)
+    deadline: float | None = None  # time.monotonic() past which running gates are stopped (nightly budget)
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ def _run_tier(
         context=GateContext(
             cwd=target, python=python, log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
         ),
+        deadline=options.deadline,
     )
     results = plan.execute(decisions)
     after = (repo.head(), tree_id(repo))
@@ -275,6 +277,8 @@ class _Plan:
     devices: _Devices
     cpu_slots: threading.Semaphore
     context: GateContext
+    deadline: float | None = None
+    over_budget: threading.Event = field(default_factory=threading.Event)
 
     def execute(self, decisions: list[Selected]) -> list[GateResult]:
         results: dict[str, GateResult] = {}
@@ -314,7 +318,15 @@ class _Plan:
             pending = set(futures)
             try:
                 while pending:
-                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    if (
+                        self.deadline is not None
+                        and not self.over_budget.is_set()
+                        and time.monotonic() >= self.deadline
+                    ):
+                        # The time budget is spent: stop what runs, start nothing more; both are incomplete.
+                        self.over_budget.set()
+                        self.children.stop()
+                    done, pending = wait(pending, timeout=self._tick(), return_when=FIRST_COMPLETED)
                     for fut in done:
                         results[futures[fut]] = fut.result()
             except KeyboardInterrupt:
@@ -322,8 +334,26 @@ class _Plan:
                 wait(pending, timeout=30)
                 raise
 
+    def _tick(self) -> float:
+        if self.deadline is None or self.over_budget.is_set():
+            return 0.2
+        return max(0.0, min(0.2, self.deadline - time.monotonic()))
+
+    def _stopped(self, gate: Gate, reason: str) -> GateResult:
+        """A gate the time budget stopped (or never started): incomplete, never counted as passing."""
+        return _plain(
+            gate,
+            "incomplete",
+            f"time budget reached: {reason}",
+            failure=TestFailure(
+                node_id=gate.name, message="stopped at the time budget", env_category="time-budget", env_rule="budget"
+            ),
+        )
+
     def _one(self, gate: Gate, key: str | None, why: str) -> GateResult:
         need = gate.definition.devices
+        if self.over_budget.is_set():
+            return self._stopped(gate, "not started")
         if self.children.cancelled.is_set():
             return _plain(gate, "error", "interrupted before it started")
         if need > self.devices.total:
@@ -340,6 +370,8 @@ class _Plan:
             )
         slot = self.devices.take(need) if need else _semaphore(self.cpu_slots)
         with slot as devices:
+            if self.over_budget.is_set():
+                return self._stopped(gate, "not started")
             if self.children.cancelled.is_set():
                 return _plain(gate, "error", "interrupted before it started")
             result = self._execute(gate, tuple(devices or ()), why)
@@ -379,7 +411,17 @@ class _Plan:
             result = runner_for(gate.definition.kind)(gate, ctx)
         except ToolMissingError as exc:
             result = _plain(gate, "error", exc.one_line())
-        if self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
+        if self.over_budget.is_set() and result.status not in ("passed", "skipped"):
+            stopped = self._stopped(gate, f"stopped after {result.duration_s:.1f} s")
+            result = result.model_copy(
+                update={
+                    "status": "incomplete",
+                    "reason": stopped.reason,
+                    "failures": stopped.failures,
+                    "counts": stopped.counts,
+                }
+            )
+        elif self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
             result = result.model_copy(update={"status": "error", "reason": f"interrupted ({result.reason})"})
         return result.model_copy(update={"details": {**result.details, "selected_because": why}})
 

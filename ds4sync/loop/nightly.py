@@ -1,64 +1,133 @@
-"""The nightly job: fetch upstream, sync, prove, report; and the cron line that runs it.
+"""The nightly job as a service: sync, prove, report, publish; then promote, deploy, prune, notify.
 
-One night = one run: a run still waiting for a person is never buried under a new one;
-a paused run is resumed; an upstream already merged is a quiet success.
+One night = one run: a run still waiting for a person is never buried under a new one; a paused
+run is resumed; a run stopped by an unreachable forge is resumed (publishing again). When neither
+upstream nor the fork branch moved since the last sync, the night is a quiet skip: no lock, no
+fetch, no worktree, one ``git ls-remote``.
+
+A time budget (``--budget`` / ``nightly.budget_s``) stops the gates still running when it is spent,
+through the one stop routine, and records them incomplete.
+
+Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
+
+    0  synced and green (published, promoted when configured), or nothing moved
+    1  a gate, build or invariant failed
+    2  bad config, arguments or repository state
+    3  internal error (traceback saved)
+    4  a person must act (conflict, patch-set adaptation, refused push, forge refused, duplicate work)
+    5  the time budget ran out: gates recorded incomplete; `ds4sync resume` continues
+    6  the forge or a notification target was unreachable or rate-limited: try again later
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ds4sync.core.errors import ConfigError, ExitCode, GitError
-from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, resume, start_merge
+from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
+from ds4sync.core.git import SHA_RE
+from ds4sync.core.record import RunRecord
+from ds4sync.core.redact import redact_secrets
+from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.runner import RunOutcome, Workspace, require_branch
+
+Clock = Callable[[], float]
+_RAN = frozenset({"done", "failed", "needs-person"})
 
 
 @dataclass(frozen=True)
 class NightlyResult:
-    """What the night did: the run (None when there was nothing to merge), a message, the exit code."""
+    """What the night did: the run (None when nothing moved), a message, the exit code, and the loop's steps."""
 
     outcome: RunOutcome | None
     message: str
     exit_code: ExitCode
-    log_path: str | None = None
+    skipped: bool = False
+    promoted: str | None = None
+    deployed: str | None = None
+    pruned: tuple[str, ...] = ()
+    notified: object | None = None  # publish.notify.NotifyResult
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    log_path: str | None = None  # the log that says why the run stopped (None when done)
+
+    @property
+    def record(self) -> RunRecord | None:
+        """The night's run record, if a run took place."""
+        return self.outcome.record if self.outcome is not None else None
 
 
-def run_nightly(ws: Workspace, *, ref: str | None = None, progress: Progress | None = None) -> NightlyResult:
-    """Sync the fork with upstream's ``ref`` (default: ``upstream.ref``), fetched fresh, end to end.
+def run_nightly(
+    ws: Workspace,
+    *,
+    ref: str | None = None,
+    progress: Progress | None = None,
+    budget_s: float | None = None,
+    notify: bool = True,
+    clock: Clock = time.monotonic,
+) -> NightlyResult:
+    """One night: sync upstream's ``ref`` (default ``upstream.ref``) end to end, then the loop's steps.
 
-    Exit codes follow the CLI's: 0 done (or nothing new), 1 a gate/build/invariant
-    failed, 4 a person must act (this night's or an earlier run's).
+    ``budget_s`` (default ``nightly.budget_s``) bounds the run's wall-clock time in seconds.
+    Expected outcomes (failed gate, person needed, forge down) are results with an exit code;
+    errors of input (bad config, unknown branch) raise as everywhere else.
     """
+    budget = budget_s if budget_s is not None else ws.config.nightly.budget_s
+    deadline = clock() + budget if budget else None
+    night = _sync(ws, ref=ref, progress=progress, deadline=deadline)
+    night = _after(ws, night, progress=progress)
+    if notify and ws.config.notify is not None and (not night.skipped or ws.config.notify.on_skip):
+        night = _notify(ws, night)
+    return night
+
+
+def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline: float | None) -> NightlyResult:
     active = ws.store.current()
-    if active is not None and active.status == "needs-person":
+    if active is not None and active.status == "needs-person" and not _retryable(active):
         return NightlyResult(
             None, f"run {active.run_id} is still waiting for a person; no new sync started", ExitCode.NEEDS_PERSON
         )
     if active is not None:
-        outcome = resume(ws, progress=progress)
+        outcome = resume(ws, progress=progress, deadline=deadline)
     else:
+        asked = ref or ws.config.upstream.ref
+        quiet = unchanged_since_last_sync(ws, asked)
+        if quiet is not None:
+            return NightlyResult(None, quiet, ExitCode.OK, skipped=True)
         try:
-            outcome = start_merge(ws, ref or ws.config.upstream.ref, progress=progress, fetch=True)
+            try:
+                outcome = start_merge(ws, asked, progress=progress, fetch=True, deadline=deadline)
+            except SyncBranchTaken as exc:
+                if not _superseded(ws, exc.run_id):
+                    raise
+                # The same upstream, but the fork moved since: that run can never be promoted. Start over.
+                abort(ws, run_id=exc.run_id)
+                outcome = start_merge(ws, asked, progress=progress, fetch=True, deadline=deadline)
+                outcome.record.notes.append(f"run {exc.run_id} was superseded (the fork moved) and aborted")
+                ws.store.save(outcome.record)
         except SyncBranchTaken as exc:
             if exc.run_status == "done":
                 return NightlyResult(
                     None,
                     f"nothing new: upstream is already synced in run {exc.run_id}, waiting to be promoted",
                     ExitCode.OK,
+                    skipped=True,
                 )
             raise
         except AlreadyMerged as exc:
-            return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK)
-        while outcome.status == "paused":
-            outcome = resume(ws, progress=progress)
-    code = {"done": ExitCode.OK, "failed": ExitCode.FAILED}.get(outcome.status, ExitCode.NEEDS_PERSON)
+            return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK, skipped=True)
+    while outcome.status == "paused":
+        outcome = resume(ws, progress=progress, deadline=deadline)
     message = outcome.outcome.message if outcome.outcome is not None else outcome.status
     where = f"{outcome.last_phase}: " if outcome.status != "done" and outcome.last_phase else ""
     return NightlyResult(
-        outcome, f"run {outcome.record.run_id}: {outcome.status} ({where}{message})", code, failure_log(outcome)
+        outcome,
+        f"run {outcome.record.run_id}: {outcome.status} ({where}{message})",
+        exit_code(outcome.record),
+        log_path=failure_log(outcome),
     )
 
 
@@ -79,22 +148,347 @@ def failure_log(outcome: RunOutcome) -> str | None:
     return None
 
 
+def _superseded(ws: Workspace, run_id: str | None) -> bool:
+    """Whether ``run_id`` is a finished, unpromoted run made from a fork head the branch has since left."""
+    if run_id is None:
+        return False
+    record = ws.store.load(run_id)
+    if record.active or "promote" in record.results or record.status == "aborted":
+        return False
+    return ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") != record.fork.head_before
+
+
+def exit_code(record: RunRecord) -> ExitCode:
+    """The nightly exit code of a run that stopped (see the module docstring)."""
+    if record.status == "done":
+        return ExitCode.OK
+    if record.status == "failed":
+        return ExitCode.FAILED
+    if record.phase("gate").status == "needs-person" and record.phase("gate").message.startswith("time budget"):
+        return ExitCode.BUDGET
+    if _retryable(record):
+        return ExitCode.TRANSIENT
+    return ExitCode.NEEDS_PERSON
+
+
+def _retryable(record: RunRecord) -> bool:
+    """A run stopped only because the forge was unreachable or rate-limited: the next night retries it."""
+    publish = record.results.get("publish") or {}
+    return record.phase("publish").status == "needs-person" and publish.get("status") == "unavailable"
+
+
+def unchanged_since_last_sync(ws: Workspace, ref: str) -> str | None:
+    """A skip message when neither upstream's ``ref`` nor the fork branch moved since the last sync, else None.
+
+    Asks the upstream remote with ``git ls-remote`` (no objects fetched). A SHA ``ref`` is compared
+    as is; a ref upstream does not have (or an unreachable upstream) is "moved": the normal path
+    then reports it properly.
+    """
+    last = _last_sync(ws)
+    if last is None:
+        return None
+    branch = require_branch(ws)
+    fork_now = ws.repo.resolve_commit(f"refs/heads/{branch}")
+    promoted = (last.results.get("promote") or {}).get("new_head")
+    if fork_now is None or fork_now not in (last.fork.head_before, promoted):
+        return None
+    upstream_now = _upstream_sha(ws, ref)
+    if upstream_now is None or upstream_now != last.upstream.sha:
+        return None
+    return (
+        f"nothing moved since run {last.run_id} ({last.status}): upstream {ref} is still {upstream_now[:12]}, "
+        f"{branch} is still {fork_now[:12]}"
+    )
+
+
+def _last_sync(ws: Workspace) -> RunRecord | None:
+    for run_id in reversed(ws.store.run_ids()):
+        record = ws.store.load(run_id)
+        if record.status != "aborted":
+            return record
+    return None
+
+
+def _upstream_sha(ws: Workspace, ref: str) -> str | None:
+    if SHA_RE.match(ref) and len(ref) == 40:
+        return ref
+    remote = ws.config.upstream.remote
+    source = remote if ws.repo.remote_url(remote) else ws.config.upstream.url
+    if not source:
+        return None
+    wanted = ref if ref.startswith("refs/") else f"refs/heads/{ref}"
+    try:
+        sha = ws.repo.remote_head(source, wanted)
+        if sha is None and not ref.startswith("refs/"):
+            sha = ws.repo.remote_head(source, f"refs/tags/{ref}^{{}}") or ws.repo.remote_head(
+                source, f"refs/tags/{ref}"
+            )
+    except Ds4syncError:
+        return None
+    return sha
+
+
+def _after(ws: Workspace, night: NightlyResult, *, progress: Progress | None) -> NightlyResult:
+    """Promote and deploy a green run when configured, then prune old runs."""
+    say = progress or (lambda _m: None)
+    promoted = deployed = None
+    notes = list(night.notes)
+    record = night.record
+    code = night.exit_code
+    if record is not None and record.status == "done" and ws.config.nightly.promote:
+        from ds4sync.loop.promote import blockers, promote
+
+        reasons = blockers(record)
+        if reasons:
+            notes.append(f"not promoted: {'; '.join(reasons)}")
+        else:
+            try:
+                result = promote(ws, run_id=record.run_id)
+                promoted = (
+                    f"{result.branch}: {result.old_head[:12]} -> {result.new_head[:12]} "
+                    f"(rollback {result.rollback_ref})"
+                )
+                say(f"promoted {promoted}")
+            except Ds4syncError as exc:
+                notes.append(f"not promoted: {exc.one_line()}")
+                code = max(code, ExitCode.NEEDS_PERSON)
+        if promoted and ws.config.nightly.deploy and ws.config.deploy is not None:
+            from ds4sync.loop.deploy import deploy
+
+            try:
+                switched = deploy(ws, run_id=record.run_id)
+                deployed = f"{switched.model} now serves {switched.new.tree}"
+                say(f"deployed: {deployed}")
+            except Ds4syncError as exc:
+                notes.append(f"not deployed: {exc.one_line()}")
+                code = max(code, ExitCode.NEEDS_PERSON)
+    pruned = prune_runs(ws, keep=ws.config.nightly.keep_runs)
+    return replace(night, exit_code=code, promoted=promoted, deployed=deployed, pruned=pruned, notes=tuple(notes))
+
+
+def prune_runs(ws: Workspace, *, keep: int) -> tuple[str, ...]:
+    """Remove the worktrees, sync branches, backup refs and logs of all but the newest ``keep`` runs.
+
+    Never touches an active run, a run a rollback ref points at (promoted, or kept by a deploy), or
+    a run whose pushed head is the head of a PR still open at the last duplicate-work check. Each
+    pruned record stays (a few KB: the trend reads it) with a note. Returns the pruned run ids.
+    """
+    from ds4sync.loop.deploy import deployed_runs
+
+    ids = ws.store.run_ids()
+    old = ids[:-keep] if keep > 0 else ids
+    if not old:
+        return ()
+    protected = _open_pr_runs(ws, ids) | deployed_runs(ws)
+    pruned = []
+    for run_id in old:
+        record = ws.store.load(run_id)
+        if record.active or run_id in protected or any(n.startswith("pruned:") for n in record.notes):
+            continue
+        if ws.repo.ref_exists(f"refs/ds4sync/rollback/{run_id}"):
+            continue
+        with ws.store.lock(f"prune {run_id}"):
+            ws.repo.worktree_remove(Path(record.worktree))
+            if ws.repo.checked_out_in(record.sync_branch) is None:
+                ws.repo.delete_branch(record.sync_branch)
+            ws.repo.delete_ref(record.backup_ref)
+            _remove_tree(ws.store.run_dir(run_id) / "logs")
+            record.notes.append("pruned: worktree, sync branch, backup ref and logs removed")
+            ws.store.save(record)
+        pruned.append(run_id)
+    return tuple(pruned)
+
+
+def _open_pr_runs(ws: Workspace, ids: list[str]) -> set[str]:
+    """For each PR head still open at the newest duplicate-work check, the newest run that pushed to it.
+
+    That run's merge commit is what the open PR shows; older pushes to the same head are superseded.
+    """
+    newest_check: dict | None = None
+    pushed_to: dict[str, str] = {}  # head branch -> newest run that published to it
+    for run_id in ids:
+        publish = ws.store.load(run_id).results.get("publish") or {}
+        if publish.get("duplicate_check"):
+            newest_check = publish["duplicate_check"]
+        if publish.get("status") == "published":
+            pushed_to[str(publish.get("head_branch"))] = run_id
+    if newest_check is None:
+        return set(pushed_to.values())
+    open_heads = {p.get("head") for p in newest_check.get("open_prs", ())} | {newest_check.get("head_branch")}
+    return {run_id for head, run_id in pushed_to.items() if head in open_heads}
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
+    from ds4sync.publish.notify import send
+
+    assert ws.config.notify is not None
+    notice = compose_notice(ws, night)
+    sent = send(ws.config.notify, notice)
+    code = night.exit_code
+    if not sent.sent and sent.targets and code == ExitCode.OK:
+        code = ExitCode.TRANSIENT
+    if night.record is not None:
+        record = ws.store.load(night.record.run_id)
+        record.results["notify"] = sent.model_dump(mode="json")
+        ws.store.save(record)
+    return replace(night, exit_code=code, notified=sent)
+
+
+def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.Notice
+    """The night's one message: what happened, the PR link, what needs a person."""
+    from ds4sync.publish.notify import Notice
+    from ds4sync.report.build import build_view
+
+    prefix = ws.config.notify.title_prefix if ws.config.notify else "ds4sync"
+    fork = ws.config.fork.name or ws.fork_branch or "fork"
+    record = night.record
+    if record is None:
+        kind = "info" if night.exit_code == ExitCode.OK else "warning"
+        return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=night.message, kind=kind)
+    view = build_view(record.model_dump(mode="json"), public=True)
+    status = {
+        ExitCode.OK: "green",
+        ExitCode.FAILED: "FAILED",
+        ExitCode.BUDGET: "out of time",
+        ExitCode.TRANSIENT: "not published (forge unreachable)",
+    }.get(night.exit_code, "needs a person")
+    lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
+    if view.merge is not None:
+        m = view.merge
+        tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
+        lines.append(
+            f"- Merge: {m.upstream_commits} upstream commits into {view.fork.ref}; "
+            f"{len(m.conflicts)} conflicted files (resolved: {tally}); {len(m.overlaps)} semantic overlaps"
+        )
+    for tier in view.validation.tiers:
+        counts = {s: sum(1 for g in tier.gates if g.status == s) for s in ("passed", "failed", "incomplete")}
+        lines.append(
+            f"- Gates {tier.tier}: {tier.status} ({counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['incomplete']} incomplete)"
+        )
+    publish = record.results.get("publish") or {}
+    pr_url = publish.get("pr_url") or None
+    if pr_url:
+        lines.append(f"- PR #{publish.get('pr_number')} {publish.get('action')}: {pr_url}")
+    elif publish.get("message"):
+        lines.append(f"- Not published: {publish['message']}")
+    if night.promoted:
+        lines.append(f"- Promoted {night.promoted}")
+    if night.deployed:
+        lines.append(f"- Deployed: {night.deployed}")
+    if night.pruned:
+        lines.append(f"- Pruned {len(night.pruned)} old run(s)")
+    needs: list[str] = []
+    waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
+    if waiting:
+        needs.append(f"phase {waiting}: {record.phases[waiting].message}")
+    if view.merge is not None:
+        needs += [f"conflict in {c.path} ({c.kind})" for c in view.merge.conflicts if c.resolution == "unresolved"]
+    # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
+    ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
+    needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
+    needs += [f"possible duplicate work: {p['reason']} (#{p['number']})" for p in _duplicates(publish)]
+    needs += [n for n in night.notes if n.startswith("not ")]
+    if needs:
+        lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]
+    kind = (
+        "success"
+        if night.exit_code == ExitCode.OK and not needs
+        else "failure"
+        if night.exit_code == ExitCode.FAILED
+        else "warning"
+    )
+    return Notice(
+        title=f"{prefix} nightly: {fork} {status}",
+        body=redact_secrets("\n".join(lines) + "\n"),
+        kind=kind,
+        needs_person=tuple(dict.fromkeys(needs)),
+        pr_url=pr_url,
+    )
+
+
+def _duplicates(publish: dict) -> list[dict]:
+    check = publish.get("duplicate_check") or {}
+    return [p for p in check.get("open_prs", ()) if p.get("relation") == "duplicate"]
+
+
 def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None) -> str:
     """A crontab entry that runs ``ds4sync nightly`` on this repository at ``at`` (HH:MM, local time).
-
-    Refused for a repository where ``nightly`` cannot run: no fork branch (the line pins
-    ``--branch`` when only the checkout names it) or no upstream to fetch from.
 
     Raises:
         ConfigError: ``at`` is not HH:MM.
         StateError, GitError: nightly could not run here (what is missing, and how to fix it).
     """
-    try:
-        hour, minute = (int(part) for part in at.split(":"))
-        if not (0 <= hour < 24 and 0 <= minute < 60):
-            raise ValueError
-    except ValueError as exc:
-        raise ConfigError(f"'{at}' is not a time of day", where="--at", fix="use HH:MM, e.g. 02:30") from exc
+    hour, minute = _time_of_day(at)
+    log = shlex.quote(str(ws.store.root / "nightly.log"))
+    return f"{minute} {hour} * * * {_command(ws, executable)} >> {log} 2>&1"
+
+
+def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = None) -> dict[str, str]:
+    """A user service and timer (``Persistent=true``: a night missed while the machine was off runs at boot).
+
+    Returns ``{file name: text}`` for ``~/.config/systemd/user/``.
+
+    Raises:
+        ConfigError: ``at`` is not HH:MM.
+    """
+    hour, minute = _time_of_day(at)
+    name = unit_name(ws)
+    service = (
+        "[Unit]\n"
+        f"Description=ds4sync nightly sync of {ws.repo.path}\n"
+        "Wants=network-online.target\n"
+        "After=network-online.target\n"
+        "\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        f"WorkingDirectory={ws.repo.path}\n"
+        f"ExecStart={_command(ws, executable)}\n"
+        "# 1 failed, 4 needs a person, 5 out of time, 6 forge unreachable: reported, not restarted.\n"
+        "SuccessExitStatus=0\n"
+        f"StandardOutput=append:{ws.store.root / 'nightly.log'}\n"
+        "StandardError=inherit\n"
+        "Nice=10\n"
+    )
+    timer = (
+        "[Unit]\n"
+        f"Description=Run {name}.service every night at {hour:02d}:{minute:02d}\n"
+        "\n"
+        "[Timer]\n"
+        f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00\n"
+        "Persistent=true\n"
+        "RandomizedDelaySec=300\n"
+        f"Unit={name}.service\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=timers.target\n"
+    )
+    return {f"{name}.service": service, f"{name}.timer": timer}
+
+
+def unit_name(ws: Workspace) -> str:
+    """``ds4sync-nightly-<repo folder>``, in the characters systemd allows in a unit name."""
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", ws.repo.path.name) or "repo"
+    return f"ds4sync-nightly-{stem}"
+
+
+def _command(ws: Workspace, executable: str | None) -> str:
+    """``ds4sync nightly --repo ...``, refused where nightly cannot run (no fork branch, no upstream).
+
+    The command pins ``--branch`` when only the checkout names the fork branch.
+
+    Raises:
+        StateError, GitError: what is missing, and how to fix it.
+    """
     branch = require_branch(ws)
     ws.repo.branch_head(branch)
     remote = ws.config.upstream.remote
@@ -108,5 +502,14 @@ def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None
     repo = shlex.quote(str(ws.repo.path))
     config = f" --config {shlex.quote(str(ws.config.source))}" if ws.config.source else ""
     pinned = "" if ws.config.fork.branch == branch else f" --branch {shlex.quote(branch)}"
-    log = shlex.quote(str(ws.store.root / "nightly.log"))
-    return f"{minute} {hour} * * * {shlex.quote(program)} nightly --repo {repo}{config}{pinned} >> {log} 2>&1"
+    return f"{shlex.quote(program)} nightly --repo {repo}{config}{pinned}"
+
+
+def _time_of_day(at: str) -> tuple[int, int]:
+    try:
+        hour, minute = (int(part) for part in at.split(":"))
+        if not (0 <= hour < 24 and 0 <= minute < 60):
+            raise ValueError
+    except ValueError as exc:
+        raise ConfigError(f"'{at}' is not a time of day", where="--at", fix="use HH:MM, e.g. 02:30") from exc
+    return hour, minute

@@ -43,6 +43,7 @@ def start_merge(
     fetch: bool = False,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Merge upstream ``ref`` into the fork branch in a new sync worktree.
 
@@ -98,7 +99,7 @@ def start_merge(
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
-        ctx = RunContext(ws, record, say)
+        ctx = RunContext(ws, record, say, deadline=deadline)
         return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
@@ -149,6 +150,7 @@ def resume(
     progress: Progress | None = None,
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
+    deadline: float | None = None,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -174,7 +176,7 @@ def resume(
             )
         stop_leftover_children(ws, record, say)
         _reprove_if_moved(record, say)
-        ctx = RunContext(ws, record, say)
+        ctx = RunContext(ws, record, say, deadline=deadline)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 

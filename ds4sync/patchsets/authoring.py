@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from ds4sync.core.errors import ConfigError, NeedsPersonError, StateError
+from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, read_yaml
 from ds4sync.core.record import RunRecord
@@ -140,14 +141,13 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
             target = staging / f"{i:04d}-{path.name[5:]}"
             path.rename(target)
             written.append(target)
-    data = read_yaml(folder / PATCHSET_FILE)
-    for old in data.get("patches") or []:
+    old_patches = list(read_yaml(folder / PATCHSET_FILE).get("patches") or [])
+    for old in old_patches:
         (folder / old).unlink(missing_ok=True)
     for path in written:
         path.replace(folder / path.name)
     shutil.rmtree(staging, ignore_errors=True)
-    data["patches"] = [p.name for p in written]
-    _write_yaml(folder / PATCHSET_FILE, data)
+    set_yaml_field(folder / PATCHSET_FILE, "patches", [p.name for p in written])
     load_patchset(folder)
     return AuthoringResult(
         id=patchset_id,
@@ -246,6 +246,40 @@ def _run_with_worktree(ws: Workspace) -> RunRecord:
             "no sync run with a worktree", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
         )
     return record
+
+
+def set_yaml_field(path: Path, key: str, value: list[str]) -> None:
+    """Set one top-level key of a YAML file with a round-trip editor: comments, key order, quoting and
+    the other fields stay byte for byte; only the lines of ``key`` change (written atomically).
+
+    Raises:
+        ConfigError: the file is not a YAML mapping.
+    """
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    yaml_rt = YAML(typ="rt")
+    yaml_rt.preserve_quotes = True
+    yaml_rt.width = 4096  # never re-wrap a long line the person wrote
+    text = path.read_text(encoding="utf-8")
+    # ruamel applies one sequence indentation to the whole file: take the file's own
+    # (`key:\n- item`, as PyYAML writes it, or `key:\n  - item`) so other lists keep theirs.
+    flush = re.search(r":[ \t]*\n- ", text) is not None
+    yaml_rt.indent(mapping=2, sequence=2 if flush else 4, offset=0 if flush else 2)
+    data = yaml_rt.load(text)
+    if not isinstance(data, CommentedMap):
+        raise ConfigError("not a YAML mapping", where=str(path), fix="fix the file, then refresh again")
+    if list(data.get(key) or []) == value:
+        return  # nothing changes: the file stays byte for byte
+    seq = CommentedSeq(value)
+    if not value:
+        seq.fa.set_flow_style()  # `patches: []`
+    data[key] = seq
+    out = io.StringIO()
+    yaml_rt.dump(data, out)
+    write_atomic(path, out.getvalue())
 
 
 def _write_yaml(path: Path, data: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ Used by ``ds4sync patches check`` (any checkout, no merge) and by the ``verify``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -16,25 +16,51 @@ from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogu
 from ds4sync.patchsets.tree import FolderTree, Tree
 
 CHECK_SCHEMA_VERSION = 1
-PatchSetStatus = Literal["holds", "violated", "advisory-violations", "landed-upstream", "not-applicable"]
+PatchSetStatus = Literal["holds", "violated", "advisory-violations", "landed-upstream", "not-carried", "not-applicable"]
+PATCHSET_STATUSES: tuple[PatchSetStatus, ...] = (
+    "holds",
+    "violated",
+    "advisory-violations",
+    "landed-upstream",
+    "not-carried",
+    "not-applicable",
+)
+COUNTED: frozenset[str] = frozenset({"holds", "violated", "advisory-violations"})
 
 
 class PatchSetCheck(FrozenModel):
     """One patch-set on one tree.
 
-    ``status``: holds; violated (a blocking invariant failed); advisory-violations (only
-    advisory ones failed); landed-upstream (replay found its ``drop_when`` true, so its
-    invariants are reported but do not block); not-applicable (the catalogue does not
-    apply to this tree).
+    ``status``: holds (every checked invariant holds); violated (a blocking invariant failed);
+    advisory-violations (only advisory ones failed: not holding, not failing); landed-upstream
+    (replay found its ``drop_when`` true, so its invariants are reported but do not block);
+    not-carried (the fork branch does not carry it, per ``catalogue.yaml`` ``branches`` or its
+    ``carried_when``: its invariants are reported apart, never as holding or failing);
+    not-applicable (the catalogue does not apply to this tree). ``detail`` says why for the
+    last three.
     """
 
     id: str
     title: str
     kind: str
     status: PatchSetStatus
+    detail: str = ""
     invariants: tuple[InvariantResult, ...] = ()
     tests: tuple[str, ...] = ()
     metadata_only: bool = False
+
+
+class CarryScope(FrozenModel):
+    """What decides which patch-sets a fork tree carries.
+
+    ``branch``: the fork branch name (matched against ``catalogue.branches``); ``head``: the
+    fork commit whose history ``carried_when.since`` is looked up in; ``tree_label``: the
+    tree ``carried_when.tree`` was checked on (the fork's own tree, before any merge).
+    """
+
+    branch: str | None = None
+    head: str | None = None
+    tree_label: str = ""
 
 
 class CheckReport(FrozenModel):
@@ -45,6 +71,7 @@ class CheckReport(FrozenModel):
     patches_dir: str
     applicable: bool = True
     applies_detail: str = ""
+    carry: CarryScope = CarryScope()
     patchsets: tuple[PatchSetCheck, ...] = ()
     duration_s: float = 0.0
 
@@ -57,19 +84,29 @@ class CheckReport(FrozenModel):
         return self.ok
 
     def counts(self) -> dict[str, int]:
-        """Invariant counts: total, holds, violated (blocking), advisory (violated), deferred, patch-sets."""
+        """Invariant counts over the patch-sets that count (holds / violated / advisory-violations).
+
+        ``invariants`` = ``holds`` + ``violated`` + ``advisory`` + ``deferred`` + ``not_counted``:
+        ``violated`` are blocking violations, ``advisory`` advisory ones (never holding),
+        ``not_counted`` every result of a landed-upstream, not-carried or not-applicable
+        patch-set. ``patchsets`` is the number of patch-sets; ``patchsets_<status>`` (dashes
+        as underscores) how many have each status.
+        """
         results = [r for ps in self.patchsets for r in ps.invariants]
-        exempt = {ps.id for ps in self.patchsets if ps.status in ("landed-upstream", "not-applicable")}
-        return {
+        counted = {ps.id for ps in self.patchsets if ps.status in COUNTED}
+        inside = [r for r in results if r.patchset in counted]
+        out = {
             "patchsets": len(self.patchsets),
             "invariants": len(results),
-            "holds": sum(r.status == "holds" for r in results),
-            "violated": sum(r.blocking_violation and r.patchset not in exempt for r in results),
-            "advisory": sum(
-                r.status == "violated" and (r.severity == "advisory" or r.patchset in exempt) for r in results
-            ),
-            "deferred": sum(r.status == "deferred" for r in results),
+            "holds": sum(r.status == "holds" for r in inside),
+            "violated": sum(r.blocking_violation for r in inside),
+            "advisory": sum(r.status == "violated" and r.severity == "advisory" for r in inside),
+            "deferred": sum(r.status == "deferred" for r in inside),
+            "not_counted": len(results) - len(inside),
         }
+        for status in PATCHSET_STATUSES:
+            out[f"patchsets_{status.replace('-', '_')}"] = sum(ps.status == status for ps in self.patchsets)
+        return out
 
     def violations(self) -> list[InvariantResult]:
         """Blocking violations of patch-sets that count (not landed upstream, catalogue applicable)."""
@@ -99,28 +136,96 @@ def status_of(results: Sequence[InvariantResult]) -> PatchSetStatus:
     return "holds"
 
 
+def not_carried(
+    catalogue: Catalogue,
+    patchsets: Sequence[PatchSet],
+    *,
+    branch: str | None,
+    fork_tree: Tree | None,
+    history_has: Callable[[str], bool | None] | None,
+) -> dict[str, str]:
+    """``{id: why}`` of the patch-sets the fork does not carry (all others are carried).
+
+    In order: the branch's entry in ``catalogue.branches`` leaves it out; its
+    ``carried_when.since`` commit is not in the fork head's history (``history_has``: True,
+    False, or None for a commit this repository does not know, which counts as absent);
+    a ``carried_when.tree`` invariant does not hold on ``fork_tree``; it depends on a
+    patch-set that is not carried. ``patchsets`` must be in dependency order.
+    """
+    entry = catalogue.branch_entry(branch)
+    out: dict[str, str] = {}
+    for ps in patchsets:
+        why = None
+        if entry is not None and not entry[1].carries_id(ps.id):
+            pattern, spec = entry
+            key = branch if pattern == branch else f"{branch} (as {pattern})"
+            why = f"branch {key} does not carry it (catalogue.yaml branches)" + (f": {spec.note}" if spec.note else "")
+        cond = ps.carried_when
+        if why is None and cond is not None and cond.since:
+            has = history_has(cond.since) if history_has else None
+            if not has:
+                known = "is not in" if has is False else "is unknown to this repository, so not in"
+                why = f"carried_when.since {cond.since} {known} the fork head's history"
+        if why is None and cond is not None and cond.tree and fork_tree is not None:
+            for i, inv in enumerate(cond.tree, 1):
+                res = evaluate_one(fork_tree, inv, patchset=ps.id, name=inv.id or f"carried_when-{i}")
+                if res.status != "holds":
+                    why = f"carried_when.tree {res.invariant} does not hold on the fork tree: {res.detail}"
+                    break
+        if why is None:
+            missing = [dep for dep in ps.depends_on if dep in out]
+            if missing:
+                why = f"depends on {', '.join(missing)}, which is not carried"
+        if why is not None:
+            if cond is not None and cond.note:
+                why += f" ({cond.note})"
+            out[ps.id] = why
+    return out
+
+
 def check_tree(
-    tree: Tree, catalogue: Catalogue, patchsets: Sequence[PatchSet], *, patches_dir: str, landed: Iterable[str] = ()
+    tree: Tree,
+    catalogue: Catalogue,
+    patchsets: Sequence[PatchSet],
+    *,
+    patches_dir: str,
+    landed: Iterable[str] = (),
+    uncarried: Mapping[str, str] | None = None,
+    carry: CarryScope | None = None,
 ) -> CheckReport:
     """Every invariant of every patch-set on ``tree``.
 
     ``landed``: ids replay found landed upstream; their results are kept but do not block.
+    ``uncarried``: ``{id: why}`` from :func:`not_carried`; those patch-sets are ``not-carried``
+    (their invariants are still evaluated and shown, counted apart). One whose blocking
+    invariants all hold anyway says so in its detail (the branch may carry it after all).
     """
     start = time.perf_counter()
     ok, detail = applies(tree, catalogue)
     landed = set(landed)
+    uncarried = dict(uncarried or {})
     checks = []
     for ps in patchsets:
         results = tuple(evaluate(tree, ps)) if ok else ()
-        status: PatchSetStatus = (
-            "not-applicable" if not ok else "landed-upstream" if ps.id in landed else status_of(results)
-        )
+        why = ""
+        status: PatchSetStatus
+        if not ok:
+            status, why = "not-applicable", detail
+        elif ps.id in landed:
+            status, why = "landed-upstream", "drop_when holds on upstream"
+        elif ps.id in uncarried:
+            status, why = "not-carried", uncarried[ps.id]
+            if status_of(results) == "holds" and any(r.status == "holds" for r in results):
+                why += "; yet every invariant holds here: does the branch carry it after all?"
+        else:
+            status = status_of(results)
         checks.append(
             PatchSetCheck(
                 id=ps.id,
                 title=ps.title,
                 kind=ps.kind,
                 status=status,
+                detail=why,
                 invariants=results,
                 tests=_tests(ps),
                 metadata_only=not ps.patches,
@@ -131,6 +236,7 @@ def check_tree(
         patches_dir=patches_dir,
         applicable=ok,
         applies_detail=detail,
+        carry=carry or CarryScope(),
         patchsets=tuple(checks),
         duration_s=round(time.perf_counter() - start, 3),
     )
@@ -151,15 +257,18 @@ def drop_evidence(
     if upstream is None:
         return []
     if drop.invariants_hold_on_upstream:
+        # Every checked invariant must hold (an advisory violation is not holding), and at
+        # least one blocking one must: unconfirmed invariants alone never prove a drop.
         results = [r for r in evaluate(upstream, patchset) if r.status != "deferred"]
-        if results and all(r.status == "holds" or r.severity == "advisory" for r in results):
+        blocking = [r for r in results if r.severity == "blocking"]
+        if blocking and all(r.status == "holds" for r in results):
             return [f"on upstream {upstream.label}: {r.invariant}: {r.detail}" for r in results]
     if drop.upstream_invariants:
         results = [
             evaluate_one(upstream, inv, patchset=patchset.id, name=inv.id or f"drop_when-{i}")
             for i, inv in enumerate(drop.upstream_invariants, 1)
         ]
-        if all(r.status == "holds" for r in results):
+        if all(r.status == "holds" for r in results) and any(r.severity == "blocking" for r in results):
             return [f"on upstream {upstream.label}: {r.detail}" for r in results]
     return []
 
@@ -170,18 +279,29 @@ def _tests(ps: PatchSet) -> tuple[str, ...]:
 
 
 def check_checkout(
-    root: Path, patches: Path, *, upstream: Tree | None = None, upstream_has: Callable[[str], bool] | None = None
+    root: Path | Tree,
+    patches: Path,
+    *,
+    upstream: Tree | None = None,
+    upstream_has: Callable[[str], bool] | None = None,
+    branch: str | None = None,
+    head: str | None = None,
+    history_has: Callable[[str], bool | None] | None = None,
 ) -> CheckReport:
-    """``ds4sync patches check``: the catalogue at ``patches`` on the checkout at ``root`` (no merge).
+    """``ds4sync patches check``: the catalogue at ``patches`` on a checkout (a folder) or a commit's tree.
 
     With ``upstream`` (a tree) and ``upstream_has`` (is a commit in upstream?), patch-sets
-    whose ``drop_when`` holds are reported landed-upstream.
+    whose ``drop_when`` holds are reported landed-upstream. ``branch`` (the fork branch the
+    tree is of), ``head`` and ``history_has`` (is a commit in ``head``'s history? None when
+    unknown) decide which patch-sets are not carried (:func:`not_carried`); the tree itself is
+    the fork tree ``carried_when.tree`` is checked on.
 
     Raises:
         ConfigError: a malformed patch-set file.
     """
     start = time.perf_counter()
     catalogue, patchsets = load_catalogue(patches)
+    tree: Tree = FolderTree(root) if isinstance(root, Path) else root
     landed = [
         ps.id
         for ps in patchsets
@@ -195,5 +315,9 @@ def check_checkout(
             else None,
         )
     ]
-    report = check_tree(FolderTree(root), catalogue, patchsets, patches_dir=str(patches), landed=landed)
+    uncarried = not_carried(catalogue, patchsets, branch=branch, fork_tree=tree, history_has=history_has)
+    scope = CarryScope(branch=branch, head=head, tree_label=tree.label)
+    report = check_tree(
+        tree, catalogue, patchsets, patches_dir=str(patches), landed=landed, uncarried=uncarried, carry=scope
+    )
     return report.model_copy(update={"duration_s": round(time.perf_counter() - start, 3)})

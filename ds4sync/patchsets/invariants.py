@@ -116,6 +116,14 @@ def _contains(tree: Tree, inv: ContainsInvariant) -> _Outcome:
 
 def _absent(tree: Tree, inv: AbsentInvariant) -> _Outcome:
     files = match_paths(tree, inv.files)
+    if not files and not inv.missing_ok:
+        return (
+            "violated",
+            [],
+            f"no file matches {_files_text(inv.files)}: nothing was checked (moved or gone? "
+            "list its new path, or set missing_ok)",
+            [],
+        )
     rx = re.compile(inv.pattern, re.MULTILINE)
     evidence = []
     for path in files:
@@ -123,6 +131,8 @@ def _absent(tree: Tree, inv: AbsentInvariant) -> _Outcome:
         evidence += [_where(text, m, path) for m in rx.finditer(text)]
     if evidence:
         return "violated", files, f"/{inv.pattern}/ must be absent but was found {len(evidence)} time(s)", evidence
+    if not files:
+        return "holds", [], f"no file matches {_files_text(inv.files)} (missing_ok)", []
     return "holds", files, f"/{inv.pattern}/ absent from {len(files)} file(s)", []
 
 
@@ -136,32 +146,77 @@ def _file_paths(tree: Tree, path: str) -> list[str]:
 
 
 def _file_exists(tree: Tree, inv: FileExistsInvariant) -> _Outcome:
-    found = _file_paths(tree, inv.path)
-    if found:
-        return "holds", found, f"{inv.path} exists", []
-    return "violated", [], f"{inv.path} does not exist", []
+    for path in inv.path:
+        found = _file_paths(tree, path)
+        if found:
+            moved = f" (candidate {inv.path.index(path) + 1} of {len(inv.path)})" if len(inv.path) > 1 else ""
+            return "holds", found, f"{path} exists{moved}", []
+    return "violated", [], f"{' / '.join(inv.path)} does not exist", []
 
 
 def _file_absent(tree: Tree, inv: FileAbsentInvariant) -> _Outcome:
-    found = _file_paths(tree, inv.path)
+    found = [p for path in inv.path for p in _file_paths(tree, path)]
     if found:
-        return "violated", found, f"{inv.path} must not exist but does", found
-    return "holds", [], f"{inv.path} is absent", []
+        return "violated", found, f"{', '.join(found[:5])} must not exist but does", found
+    return "holds", [], f"{' / '.join(inv.path)} is absent", []
 
 
 def _symbol(tree: Tree, inv: SymbolInvariant) -> _Outcome:
     module, _, qualname = inv.symbol.partition(":")
-    base = module.replace(".", "/")
     root = inv.root.strip("/") + "/" if inv.root.strip("/") else ""
+    first: _Outcome | None = None
+    for i, name in enumerate((module, *inv.also_in)):
+        outcome = _symbol_in(tree, name, qualname, root)
+        if outcome[0] == "holds":
+            if i:
+                return "holds", outcome[1], f"{outcome[2]} (moved from {module})", outcome[3]
+            return outcome
+        first = first or outcome
+    assert first is not None
+    if inv.anywhere:
+        found = _symbol_anywhere(tree, inv.anywhere, qualname, skip={p for p in first[1]})
+        if found is not None:
+            return "holds", found[1], f"{found[2]} (looked up in {inv.anywhere}; moved from {module})", found[3]
+        tried = f"{module}{', ' + ', '.join(inv.also_in) if inv.also_in else ''}"
+        return "violated", first[1], f"{qualname} is defined in none of {tried} nor in {inv.anywhere}", []
+    if inv.also_in:
+        return "violated", first[1], f"{first[2]}; nor in {', '.join(inv.also_in)}", []
+    return first
+
+
+def _symbol_in(tree: Tree, module: str, qualname: str, root: str) -> _Outcome:
+    base = module.replace(".", "/")
     candidates = [f"{root}{base}.py", f"{root}{base}/__init__.py"]
     path = next((c for c in candidates if tree.read(c) is not None), None)
     if path is None:
         return "violated", [], f"module {module} not found ({' or '.join(candidates)})", []
+    return _symbol_at(tree, path, qualname)
+
+
+def _symbol_at(tree: Tree, path: str, qualname: str) -> _Outcome:
     try:
         module_ast = ast.parse(tree.read(path) or "", filename=path)
     except SyntaxError as exc:
         return "violated", [path], f"{path} does not parse ({exc.msg} at line {exc.lineno})", []
     return _walk_symbol(module_ast, qualname, path)
+
+
+def _symbol_anywhere(tree: Tree, glob: str, qualname: str, *, skip: set[str]) -> _Outcome | None:
+    """The first file of ``glob`` that defines ``qualname`` itself (re-exports do not count here)."""
+    head = re.escape(qualname.split(".")[0])
+    last = re.escape(qualname.split(".")[-1])
+    quick = re.compile(rf"^\s*(?:async\s+def|def|class)\s+{last}\b|^\s*{last}\s*[:=]", re.MULTILINE)
+    top = re.compile(rf"^(?:async\s+def|def|class)\s+{head}\b|^{head}\s*[:=]|^\s+{head}\s*[:=]", re.MULTILINE)
+    for path in match_paths(tree, [glob]):
+        if path in skip or not path.endswith(".py"):
+            continue
+        text = tree.read(path) or ""
+        if not quick.search(text) or not top.search(text):
+            continue
+        outcome = _symbol_at(tree, path, qualname)
+        if outcome[0] == "holds" and "re-exported" not in outcome[2]:
+            return outcome
+    return None
 
 
 def _walk_symbol(module_ast: ast.Module, qualname: str, path: str) -> _Outcome:

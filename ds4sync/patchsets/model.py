@@ -7,6 +7,7 @@ models; a bad file is one line naming the file and the key path.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ CATALOGUE_FILE = "catalogue.yaml"
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 Severity = Literal["blocking", "advisory"]
 Globs = Annotated[tuple[str, ...], Field(min_length=1)]
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 def _as_tuple(value: object) -> object:
@@ -67,28 +69,40 @@ class ContainsInvariant(_InvariantBase):
 
 
 class AbsentInvariant(_InvariantBase):
-    """A regular expression must match in none of the files of ``files`` (no files: holds)."""
+    """A regular expression must match in none of the files of ``files``.
+
+    When no file matches ``files`` nothing was checked: that is a violation saying so
+    (the files moved or are gone), unless ``missing_ok`` says an absent file is fine too.
+    """
 
     kind: Literal["absent"]
     files: Globs
     pattern: str
+    missing_ok: bool = False
 
     _files = field_validator("files", mode="before")(_as_tuple)
     _pattern = field_validator("pattern")(_compiles)
 
 
 class FileExistsInvariant(_InvariantBase):
-    """A file (or at least one file of a glob) must exist."""
+    """A file (or at least one file of a glob) must exist.
+
+    ``path`` may be a list of candidate paths or globs (a file that moved): any one found holds.
+    """
 
     kind: Literal["file_exists"]
-    path: str
+    path: Globs
+
+    _path = field_validator("path", mode="before")(_as_tuple)
 
 
 class FileAbsentInvariant(_InvariantBase):
-    """No file may exist at ``path`` (or match it, for a glob)."""
+    """No file may exist at ``path`` (or match it, for a glob); a list: at none of them."""
 
     kind: Literal["file_absent"]
-    path: str
+    path: Globs
+
+    _path = field_validator("path", mode="before")(_as_tuple)
 
 
 class SymbolInvariant(_InvariantBase):
@@ -97,19 +111,34 @@ class SymbolInvariant(_InvariantBase):
     ``pkg.mod`` resolves to ``pkg/mod.py`` or ``pkg/mod/__init__.py`` under ``root`` (a folder
     of the tree, default the top). Module-level names bound by ``def``, ``class``,
     assignment or ``from ... import`` (a re-export) count.
+
+    A symbol that moves: ``also_in`` lists other modules (``pkg.old_mod``) that may define
+    the same qualified name; ``anywhere`` is a glob of Python files (``vllm/**/*.py``) searched
+    for a module defining it when none of the named modules does. The result names where
+    it was found.
     """
 
     kind: Literal["symbol"]
     symbol: str
     root: str = ""
+    also_in: tuple[str, ...] = ()
+    anywhere: str | None = None
 
     @field_validator("symbol")
     @classmethod
     def _shape(cls, value: str) -> str:
         module, sep, qualname = value.partition(":")
-        ok = re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module or "-")
-        if not sep or not ok or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", qualname or "-"):
+        if not sep or not _DOTTED.fullmatch(module or "-") or not _DOTTED.fullmatch(qualname or "-"):
             raise ValueError("expected 'package.module:Name' or 'package.module:Class.method'")
+        return value
+
+    @field_validator("also_in", mode="before")
+    @classmethod
+    def _modules(cls, value: object) -> object:
+        value = _as_tuple(value)
+        for module in value if isinstance(value, tuple | list) else ():
+            if not isinstance(module, str) or not _DOTTED.fullmatch(module):
+                raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
         return value
 
 
@@ -197,6 +226,21 @@ class DropWhen(FrozenModel):
         return not (self.upstream_has_commit or self.invariants_hold_on_upstream or self.upstream_invariants)
 
 
+class CarriedWhen(FrozenModel):
+    """When a fork tree carries the patch-set at all (every condition that is set must hold).
+
+    ``since``: a fork commit (SHA or ref) that introduced the feature; a fork head whose history
+    lacks it (or a repository that does not know it) does not carry the patch-set.
+    ``tree``: invariants checked on the fork's own tree (before any merge), e.g. the module the
+    feature lives in exists. A patch-set that is not carried is reported ``not-carried``: never a
+    failure, never counted as holding.
+    """
+
+    since: str | None = None
+    tree: tuple[Invariant, ...] = ()
+    note: str = ""
+
+
 class PatchSet(FrozenModel):
     """One ``patchset.yaml``: a fork carry that every sync proves still present.
 
@@ -213,6 +257,7 @@ class PatchSet(FrozenModel):
     upstream: Upstream | None = None
     depends_on: tuple[str, ...] = ()
     drop_when: DropWhen | None = None
+    carried_when: CarriedWhen | None = None
     invariants: tuple[Invariant, ...] = ()
     tests: tuple[str, ...] = ()
     patches: tuple[str, ...] = ()
@@ -235,16 +280,45 @@ class PatchSet(FrozenModel):
         return [self.folder / name for name in self.patches]
 
 
+class BranchCarries(FrozenModel):
+    """Which patch-sets one fork branch carries: ``carries`` lists ids, or ``["*"]`` for all.
+
+    Every other patch-set is ``not-carried`` on that branch. ``note`` says why (the branch
+    predates a feature, keeps an older layout...).
+    """
+
+    carries: tuple[str, ...]
+    note: str = ""
+
+    def carries_id(self, patchset_id: str) -> bool:
+        """Whether ``patchset_id`` is carried by this branch."""
+        return "*" in self.carries or patchset_id in self.carries
+
+
 class Catalogue(FrozenModel):
-    """Optional ``patches/catalogue.yaml``: when the catalogue applies to a tree at all.
+    """Optional ``patches/catalogue.yaml``: when the catalogue applies to a tree at all, and per branch what it carries.
 
     ``applies_when`` invariants are checked on the tree first; when one does not hold the
     patch-sets are reported as not applicable instead of as violations (a catalogue for
-    one fork run against another project's tree).
+    one fork run against another project's tree). ``branches`` maps fork branch names
+    (exact, or ``fnmatch`` patterns; the first match in file order wins) to the patch-sets
+    they carry; a branch not listed carries every patch-set (subject to ``carried_when``).
     """
 
     name: str = ""
     applies_when: tuple[Invariant, ...] = ()
+    branches: dict[str, BranchCarries] = Field(default_factory=dict)
+
+    def branch_entry(self, branch: str | None) -> tuple[str, BranchCarries] | None:
+        """``(pattern, entry)`` of the first ``branches`` key matching ``branch``, else None."""
+        if not branch:
+            return None
+        if branch in self.branches:
+            return branch, self.branches[branch]
+        for pattern, entry in self.branches.items():
+            if fnmatch.fnmatchcase(branch, pattern):
+                return pattern, entry
+        return None
 
 
 def load_patchset(folder: Path) -> PatchSet:
@@ -278,14 +352,25 @@ def load_catalogue(patches_dir: Path) -> tuple[Catalogue, list[PatchSet]]:
     A missing folder is an empty catalogue.
 
     Raises:
-        ConfigError: a malformed file, duplicate ids, an unknown dependency, a cycle.
+        ConfigError: a malformed file, duplicate ids, an unknown dependency, a cycle, a branch
+            that carries an unknown id.
     """
     if not patches_dir.is_dir():
         return Catalogue(), []
     cat_path = patches_dir / CATALOGUE_FILE
     catalogue = validate(Catalogue, read_yaml(cat_path), source=cat_path) if cat_path.is_file() else Catalogue()
     found = [load_patchset(p.parent) for p in sorted(patches_dir.glob(f"*/{PATCHSET_FILE}"))]
-    return catalogue, dependency_order(found, where=str(patches_dir))
+    ordered = dependency_order(found, where=str(patches_dir))
+    known = {ps.id for ps in ordered}
+    for branch, entry in catalogue.branches.items():
+        unknown = [i for i in entry.carries if i != "*" and i not in known]
+        if unknown:
+            raise ConfigError(
+                f"branches.{branch}.carries: unknown patch-set(s) {', '.join(unknown)}",
+                where=str(cat_path),
+                fix=f"known ids: {', '.join(sorted(known)) or '(none)'}",
+            )
+    return catalogue, ordered
 
 
 def dependency_order(patchsets: Sequence[PatchSet], *, where: str = "patches") -> list[PatchSet]:

@@ -1,7 +1,10 @@
 """The ``replay`` and ``verify`` phases: re-apply patch-sets after the merge, then prove them.
 
-replay   in dependency order, per patch-set: drop_when holds on upstream -> landed-upstream;
-         invariants hold -> retained; else ``git apply --3way`` of its patches -> reapplied
+replay   in dependency order, per patch-set: the fork branch does not carry it (catalogue
+         ``branches`` / ``carried_when``, decided on the fork head before the merge) ->
+         not-carried; drop_when holds on upstream -> landed-upstream; invariants hold ->
+         retained (only advisory ones fail -> unconfirmed, never counted as holding);
+         else ``git apply --3way`` of its patches -> reapplied
          (one commit with a ``Patch-set: <id>`` trailer); apply fails -> needs-adaptation
          (stops for a person; ``ds4sync resume`` commits the adapted tree and goes on).
 verify   every invariant of every patch-set on the final tree; a blocking violation fails.
@@ -20,7 +23,15 @@ from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
-from ds4sync.patchsets.check import CheckReport, applies, check_tree, drop_evidence, status_of
+from ds4sync.patchsets.check import (
+    CarryScope,
+    CheckReport,
+    applies,
+    check_tree,
+    drop_evidence,
+    not_carried,
+    status_of,
+)
 from ds4sync.patchsets.invariants import InvariantResult, evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import CommitTree, FolderTree
@@ -28,7 +39,9 @@ from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 REPLAY_SCHEMA_VERSION = 1
 TRAILER = "Patch-set"
-ReplayStatus = Literal["retained", "landed-upstream", "reapplied", "needs-adaptation", "adapted"]
+ReplayStatus = Literal[
+    "retained", "unconfirmed", "landed-upstream", "not-carried", "reapplied", "needs-adaptation", "adapted"
+]
 
 
 class ReplayEntry(FrozenModel):
@@ -85,6 +98,26 @@ def _catalogue_or_stop(ctx: RunContext) -> tuple[Catalogue, list[PatchSet]] | Ph
         )
 
 
+def fork_carry(ctx: RunContext, catalogue: Catalogue, patchsets: list[PatchSet]) -> tuple[dict[str, str], CarryScope]:
+    """``({id: why not carried}, scope)`` for the run's fork branch, decided on the fork head before the merge.
+
+    Carried-ness is a property of the fork branch, never of the merged tree: a merge that
+    drops a feature must fail verify, not turn the feature into not-carried.
+    """
+    from ds4sync.patchsets.commands import history_lookup
+
+    head = ctx.record.fork.head_before
+    fork_tree = CommitTree(ctx.ws.repo, head)
+    why = not_carried(
+        catalogue,
+        patchsets,
+        branch=ctx.record.fork.branch,
+        fork_tree=fork_tree,
+        history_has=history_lookup(ctx.ws.repo, head),
+    )
+    return why, CarryScope(branch=ctx.record.fork.branch, head=head, tree_label=fork_tree.label)
+
+
 def replay(ctx: RunContext) -> PhaseOutcome:
     """Replay every patch-set onto the merged tree; stop at the first that needs adaptation."""
     folder = patches_dir(ctx)
@@ -118,16 +151,20 @@ def replay(ctx: RunContext) -> PhaseOutcome:
         entries[entry.id] = entry
         if entry.status == "needs-adaptation":
             return _stop(ctx, folder, entries, entry)
+    uncarried, _scope = fork_carry(ctx, catalogue, patchsets)
     for ps in patchsets:
         if ps.id in entries and entries[ps.id].status != "needs-adaptation":
             continue
         ctx.progress(f"replay {ps.id}")
+        if ps.id in uncarried:
+            entries[ps.id] = ReplayEntry(id=ps.id, title=ps.title, status="not-carried", detail=uncarried[ps.id])
+            continue
         entry = replay_one(ctx, wt, ps)
         entries[ps.id] = entry
         if entry.status == "needs-adaptation":
             return _stop(ctx, folder, entries, entry)
     result = ReplayResult(patches_dir=str(folder), entries=tuple(entries[ps.id] for ps in patchsets))
-    counts = ", ".join(f"{n} {status}" for status, n in result.counts().items()) or "no patch-sets"
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items())) or "no patch-sets"
     return PhaseOutcome(
         "done",
         f"patch-sets: {counts}",
@@ -155,8 +192,19 @@ def replay_one(ctx: RunContext, wt: GitRepo, ps: PatchSet) -> ReplayEntry:
             detail="upstream makes it unnecessary: candidate to delete from the catalogue",
         )
     checked = [r for r in results if r.status != "deferred"]
-    if checked and status_of(results) != "violated":
-        return ReplayEntry(**base, status="retained", detail=f"{len(checked)} invariant(s) hold on the merged tree")
+    held = sum(r.status == "holds" for r in checked)
+    if checked and status_of(results) == "holds":
+        return ReplayEntry(**base, status="retained", detail=f"{held} invariant(s) hold on the merged tree")
+    if checked and status_of(results) == "advisory-violations":
+        advisory = len(checked) - held
+        return ReplayEntry(
+            **base,
+            status="unconfirmed",
+            detail=(
+                f"{held} of {len(checked)} invariant(s) hold; {advisory} advisory invariant(s) violated "
+                "(not counted as holding; confirm or fix them in patchset.yaml)"
+            ),
+        )
     if not checked and ps.patches and all(wt.apply_check(p, reverse=True) for p in ps.patch_files()):
         return ReplayEntry(**base, status="retained", detail="its patches are already in the merged tree")
     failing = "; ".join(r.detail for r in results if r.blocking_violation)
@@ -336,16 +384,21 @@ def verify(ctx: RunContext) -> PhaseOutcome:
     replayed = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
     wt = ctx.worktree
-    report = check_tree(FolderTree(wt.path), catalogue, patchsets, patches_dir=str(folder), landed=landed)
+    uncarried, scope = fork_carry(ctx, catalogue, patchsets)
+    report = check_tree(
+        FolderTree(wt.path),
+        catalogue,
+        patchsets,
+        patches_dir=str(folder),
+        landed=landed,
+        uncarried=uncarried,
+        carry=scope,
+    )
     counts = report.counts()
     head, dirty = wt.head(), [line[3:] for line in wt.status_porcelain() if not line.startswith("??")]
     if not report.applicable:
         return PhaseOutcome("skipped", report.applies_detail, result=VerifyResult.of(report, commit=head, dirty=dirty))
-    message = (
-        f"{counts['holds']} of {counts['invariants']} invariants hold across {counts['patchsets']} patch-sets"
-        f" ({counts['violated']} violated, {counts['advisory']} advisory, {counts['deferred']} deferred "
-        "to gates)"
-    )
+    message = verify_message(counts)
     if not report.ok:
         return PhaseOutcome(
             "failed",
@@ -358,6 +411,32 @@ def verify(ctx: RunContext) -> PhaseOutcome:
             ),
         )
     return PhaseOutcome("done", message, result=VerifyResult.of(report, commit=head, dirty=dirty))
+
+
+def verify_message(counts: dict[str, int]) -> str:
+    """One line from :meth:`CheckReport.counts`: patch-sets per status, then invariants.
+
+    Only patch-sets that count (holds / violated / advisory-violations) contribute to the
+    invariant figures; those not carried, landed upstream or not applicable are counted apart.
+    """
+    counted = counts["patchsets_holds"] + counts["patchsets_violated"] + counts["patchsets_advisory_violations"]
+    apart = [
+        f"{counts[key]} {label}"
+        for key, label in (
+            ("patchsets_not_carried", "not carried"),
+            ("patchsets_landed_upstream", "landed upstream"),
+            ("patchsets_not_applicable", "not applicable"),
+        )
+        if counts[key]
+    ]
+    checked = counts["invariants"] - counts["not_counted"]
+    return (
+        f"{counts['patchsets_holds']} of {counted} carried patch-sets hold, {counts['patchsets_violated']} violated, "
+        f"{counts['patchsets_advisory_violations']} with advisory violations"
+        + (f" ({', '.join(apart)})" if apart else "")
+        + f"; {counts['holds']} of {checked} invariants hold ({counts['violated']} violated, "
+        f"{counts['advisory']} advisory, {counts['deferred']} deferred to gates)"
+    )
 
 
 class VerifyResult(CheckReport):

@@ -14,6 +14,7 @@ _STYLE = {
     "violated": "red",
     "advisory-violations": "yellow",
     "landed-upstream": "cyan",
+    "not-carried": "blue",
     "not-applicable": "dim",
 }
 
@@ -40,7 +41,8 @@ def check_report(console: Console, report: CheckReport, *, verbose: bool = False
     """Per patch-set status, every violation (blocking and advisory), and the totals."""
     if not report.applicable:
         console.print(f"[dim]{report.applies_detail}[/]")
-    table = Table(title=f"patch-sets on {report.tree}")
+    scope = f" (branch {report.carry.branch})" if report.carry.branch else ""
+    table = Table(title=f"patch-sets on {report.tree}{scope}")
     for column in ("patch-set", "status", "invariants held", "tests"):
         table.add_column(column, no_wrap=True)
     for ps in report.patchsets:
@@ -49,17 +51,31 @@ def check_report(console: Console, report: CheckReport, *, verbose: bool = False
         table.add_row(ps.id, f"[{_STYLE[ps.status]}]{ps.status}[/]", f"{held}/{checked}", str(len(ps.tests)))
     console.print(table)
     for ps in report.patchsets:
+        if ps.status in ("not-carried", "landed-upstream"):
+            console.print(f"[{_STYLE[ps.status]}]{ps.status}[/] {escape(ps.id)}: {escape(ps.detail)}", highlight=False)
+            if not verbose:
+                continue
         for r in ps.invariants:
             if r.status == "violated" or (verbose and r.status == "holds"):
                 tag = (
                     "[red]violated[/]"
                     if r.blocking_violation and ps.status == "violated"
-                    else ("[yellow]advisory[/]" if r.status == "violated" else "[green]holds[/]")
+                    else "[yellow]advisory[/]"
+                    if r.status == "violated" and ps.status in ("violated", "advisory-violations")
+                    else f"[dim]{r.status} ({ps.status})[/]"
+                    if ps.status not in ("holds", "violated", "advisory-violations")
+                    else "[green]holds[/]"
                 )
                 console.print(f"{tag} {escape(r.line())}", highlight=False)
     c = report.counts()
+    by_status = ", ".join(
+        f"{c['patchsets_' + s.replace('-', '_')]} {s}"
+        for s in ("holds", "violated", "advisory-violations", "landed-upstream", "not-carried", "not-applicable")
+        if c["patchsets_" + s.replace("-", "_")]
+    )
+    console.print(f"{c['patchsets']} patch-sets: {by_status or 'none'}")
     console.print(
-        f"{c['invariants']} invariants in {c['patchsets']} patch-sets: {c['holds']} hold, "
-        f"{c['violated']} violated, {c['advisory']} advisory violations, {c['deferred']} deferred to "
-        f"gates ({report.duration_s:.2f} s)"
+        f"{c['invariants']} invariants: {c['holds']} hold, {c['violated']} violated, {c['advisory']} advisory "
+        f"violations, {c['deferred']} deferred to gates, {c['not_counted']} not counted (patch-sets not carried, "
+        f"landed or not applicable) ({report.duration_s:.2f} s)"
     )

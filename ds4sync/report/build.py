@@ -234,7 +234,9 @@ def duplicate_view(data: Any) -> DuplicateView | None:
             number=as_int(first(p, "number", "id")),
             title=as_str(p.get("title")),
             url=as_str(p.get("url")),
-            relation=as_str(first(p, "relation", "overlap", "note")),
+            relation=as_str(first(p, "reason", "relation", "overlap", "note")),
+            author=as_str(first(p, "author", "user")),
+            updated_at=as_str(p.get("updated_at")),
         )
         for p in as_list(first(check, "open_prs", "prs"))
         if isinstance(p, Mapping)

@@ -147,6 +147,8 @@ class OpenPR(View):
     title: str = ""
     url: str = ""
     relation: str = ""
+    author: str = ""
+    updated_at: str = ""
 
 
 class DuplicateView(View):

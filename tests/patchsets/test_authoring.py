@@ -142,3 +142,59 @@ def _status(sc: Scenario, capsys) -> str:
     capsys.readouterr()
     assert main(["status", "--repo", str(sc.fork.path), "--json"]) == 0
     return capsys.readouterr().out
+
+
+YAML_WITH_COMMENTS = """\
+# The fork's scratch pool: keep it.
+id: keep-me
+title: "Quoted title: with a colon"
+kind: fork-feature   # trailing comment
+rationale: >-
+  A folded paragraph that is long enough that a dumper with a narrow width would wrap it somewhere in the middle of
+  this line.
+depends_on: [a, b]
+invariants:
+  # why this invariant
+  - {id: x, kind: file_exists, path: vllm/x.py}
+  - id: y
+    kind: contains
+    files: vllm/y.py
+    pattern: 'token_id < 0 \\|\\| token_id >= rows'
+patches: []
+tests:
+  - tests/test_x.py
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "value"),
+    [("patches: []", ["0001-a.patch"]), ("patches: []", ["0001-a.patch", "0002-b.patch"]), ("patches: []", [])],
+)
+def test_set_yaml_field_changes_only_that_field(tmp_path: Path, before: str, value: list[str]) -> None:
+    import difflib
+
+    from ds4sync.patchsets.authoring import set_yaml_field
+
+    path = tmp_path / "patchset.yaml"
+    path.write_text(YAML_WITH_COMMENTS)
+    set_yaml_field(path, "patches", value)
+    after = path.read_text()
+    changed = [
+        line
+        for line in difflib.unified_diff(YAML_WITH_COMMENTS.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    removed = [line[1:] for line in changed if line.startswith("-")]
+    added = [line[1:] for line in changed if line.startswith("+")]
+    if value:
+        assert removed == [before]
+        assert added == ["patches:", *(f"  - {v}" for v in value)]
+    else:
+        assert changed == []  # nothing to change: the file is byte for byte the same
+    assert "# The fork's scratch pool: keep it." in after and "# why this invariant" in after
+    assert "# trailing comment" in after
+    assert yaml.safe_load(after)["patches"] == value
+    # a second change of a block list is again confined to that field
+    set_yaml_field(path, "patches", ["0009-z.patch", "0010-y.patch"])
+    again = yaml.safe_load(path.read_text())
+    assert again["patches"] == ["0009-z.patch", "0010-y.patch"] and again["title"] == "Quoted title: with a colon"

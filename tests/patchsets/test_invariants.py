@@ -79,7 +79,40 @@ CASES = [
         "violated",
         "vllm/models/dsv4/attention.py:6",
     ),
-    ({"kind": "absent", "files": "gone/*.py", "pattern": "x"}, "holds", "absent from 0 file(s)"),
+    # An absent check whose files are all missing checked nothing: it says so instead of holding.
+    ({"kind": "absent", "files": "gone/*.py", "pattern": "x"}, "violated", "nothing was checked"),
+    ({"kind": "absent", "files": ["gone/a.py", "gone/b.py"], "pattern": "x"}, "violated", "nothing was checked"),
+    ({"kind": "absent", "files": "gone/*.py", "pattern": "x", "missing_ok": True}, "holds", "missing_ok"),
+    ({"kind": "absent", "files": ["gone/a.py", "vllm/runtime.py"], "pattern": "nope"}, "holds", "absent from 1"),
+    ({"kind": "file_exists", "path": ["vllm/old/rope.py", "vllm/models/dsv4/rope.py"]}, "holds", "candidate 2 of 2"),
+    ({"kind": "file_exists", "path": ["vllm/old/rope.py", "vllm/gone.py"]}, "violated", "does not exist"),
+    ({"kind": "file_absent", "path": ["vllm/gone.py", "vllm/runtime.py"]}, "violated", "vllm/runtime.py"),
+    # A symbol that moved: other modules, then a glob looked up wherever it is defined.
+    (
+        {"kind": "symbol", "symbol": "vllm.old.attention:Attention.reserve", "also_in": ["vllm.models.dsv4.attention"]},
+        "holds",
+        "moved from vllm.old.attention",
+    ),
+    (
+        {"kind": "symbol", "symbol": "vllm.old.attention:Attention.reserve", "also_in": "vllm.nope"},
+        "violated",
+        "nor in vllm.nope",
+    ),
+    (
+        {"kind": "symbol", "symbol": "vllm.old.rope:build_rope", "anywhere": "vllm/**/*.py"},
+        "holds",
+        "defined in vllm/models/dsv4/rope.py (looked up in vllm/**/*.py",
+    ),
+    (
+        {"kind": "symbol", "symbol": "vllm.old.attention:Attention.Inner.deep", "anywhere": "vllm/**/*.py"},
+        "holds",
+        "vllm/models/dsv4/attention.py",
+    ),
+    (
+        {"kind": "symbol", "symbol": "vllm.old.attention:Attention.gone", "anywhere": "vllm/**/*.py"},
+        "violated",
+        "defined in none of vllm.old.attention nor in vllm/**/*.py",
+    ),
     ({"kind": "file_exists", "path": "vllm/models/dsv4/rope.py"}, "holds", "exists"),
     ({"kind": "file_exists", "path": "vllm/models/dsv4"}, "holds", "exists"),  # a folder with files
     ({"kind": "file_exists", "path": "vllm/eager_scratch.py"}, "violated", "does not exist"),

@@ -100,7 +100,18 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     assert record.status == "done" and record.results["verify"]["totals"]["violated"] == 0
 
     old = (sc.patches / "softcap" / "0001-SM120-Logit-softcap.patch").read_text()
+    yaml_path = sc.patches / "softcap" / "patchset.yaml"
+    before = "# reviewed by the DS4 maintainers\n" + yaml_path.read_text()
+    yaml_path.write_text(before)
     assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
+    after = yaml_path.read_text()
+    # round trip: the comment survives and only the lines of `patches:` change
+    assert after.startswith("# reviewed by the DS4 maintainers\n")
+
+    def rest(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.lstrip().startswith("- 0") and not ln.startswith("patches:")]
+
+    assert rest(after) == rest(before)
     files = sorted(p.name for p in (sc.patches / "softcap").glob("*.patch"))
     assert len(files) == 1
     new = (sc.patches / "softcap" / files[0]).read_text()
@@ -137,14 +148,21 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     results = {r["invariant"]: r for r in wrong["invariants"]}
     assert results["contains-1"]["status"] == "violated" and results["contains-1"]["files"] == ["vllm/moe.py"]
     assert results["absent-2"]["severity"] == "advisory" and "vllm/moe.py:3" in results["absent-2"]["evidence"][0]
-    assert data["verify"]["totals"] == {
+    totals = data["verify"]["totals"]
+    # the landed-upstream patch-set's two results are counted apart, never as holding or advisory
+    assert {k: totals[k] for k in ("patchsets", "invariants", "holds", "violated", "advisory", "deferred")} == {
         "patchsets": 5,
         "invariants": 8,
-        "holds": 4,
+        "holds": 3,
         "violated": 1,
-        "advisory": 2,
+        "advisory": 1,
         "deferred": 1,
     }
+    assert totals["not_counted"] == 2
+    assert sum(totals[k] for k in ("holds", "violated", "advisory", "deferred", "not_counted")) == totals["invariants"]
+    by_status = {ps["status"] for ps in data["verify"]["patchsets"]}
+    assert totals["patchsets_violated"] == 1 and totals["patchsets_landed_upstream"] == 2, by_status
+    assert sum(v for k, v in totals.items() if k.startswith("patchsets_")) == totals["patchsets"]
     state = RecordStore(Path(_record(sc).state_dir)).latest()
     assert state.phases["verify"].status == "failed"
 

@@ -1,0 +1,250 @@
+"""The publish phase: push the sync branch, check open PRs for duplicate work, open or update the draft PR.
+
+Runs after report and before promote. Never a second PR for the same sync: when the fork already
+has an open PR from the sync's head branch (seen by the check, or named by GitHub's 422 "already
+exists"), its description is replaced and a comment says what changed since the last push (the
+``report --compare`` of the run that last published to it and this one). Otherwise a draft PR is
+opened with the labels from ``publish.labels``.
+
+The push is a compare-and-swap (``--force-with-lease``): the remote head branch must be missing,
+at a commit ds4sync pushed before, or an ancestor of the new head; a branch someone else pushed to
+stops the phase for a person.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ds4sync.core.model import FrozenModel
+from ds4sync.core.record import RecordStore, RunRecord, now_iso
+from ds4sync.core.redact import redact_secrets
+from ds4sync.publish.duplicates import DuplicateCheck, check_duplicates
+from ds4sync.publish.forge import Forge, ForgeError, ForgeUnavailable, PullExists, forge_token
+from ds4sync.publish.settings import TOKEN_ENV, PublishConfig
+from ds4sync.runner import Phase, PhaseOutcome, RunContext
+
+PublishStatus = Literal["published", "refused", "unavailable", "push-rejected", "no-token"]
+
+
+class PublishResult(FrozenModel):
+    """What publishing did: the push, the duplicate-work check, the PR and how it was touched.
+
+    ``action`` is ``opened`` (a new draft PR) or ``updated`` (the sync's open PR got the new
+    description and a comment); ``waits_s`` are the forge's rate-limit/5xx waits taken, in seconds.
+    """
+
+    status: PublishStatus
+    message: str = ""
+    repo: str
+    remote: str
+    head_branch: str
+    base: str
+    pushed_sha: str | None = None
+    previous_remote_sha: str | None = None
+    duplicate_check: DuplicateCheck | None = None
+    pr_number: int | None = None
+    pr_url: str | None = None
+    action: Literal["opened", "updated"] | None = None
+    labels: tuple[str, ...] = ()
+    comment_url: str | None = None
+    compared_with: str | None = None
+    published_at: str | None = None
+    waits_s: tuple[float, ...] = ()
+
+
+def head_branch_name(config: PublishConfig, record: RunRecord) -> str:
+    """The branch on the fork's remote that carries this sync (``publish.head_branch`` formatted)."""
+    return config.head_branch.format(
+        branch=record.fork.branch.replace("/", "-"), upstream=record.upstream.sha[:12], sync_branch=record.sync_branch
+    )
+
+
+def run_publish_phase(ctx: RunContext) -> PhaseOutcome:
+    """Push, check for duplicate work, open or update the draft PR; record it all in ``results["publish"]``."""
+    config = ctx.ws.config.publish
+    if config is None:
+        return PhaseOutcome("skipped", "no publish: section in ds4sync.yaml; nothing pushed")
+    record = ctx.record
+    base = config.base or record.fork.branch
+    result = PublishResult(
+        status="no-token",
+        repo=config.repo,
+        remote=config.remote,
+        head_branch=head_branch_name(config, record),
+        base=base,
+    )
+    token = forge_token()
+    if token is None:
+        return _stop(
+            ctx,
+            result,
+            f"no forge token in the environment ({' / '.join(TOKEN_ENV)})",
+            "set one, then `ds4sync resume`",
+        )
+    forge = Forge(config, token)
+    try:
+        return _publish(ctx, forge, config, result)
+    except ForgeUnavailable as exc:
+        result = result.model_copy(update={"status": "unavailable", "waits_s": tuple(forge.waits)})
+        return _stop(ctx, result, exc.one_line(), "`ds4sync resume` publishes again (the next nightly does too)")
+    except ForgeError as exc:
+        result = result.model_copy(update={"status": "refused", "waits_s": tuple(forge.waits)})
+        return _stop(ctx, result, exc.one_line(), "fix it, then `ds4sync resume`")
+
+
+def _publish(ctx: RunContext, forge: Forge, config: PublishConfig, result: PublishResult) -> PhaseOutcome:
+    record, repo = ctx.record, ctx.ws.repo
+    ctx.progress(f"publish: open PRs of {config.repo}")
+    pulls = forge.open_pulls()
+    upstream_range = set(repo.rev_list(record.upstream.sha, record.fork.head_before))
+    check = check_duplicates(
+        pulls,
+        repo=config.repo,
+        checked_at=now_iso(),
+        head_branch=result.head_branch,
+        base=result.base,
+        upstream_range=upstream_range,
+        title_pattern=config.sync_title_pattern,
+        commits_of=forge.pull_commits,
+        max_inspected=config.max_prs_inspected,
+    )
+    result = result.model_copy(update={"duplicate_check": check})
+    pushed = _push(ctx, config, result)
+    if isinstance(pushed, PhaseOutcome):
+        return pushed
+    result = pushed
+    _save(ctx, result)  # the description below renders this check
+    title, body = _description(ctx, config)
+    own = check.own
+    number, url, action = (own.number, own.url, "updated") if own else (None, None, "opened")
+    if own is None:
+        try:
+            created = forge.create_pull(
+                title=title, head=result.head_branch, base=result.base, body=body, draft=config.draft
+            )
+            number, url = int(created["number"]), str(created.get("html_url", ""))
+        except PullExists:
+            # Opened between our listing and now (or listed on a page we did not see): update that one.
+            existing = forge.pulls_with_head(result.head_branch)
+            if not existing:
+                raise
+            number, url, action = int(existing[0]["number"]), str(existing[0].get("html_url", "")), "updated"
+    assert number is not None
+    comment_url = compared = None
+    if action == "updated":
+        forge.update_pull(number, title=title, body=body)
+        compared = _last_published(ctx.ws.store, record, number)
+        comment = forge.comment(number, _update_comment(ctx, result, compared))
+        comment_url = str(comment.get("html_url", "")) or None
+    if config.labels:
+        forge.add_labels(number, config.labels)
+    result = result.model_copy(
+        update={
+            "status": "published",
+            "pr_number": number,
+            "pr_url": url,
+            "action": action,
+            "labels": config.labels,
+            "comment_url": comment_url,
+            "compared_with": compared,
+            "published_at": now_iso(),
+            "waits_s": tuple(forge.waits),
+            "message": f"{action} PR #{number}"
+            + (f" ({len(check.duplicates)} possible duplicate(s))" if check.duplicates else ""),
+        }
+    )
+    _save(ctx, result)
+    _rewrite_report(ctx)
+    return PhaseOutcome("done", f"{result.message}: {url}", result=result)
+
+
+def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> PublishResult | PhaseOutcome:
+    record, repo = ctx.record, ctx.ws.repo
+    local = repo.branch_head(record.sync_branch)
+    remote_ref = f"refs/heads/{result.head_branch}"
+    ctx.progress(f"publish: push {record.sync_branch} to {config.remote} as {result.head_branch}")
+    current = repo.remote_head(config.remote, remote_ref)
+    if current is not None and current != local and not _ours_or_ancestor(ctx, current, local):
+        result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
+        return _stop(
+            ctx,
+            result,
+            f"{config.remote}/{result.head_branch} is at {current[:12]}, a commit ds4sync did not push",
+            "fetch it and fold its changes into the sync, or delete that remote branch; then `ds4sync resume`",
+        )
+    ok, line = repo.push(config.remote, local, remote_ref, expect=current)
+    if not ok:
+        result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
+        return _stop(
+            ctx, result, f"push to {config.remote} refused ({redact_secrets(line)})", "`ds4sync resume` after fixing it"
+        )
+    return result.model_copy(update={"pushed_sha": local, "previous_remote_sha": current})
+
+
+def _ours_or_ancestor(ctx: RunContext, remote_sha: str, local: str) -> bool:
+    pushed = {
+        (r.get("publish") or {}).get("pushed_sha")
+        for r in (ctx.ws.store.load(i).results for i in ctx.ws.store.run_ids())
+    }
+    if remote_sha in pushed:
+        return True
+    return ctx.ws.repo.resolve_commit(remote_sha) is not None and ctx.ws.repo.is_ancestor(remote_sha, local)
+
+
+def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
+    from ds4sync.report.build import build_view
+    from ds4sync.report.files import templates_dir
+    from ds4sync.report.render import render_report
+
+    record = ctx.record
+    view = build_view(record.model_dump(mode="json"), public=config.public)
+    body = render_report(record, templates_dir=templates_dir(ctx.ws.profile), fmt="md", public=config.public)
+    return redact_secrets(view.title), body
+
+
+def _update_comment(ctx: RunContext, result: PublishResult, previous: str | None) -> str:
+    from ds4sync.report.files import compare_text
+
+    head = f"Pushed {result.pushed_sha[:12] if result.pushed_sha else '?'} to `{result.head_branch}`"
+    if result.previous_remote_sha:
+        head += f" (was {result.previous_remote_sha[:12]})"
+    head += f"; run {ctx.record.run_id}."
+    if previous is None:
+        return head + "\n\nNo earlier ds4sync run published to this PR, so there is nothing to compare with.\n"
+    compared = compare_text(
+        ctx.ws.store,
+        ctx.ws.profile,
+        previous,
+        ctx.record.run_id,
+        public=bool(ctx.ws.config.publish and ctx.ws.config.publish.public),
+    )
+    return f"{head}\n\nWhat changed since the last push (run {previous}):\n\n{compared}"
+
+
+def _last_published(store: RecordStore, record: RunRecord, number: int) -> str | None:
+    for run_id in reversed(store.run_ids()):
+        if run_id == record.run_id:
+            continue
+        publish = store.load(run_id).results.get("publish") or {}
+        if publish.get("pr_number") == number and publish.get("status") == "published":
+            return run_id
+    return None
+
+
+def _save(ctx: RunContext, result: PublishResult) -> None:
+    ctx.record.results["publish"] = result.model_dump(mode="json")
+    ctx.ws.store.save(ctx.record)
+
+
+def _rewrite_report(ctx: RunContext) -> None:
+    from ds4sync.report.files import write_report
+
+    write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+
+
+def _stop(ctx: RunContext, result: PublishResult, message: str, fix: str) -> PhaseOutcome:
+    result = result.model_copy(update={"message": redact_secrets(message)})
+    return PhaseOutcome("needs-person", result.message, result=result, next_steps=(fix,))
+
+
+PUBLISH_PHASES = (Phase("publish", run_publish_phase),)

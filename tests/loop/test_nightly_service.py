@@ -1,0 +1,179 @@
+"""The nightly job as a service: the quiet skip, the time budget, pruning, exit codes, timers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ds4sync.cli import main
+from ds4sync.core.errors import ExitCode
+from ds4sync.core.proc import pid_alive
+from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchanged_since_last_sync
+from ds4sync.runner import open_workspace
+from tests.scenarios import BRANCH, lines, make_pair
+
+SLEEPER = """\
+import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(120)
+"""
+
+
+def configure(pair, **extra) -> Path:
+    data = {"upstream": {"remote": "upstream", "ref": "main"}, "fork": {"branch": BRANCH}, **extra}
+    path = pair.repo / "ds4sync.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def run_count(pair) -> int:
+    return len(open_workspace(pair.repo).store.run_ids())
+
+
+def test_nothing_moved_is_a_quiet_skip_without_fetching(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    configure(pair)
+    assert main(["nightly", "--repo", str(pair.repo)]) == 0
+    capsys.readouterr()
+    fetch_head = pair.repo / ".git" / "FETCH_HEAD"
+    stamp = fetch_head.stat().st_mtime_ns
+    assert main(["nightly", "--repo", str(pair.repo)]) == 0
+    assert "nothing moved since run" in capsys.readouterr().out
+    assert fetch_head.stat().st_mtime_ns == stamp  # asked with ls-remote; nothing fetched
+    assert run_count(pair) == 1
+    # Promoted: the fork moved to the sync's head, which is still "the last sync".
+    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    assert main(["nightly", "--repo", str(pair.repo)]) == 0
+    assert "nothing moved" in capsys.readouterr().out and run_count(pair) == 1
+
+
+@pytest.mark.parametrize("side", ["upstream", "fork"])
+def test_either_side_moving_starts_a_sync(tmp_path: Path, side: str) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    configure(pair)
+    ws = open_workspace(pair.repo)
+    assert run_nightly(ws, notify=False).exit_code == ExitCode.OK
+    assert unchanged_since_last_sync(ws, "main") is not None
+    if side == "upstream":
+        pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
+    else:
+        pair.fork.checkout(BRANCH)
+        pair.fork.commit({"d.py": lines("d")}, "fork moves")
+        pair.fork.checkout("main")
+    assert unchanged_since_last_sync(ws, "main") is None
+    night = run_nightly(ws, notify=False)
+    assert not night.skipped and night.record is not None and night.record.status == "done"
+
+
+def test_time_budget_stops_running_gates_and_records_them_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    pid_file = tmp_path / "sleeper.pid"
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    gates = {
+        "tier": "unit",
+        "gates": [
+            {"name": "quick", "kind": "command", "run": {"argv": ["{python}", "-c", "pass"]}},
+            {
+                "name": "slow",
+                "kind": "command",
+                "run": {"argv": ["{python}", str(tmp_path / "sleeper.py"), str(pid_file)]},
+            },
+        ],
+    }
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump(gates))
+    configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
+
+    code = main(["nightly", "--repo", str(pair.repo), "--budget", "2.5"])
+
+    assert code == ExitCode.BUDGET, capsys.readouterr()
+    record = open_workspace(pair.repo).store.latest()
+    assert record is not None and record.status == "needs-person"
+    assert record.phase("gate").message.startswith("time budget reached")
+    by_name = {g["name"]: g for g in record.results["gates"]["unit"]["gates"]}
+    assert by_name["quick"]["status"] == "passed"
+    assert by_name["slow"]["status"] == "incomplete" and "time budget" in by_name["slow"]["reason"]
+    assert by_name["slow"]["failures"][0]["env_category"] == "time-budget"
+    assert not pid_alive(int(pid_file.read_text()))  # stopped, not left running
+    # The next night does not bury it: it waits for a person (resume), exit 4.
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.NEEDS_PERSON
+
+
+def _night(pair, ws, name: str):
+    pair.upstream.commit({f"{name}.py": lines(name)}, f"upstream {name}")
+    night = run_nightly(ws, notify=False)
+    assert night.record is not None and night.record.status == "done", night.message
+    return night.record
+
+
+def test_pruning_keeps_n_and_every_run_a_rollback_ref_or_open_pr_points_at(tmp_path: Path) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    configure(pair, nightly={"keep_runs": 50})
+    ws = open_workspace(pair.repo)
+    first = run_nightly(ws, notify=False).record
+    assert first is not None
+    assert main(["promote", "--repo", str(pair.repo)]) == 0  # rollback ref -> first
+    second, third, fourth = (_night(pair, ws, n) for n in ("n2", "n3", "n4"))
+    # The third's pushed head is an open PR at the newest duplicate-work check.
+    for record, pr in ((third, 7), (fourth, None)):
+        fresh = ws.store.load(record.run_id)
+        fresh.results["publish"] = {
+            "status": "published" if pr else "refused",
+            "head_branch": "sync/fork-upstream" if pr else "x",
+            "pr_number": pr,
+            "duplicate_check": {"head_branch": "other", "open_prs": [{"number": 7, "head": "sync/fork-upstream"}]},
+        }
+        ws.store.save(fresh)
+
+    pruned = prune_runs(ws, keep=1)
+
+    assert pruned == (second.run_id,)
+    gone = ws.store.load(second.run_id)
+    assert not Path(gone.worktree).exists() and not ws.repo.ref_exists(f"refs/heads/{gone.sync_branch}")
+    assert not ws.repo.ref_exists(gone.backup_ref) and any(n.startswith("pruned:") for n in gone.notes)
+    for kept in (first, third, fourth):
+        assert Path(kept.worktree).is_dir(), kept.run_id
+    assert prune_runs(ws, keep=1) == ()  # idempotent
+
+
+def test_systemd_units_verify(tmp_path: Path) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [], [])
+    configure(pair)
+    ws = open_workspace(pair.repo)
+    units = systemd_units(ws, at="03:15", executable=sys.executable)
+    timer = units[f"ds4sync-nightly-{pair.repo.name}.timer"]
+    assert "Persistent=true" in timer and "OnCalendar=*-*-* 03:15:00" in timer
+    service = units[f"ds4sync-nightly-{pair.repo.name}.service"]
+    assert f"ExecStart={sys.executable} nightly --repo {pair.repo}" in service
+    folder = tmp_path / "units"
+    folder.mkdir()
+    for name, text in units.items():
+        (folder / name).write_text(text)
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
+    done = subprocess.run(
+        [analyze, "verify", *(str(folder / n) for n in units)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Unknown key" not in done.stderr and "ignoring" not in done.stderr.lower(), done.stderr
+
+
+def test_nightly_install_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [], [])
+    configure(pair)
+    assert main(["nightly", "install", "--cron", "--repo", str(pair.repo), "--at", "04:05"]) == 0
+    assert capsys.readouterr().out.startswith("5 4 * * * ")
+    target = tmp_path / "user-units"
+    assert main(["nightly", "install", "--systemd", "--repo", str(pair.repo), "--write", str(target)]) == 0
+    assert sorted(p.suffix for p in target.iterdir()) == [".service", ".timer"]
+    assert main(["nightly", "install", "--repo", str(pair.repo)]) == ExitCode.USAGE
+    assert main(["nightly", "install", "--cron", "--repo", str(pair.repo), "--at", "24:00"]) == ExitCode.USAGE
