@@ -80,6 +80,13 @@ class MergeConfig(FrozenModel):
         return tuple(rule for rule in self.rules if rule.matches(path))
 
 
+class RedactConfig(FrozenModel):
+    """What else to keep out of every file and output: the values of these environment variables
+    (on top of the names that look secret, ``*TOKEN*``, ``*PASSWORD*``...)."""
+
+    env: tuple[str, ...] = ()
+
+
 class Config(FrozenModel):
     """The whole of ds4sync.yaml.
 
@@ -99,6 +106,7 @@ class Config(FrozenModel):
     notify: NotifyConfig | None = None
     nightly: NightlyConfig = NightlyConfig()
     deploy: DeployConfig | None = None
+    redact: RedactConfig = RedactConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 

@@ -18,6 +18,7 @@ from ds4sync.core.children import registered_children
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
 from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
+from ds4sync.core.redact import register_secret_names
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 
@@ -123,6 +124,7 @@ def open_workspace(
     """
     repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
+    register_secret_names(config.redact.env)
     root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
     chosen = profile or config.profile
     return Workspace(

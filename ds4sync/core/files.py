@@ -45,8 +45,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON (non-JSON values through ``str``) with :func:`write_atomic`."""
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    """Write ``data`` as indented JSON (non-JSON values through ``str``) with :func:`write_atomic`.
+
+    Secrets are redacted on the way (:func:`ds4sync.core.redact.redact_data`): no state file
+    (record, cache entry, registry) keeps a token, a password or a secret variable's value.
+    """
+    from ds4sync.core.redact import redact_data
+
+    write_atomic(path, json.dumps(redact_data(data), indent=2, default=str) + "\n")
 
 
 def tail_lines(path: Path | None, lines: int, *, max_bytes: int = TAIL_MAX_BYTES) -> tuple[str, ...]:

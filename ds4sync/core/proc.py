@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.redact import redact_secrets
+from ds4sync.core.redact import is_secret_name, redact_secrets
 
 KILL_GRACE_S = 5.0
 _log = logging.getLogger("ds4sync.proc")
@@ -220,7 +220,8 @@ def run(
         if on_start is not None:
             on_start(proc.pid)
         chunks: list[bytes] = []
-        reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line), daemon=True)
+        secret = tuple(v for k, v in overrides.items() if is_secret_name(k))
+        reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line, secret), daemon=True)
         reader.start()
         if stdin_data is not None and proc.stdin is not None:
             with contextlib.suppress(BrokenPipeError):
@@ -258,11 +259,15 @@ def run(
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], chunks: list[bytes], log: object, on_line: Callable[[str], None] | None
+    proc: subprocess.Popen[bytes],
+    chunks: list[bytes],
+    log: object,
+    on_line: Callable[[str], None] | None,
+    secret: tuple[str, ...] = (),
 ) -> None:
     assert proc.stdout is not None
     for raw in iter(proc.stdout.readline, b""):
-        line = _redacted(raw)
+        line = _redacted(raw, secret)
         chunks.append(line)
         if log is not None:
             log.write(line)  # type: ignore[attr-defined]
@@ -272,9 +277,9 @@ def _pump(
     proc.stdout.close()
 
 
-def _redacted(line: bytes) -> bytes:
+def _redacted(line: bytes, secret: tuple[str, ...] = ()) -> bytes:
     text = line.decode("utf-8", "replace")
-    clean = redact_secrets(text)
+    clean = redact_secrets(text, extra=secret)
     return line if clean == text else clean.encode("utf-8")
 
 

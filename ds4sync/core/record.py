@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ds4sync.core.errors import NeedsPersonError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.proc import pid_alive
+from ds4sync.core.redact import redact_data
 
 SCHEMA_VERSION = 1
 
@@ -160,10 +161,11 @@ class RecordStore:
         return self.run_dir(run_id) / "record.json"
 
     def save(self, record: RunRecord) -> Path:
-        """Persist ``record`` atomically and keep ``current`` pointing at active runs."""
+        """Persist ``record`` atomically (secrets redacted, :func:`ds4sync.core.redact.redact_data`) and keep
+        ``current`` pointing at active runs."""
         record.updated_at = now_iso()
         path = self.record_path(record.run_id)
-        write_json_atomic(path, record.model_dump(mode="json"))
+        write_json_atomic(path, redact_data(record.model_dump(mode="json")))
         current = self.root / "current"
         if record.active:
             write_atomic(current, record.run_id + "\n")

@@ -20,11 +20,12 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.files import tail_lines, write_atomic
+from ds4sync.core.files import tail_lines
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
+from ds4sync.core.redact import redact_file, secret_values
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import REDACTED, BuildProfile, compose_build_env, expand, is_secret
+from ds4sync.native.profile import BuildProfile, compose_build_env, expand
 from ds4sync.native.proof import ProofResult, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
@@ -183,7 +184,7 @@ class _Build:
             "src": str(src),
         }
         self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
-        self.secrets = _secret_values({**base, **self.env})
+        self.secrets = secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
         self.use_uv = _use_uv(profile, self.env)
@@ -314,8 +315,8 @@ class _Build:
         )
 
     def scrub(self) -> None:
-        """Replace every secret value that reached the log by ``***``."""
-        _scrub_secrets(self.log, self.secrets)
+        """Redact the build log with the one rule set (secret values of the build env included)."""
+        redact_file(self.log, extra=self.secrets)
 
 
 def _plan_venv(
@@ -389,20 +390,3 @@ def first_errors(log: Path, limit: int = MAX_ERROR_LINES) -> tuple[str, ...]:
 def _append(log: Path, text: str) -> None:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(text)
-
-
-def _secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values of secret-looking variables, longest first (short values would redact ordinary words)."""
-    return sorted({v for k, v in env.items() if is_secret(k) and len(v) >= 6}, key=len, reverse=True)
-
-
-def _scrub_secrets(log: Path, secrets: list[str]) -> None:
-    """Replace each of ``secrets`` in the log by ``***`` (atomically)."""
-    if not secrets or not log.is_file():
-        return
-    text = log.read_text(encoding="utf-8", errors="replace")
-    scrubbed = text
-    for value in secrets:
-        scrubbed = scrubbed.replace(value, REDACTED)
-    if scrubbed != text:
-        write_atomic(log, scrubbed)

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.redact import is_secret_name, redact_file
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
@@ -102,6 +103,8 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     )
     if res.timed_out or res.interrupted:
         return _stopped(gate, res, xml, ctx, common)
+    # pytest wrote it: a failure text can quote a secret
+    redact_file(xml, extra=tuple(v for k, v in env.items() if is_secret_name(k)))
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
@@ -138,6 +141,7 @@ def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str,
     """A run stopped for its timeout (or Ctrl-C): the tests that finished, from the JUnit pytest
     wrote on SIGINT, and the test that was still running, from pytest's KeyboardInterrupt line."""
     what = f"timed out after {gate.definition.timeout:g}s" if res.timed_out else "interrupted"
+    redact_file(xml)
     try:
         cases = [c for c in read_junit(xml) if c.node_id]  # the interrupted test has an empty <testcase/>
     except JUnitError:
@@ -227,6 +231,7 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
     xml = ctx.log_path(gate, f"rerun{attempt}.xml")
     argv = [*build_argv(spec, python, node_ids=node_ids), f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     res = ctx.run(argv, gate=gate, log_path=ctx.log_path(gate, f"rerun{attempt}.log"))
+    redact_file(xml)
     if res.timed_out or res.interrupted:
         return set()
     try:
