@@ -53,11 +53,12 @@ def test_without_reruns_a_flaky_test_is_a_failure(sample: RepoBuilder) -> None:
     assert (gate.counts.failed, gate.counts.flaky) == (2, 0)
 
 
+@pytest.mark.slow
 def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: Path) -> None:
-    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 2"))
+    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 5"))  # room to reach the hang
     result = _run(sample, "hang")
     gate = result.gates[0]
-    assert gate.status == "error" and gate.reason.startswith("timed out after 2s")
+    assert gate.status == "error" and gate.reason.startswith("timed out after 5s")
     # SIGINT first: pytest wrote its JUnit, so the test that finished is counted and the one that hung is named.
     assert Path(gate.details["junit"]).is_file()
     assert gate.counts.passed == 1 and gate.details["tests"] == 1
