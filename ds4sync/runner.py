@@ -7,6 +7,7 @@ the runner writes it back atomically. ``resume`` starts at the first phase not d
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core import fault
 from ds4sync.core.children import registered_children
-from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.errors import ConfigError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo
 from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
 from ds4sync.core.redact import register_secret_names
@@ -120,13 +121,25 @@ def open_workspace(
 
     Raises:
         GitError: ``repo_path`` is not a git checkout.
-        ConfigError: the config file is malformed.
+        ConfigError: the config file is malformed, the state dir is a file, the profile is missing.
     """
     repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
     register_secret_names(config.redact.env)
-    root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
+    root = Path(state_dir or config.state_dir or (repo.common_dir / "ds4sync"))
+    if root.exists() and not root.is_dir():
+        raise ConfigError(
+            "the state dir is not a folder",
+            where=str(root),
+            fix="point --state-dir / state_dir at a folder (or move that file away)",
+        )
     chosen = profile or config.profile
+    if chosen is not None and not Path(chosen).is_dir():
+        raise ConfigError(
+            "profile folder does not exist" if not Path(chosen).exists() else "the profile is not a folder",
+            where=str(chosen),
+            fix="point --profile / profile at a folder with patches/, gates/ (relative paths start at ds4sync.yaml)",
+        )
     return Workspace(
         repo=repo,
         config=config,
@@ -163,6 +176,9 @@ def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
         GitError: the ref is unknown here and cannot be fetched (no remote, unreachable,
             no such ref upstream).
     """
+    if not ref.strip():
+        raise GitError("the upstream ref is empty", where=str(ws.repo.path), fix="name a branch, tag or SHA")
+    require_unambiguous(ws.repo, ref)
     sha = None if fetch else ws.repo.resolve_commit(ref)
     if sha:
         return sha
@@ -186,6 +202,26 @@ def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
     if fetched is None:
         raise GitError(f"fetching '{ref}' from {source} gave no commit", where=str(ws.repo.path))
     return fetched
+
+
+def require_unambiguous(repo: GitRepo, ref: str) -> None:
+    """Refuse a short SHA that more than one commit here starts with, naming the candidates.
+
+    Raises:
+        GitError: ``ref`` is ambiguous (the message says "ambiguous" and lists the commits).
+    """
+    if not re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
+        return
+    status, out, _ = repo.run("rev-parse", f"--disambiguate={ref.lower()}", ok_codes=(0, 1, 128))
+    candidates = out.split() if status == 0 else []
+    commits = [c for c in candidates if repo.run("cat-file", "-t", c, ok_codes=(0, 128))[1].strip() == "commit"]
+    if len(commits) > 1:
+        shown = "; ".join(f"{c[:12]} {repo.out('log', '-1', '--format=%s', c)}" for c in commits[:5])
+        raise GitError(
+            f"'{ref}' is ambiguous: {len(commits)} commits start with it ({shown})",
+            where=str(repo.path),
+            fix="give more characters of the SHA",
+        )
 
 
 def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:

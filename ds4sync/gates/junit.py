@@ -60,7 +60,11 @@ def read_junit(path: Path) -> list[CaseResult]:
 def _case(case: _PytestCase) -> CaseResult:
     node_id = node_id_of(case.classname or "", case.name or "", case.file)
     results = case.result
-    duration = float(case.time or 0.0)
+    try:
+        duration = float(case.time or 0.0)
+    except (TypeError, ValueError) as exc:
+        raw = case._elem.get("time")
+        raise JUnitError(f"testcase {node_id or '(unnamed)'} has time={raw!r}, not a number of seconds") from exc
     for kind, outcome in ((Error, "error"), (Failure, "failed"), (Skipped, "skipped")):
         hit = next((r for r in results if isinstance(r, kind)), None)
         if hit is not None:

@@ -53,3 +53,18 @@ def test_bad_junit_is_an_error(tmp_path: Path, content: str) -> None:
 def test_missing_junit_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(JUnitError, match="not written"):
         read_junit(tmp_path / "absent.xml")
+
+
+@pytest.mark.parametrize("value", ["abc", "", "1.5s"])
+def test_junit_time_that_is_not_a_number_is_an_error_naming_the_case(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "j.xml"
+    path.write_text(
+        '<testsuites><testsuite name="pytest">'
+        f'<testcase classname="tests.test_a" name="test_ok" file="tests/test_a.py" time="{value}"/>'
+        "</testsuite></testsuites>"
+    )
+    if value == "":
+        assert read_junit(path)[0].duration_s == 0.0  # an empty attribute reads as no time
+        return
+    with pytest.raises(JUnitError, match=r"tests/test_a.py::test_ok has time="):
+        read_junit(path)
