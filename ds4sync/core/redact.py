@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any, TextIO
 
 SECRET = "[redacted]"
@@ -140,20 +139,6 @@ def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return _TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text)
-
-
-def redact_file(path: Path, *, extra: Iterable[str] = ()) -> bool:
-    """Rewrite the text file ``path`` with :func:`redact_secrets` applied (atomically); whether it changed."""
-    from ds4sync.core.files import write_atomic
-
-    if not path.is_file():
-        return False
-    text = path.read_text(encoding="utf-8", errors="replace")
-    clean = redact_secrets(text, extra=extra)
-    if clean == text:
-        return False
-    write_atomic(path, clean)
-    return True
 
 
 class RedactFilter(logging.Filter):

@@ -20,10 +20,10 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.files import tail_lines
+from ds4sync.core.files import redact_file, tail_lines
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
-from ds4sync.core.redact import redact_file, secret_values
+from ds4sync.core.redact import secret_values
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import BuildProfile, compose_build_env, expand
 from ds4sync.native.proof import ProofResult, run_proof

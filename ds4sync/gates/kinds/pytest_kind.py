@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import Field
 
+from ds4sync.core.files import redact_file
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.redact import is_secret_name, redact_file
+from ds4sync.core.redact import is_secret_name
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
