@@ -12,7 +12,7 @@ from __future__ import annotations
 from ds4sync.gates.phase import GATE_PHASES
 from ds4sync.merge.phases import MERGE_PHASES
 from ds4sync.native.phase import BUILD_PHASES
-from ds4sync.patchsets import PATCHSET_PHASES
+from ds4sync.patchsets.replay import PATCHSET_PHASES
 from ds4sync.publish.phase import PUBLISH_PHASES
 from ds4sync.report.phase import REPORT_PHASES
 from ds4sync.runner import Phase

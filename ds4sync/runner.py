@@ -10,23 +10,31 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core import fault
 from ds4sync.core.children import registered_children
-from ds4sync.core.errors import ConfigError, GitError, StateError
-from ds4sync.core.git import SHA_RE, GitRepo
-from ds4sync.core.record import PhaseState, RecordStore, RunRecord, now_iso
+from ds4sync.core.errors import ConfigError, Ds4syncError, GitError, StateError
+from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
+from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.core.redact import register_secret_names
+
+if TYPE_CHECKING:  # `plan` opens a workspace without loading the record models (every phase's result)
+    from ds4sync.record import RecordStore, RunRecord
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
 class PhaseOutcome:
-    """What one phase ended with: a status, a one-line message, its result and next steps."""
+    """What one phase ended with: a status, a one-line message, its result and next steps.
+
+    ``result`` is the phase's own model, stored typed in the record's ``results`` (a field of
+    :class:`~ds4sync.core.record.RunResults`); None leaves what is there.
+    """
 
     status: OutcomeStatus
     message: str = ""
@@ -44,10 +52,17 @@ class Workspace:
 
     repo: GitRepo
     config: Config
-    store: RecordStore
+    state_dir: Path
     profile: Path
     fork_branch: str | None
     profile_explicit: bool = False
+
+    @cached_property
+    def store(self) -> RecordStore:
+        """The run records, logs and lock under ``state_dir`` (loaded on first use)."""
+        from ds4sync.record import RecordStore
+
+        return RecordStore(self.state_dir)
 
     @property
     def resolutions_dir(self) -> Path:
@@ -58,7 +73,7 @@ class Workspace:
         """
         if self.profile_explicit:
             return self.profile / self.config.merge.resolutions_dir
-        return self.store.root / "resolutions"
+        return self.state_dir / "resolutions"
 
 
 @dataclass
@@ -88,7 +103,7 @@ PhaseFn = Callable[[RunContext], PhaseOutcome]
 
 @dataclass(frozen=True)
 class Phase:
-    """A named step of the pipeline; its result goes to ``record.results[result_key or name]``."""
+    """A named step of the pipeline; its result (that field's model) goes to ``record.results.<result_key or name>``."""
 
     name: str
     run: PhaseFn
@@ -143,7 +158,7 @@ def open_workspace(
     return Workspace(
         repo=repo,
         config=config,
-        store=RecordStore(Path(root)),
+        state_dir=Path(root),
         profile=Path(chosen or shipped_profile()),
         fork_branch=branch or config.fork.branch,
         profile_explicit=chosen is not None,
@@ -167,37 +182,88 @@ def require_branch(ws: Workspace) -> str:
 
 
 def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:
-    """The commit SHA that ``ref`` names, fetching it from upstream when asked or when it is not here.
+    """The commit SHA that upstream ``ref`` names (see :func:`resolve_upstream_ref`)."""
+    return resolve_upstream_ref(ws, ref, fetch=fetch)[0]
 
-    With ``fetch``, ``ref`` is read as upstream's own name for it (``main``, a tag, a
-    SHA) and the fetched commit wins over any local ref of that name.
+
+def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str]:
+    """The commit that upstream ``ref`` names, and which ref it was read from.
+
+    ``ref`` is upstream's name for a commit: ``main`` and ``upstream/main`` both name the
+    upstream remote's ``main`` (``refs/remotes/<remote>/main``, or fetched when that is
+    absent or ``fetch`` is set), never a stale local branch of the same name. A SHA names
+    itself; a full ref (``refs/heads/main``, ``refs/tags/v1``) is taken as written. Without
+    an upstream remote, a name is resolved here. Returns (sha, what it was read from).
 
     Raises:
-        GitError: the ref is unknown here and cannot be fetched (no remote, unreachable,
-            no such ref upstream).
+        GitError: the ref starts with ``-`` or is empty; it is unknown and cannot be fetched.
     """
-    if not ref.strip():
-        raise GitError("the upstream ref is empty", where=str(ws.repo.path), fix="name a branch, tag or SHA")
-    require_unambiguous(ws.repo, ref)
+    repo = ws.repo
+    where = str(repo.path)
+    check_user_ref(ref, what="upstream ref", where=where)
+    require_unambiguous(repo, ref)
+    remote = ws.config.upstream.remote
+    has_remote = repo.remote_url(remote) is not None
+    source = remote if has_remote else ws.config.upstream.url
+    if SHA_RE.match(ref):
+        return _upstream_sha(repo, ref, source, remote), f"commit {ref}"
+    if ref.startswith("refs/"):
+        return _upstream_full_ref(ws, ref, source, fetch=fetch)
+    name = ref[len(remote) + 1 :] if has_remote and ref.startswith(f"{remote}/") else ref
+    if fetch and source:
+        return _fetched(ws, source, name), f"{name} fetched from {source}"
+    if has_remote:
+        for candidate in (f"refs/remotes/{remote}/{name}", f"refs/tags/{name}"):
+            sha = repo.resolve_commit(candidate)
+            if sha:
+                return sha, candidate
+    elif not source:
+        sha = repo.resolve_commit(ref)
+        if sha:
+            return sha, _full_name(repo, ref)
+    if not source:
+        raise _no_remote(ref, remote, where)
+    try:
+        return _fetched(ws, source, name), f"{name} fetched from {source}"
+    except GitError as exc:
+        local = repo.resolve_commit(f"refs/heads/{ref}")
+        if local:
+            exc.fix = f"{exc.fix}; for the local branch '{ref}' say `refs/heads/{ref}`"
+        raise
+
+
+def _upstream_sha(repo: GitRepo, ref: str, source: str | None, remote: str) -> str:
+    where = str(repo.path)
+    sha = repo.resolve_commit(ref)
+    if sha is None and not source:
+        raise _no_remote(ref, remote, where)
+    if sha is None and source:
+        repo.fetch(source, ref)
+        sha = repo.resolve_commit(ref)
+    if sha is None:
+        raise GitError(f"'{ref}' is not a commit of {source}", where=where, fix="check the SHA against upstream")
+    return sha
+
+
+def _upstream_full_ref(ws: Workspace, ref: str, source: str | None, *, fetch: bool) -> tuple[str, str]:
     sha = None if fetch else ws.repo.resolve_commit(ref)
     if sha:
-        return sha
-    remote = ws.config.upstream.remote
-    source = remote if ws.repo.remote_url(remote) else ws.config.upstream.url
-    if not source:
-        raise GitError(
-            f"'{ref}' is not a commit here and there is no remote '{remote}' to fetch it from",
-            where=str(ws.repo.path),
-            fix=f"add the remote (`git remote add {remote} URL`) or set upstream.url in ds4sync.yaml",
-        )
+        return sha, ref
+    if source and ref.startswith(("refs/heads/", "refs/tags/")):
+        return _fetched(ws, source, ref), f"{ref} fetched from {source}"
+    raise GitError(f"'{ref}' names no commit here", where=str(ws.repo.path), fix="check the ref (`git show-ref`)")
+
+
+def _no_remote(ref: str, remote: str, where: str) -> GitError:
+    return GitError(
+        f"'{ref}' is not a commit here and there is no remote '{remote}' to fetch it from",
+        where=where,
+        fix=f"add the remote (`git remote add {remote} URL`) or set upstream.url in ds4sync.yaml",
+    )
+
+
+def _fetched(ws: Workspace, source: str, ref: str) -> str:
     ws.repo.fetch(source, ref)
-    if SHA_RE.match(ref):
-        sha = ws.repo.resolve_commit(ref)
-        if sha is None:
-            raise GitError(
-                f"'{ref}' is not a commit of {source}", where=str(ws.repo.path), fix="check the SHA against upstream"
-            )
-        return sha
     fetched = ws.repo.resolve_commit("FETCH_HEAD")
     if fetched is None:
         raise GitError(f"fetching '{ref}' from {source} gave no commit", where=str(ws.repo.path))
@@ -221,6 +287,33 @@ def require_unambiguous(repo: GitRepo, ref: str) -> None:
             f"'{ref}' is ambiguous: {len(commits)} commits start with it ({shown})",
             where=str(repo.path),
             fix="give more characters of the SHA",
+        )
+
+
+def _full_name(repo: GitRepo, ref: str) -> str:
+    status, out, _ = repo.run("rev-parse", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 128))
+    return out.strip() if status == 0 and out.strip() else ref
+
+
+def require_clone_complete(repo: GitRepo) -> None:
+    """Refuse a shallow or partial clone before anything is created: the merge needs all of history and blobs.
+
+    Raises:
+        GitError: the clone is shallow or partial (the message says how to complete it).
+    """
+    if repo.is_shallow():
+        raise GitError(
+            "shallow clone: the merge-base and the fork's history are cut off",
+            where=str(repo.path),
+            fix="complete it with `git fetch --unshallow` (every remote), then run ds4sync again",
+        )
+    promisor = repo.partial_clone_remote()
+    if promisor:
+        raise GitError(
+            f"partial clone (objects are fetched on demand from '{promisor}'): the merge would fetch blobs mid-run",
+            where=str(repo.path),
+            fix=f"make it a full clone: `git config --unset-all remote.{promisor}.partialclonefilter; "
+            f"git fetch --refetch {promisor}`",
         )
 
 
@@ -278,10 +371,14 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
         record.status = "running"
         store.save(record)
         fault.point(f"phase.{phase.name}.before")
-        outcome = phase.run(ctx)
+        try:
+            outcome = phase.run(ctx)
+        except Exception as exc:  # the phase is failed, never left "running"; the error still propagates
+            _mark_failed(ctx, phase.name, exc)
+            raise
         fault.point(f"phase.{phase.name}.after")
         if outcome.result is not None:
-            record.results[phase.result_key or phase.name] = _jsonable(outcome.result)
+            setattr(record.results, phase.result_key or phase.name, outcome.result)
         record.phases[phase.name] = PhaseState(
             status=outcome.status,
             started_at=record.phases[phase.name].started_at,
@@ -304,6 +401,12 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
 
 
-def _jsonable(result: Any) -> Any:
-    dump = getattr(result, "model_dump", None)
-    return dump(mode="json") if dump else result
+def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:
+    """Record phase ``name`` as failed with the error and the command that goes on after the fix."""
+    what = exc.one_line() if isinstance(exc, Ds4syncError) else f"{type(exc).__name__}: {exc}"
+    state = ctx.record.phases[name]
+    state.status = "failed"
+    state.finished_at = now_iso()
+    state.message = f"{what} (fix it, then `ds4sync resume`; or `ds4sync abort`)"
+    ctx.record.status = "failed"
+    ctx.ws.store.save(ctx.record)

@@ -17,6 +17,7 @@ from ds4sync.cli._app import (
     _progress,
     _workspace,
     app,
+    done,
     out,
 )
 from ds4sync.core.errors import ExitCode
@@ -41,6 +42,9 @@ def bisect(
         str | None, typer.Option("--bad", help="Upstream commit that breaks the fork (default: upstream.ref).")
     ] = None,
     tier: TierOpt = None,
+    patchset: Annotated[
+        list[str] | None, typer.Option("--patchset", help="Only this patch-set's invariants (repeatable).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Find the first upstream commit (first-parent) whose merge breaks the fork; name its PR and what broke."""
@@ -48,13 +52,11 @@ def bisect(
     from ds4sync.loop import bisect as bisect_mod
 
     ws = _workspace(repo, config, branch, state_dir, profile)
-    result = bisect_mod.run_bisect(ws, good=good, bad=bad, tier=tier, progress=_progress(json_out))
-    if json_out:
-        ui.print_json(out, result.model_dump(mode="json"))
-    else:
-        ui.bisect_result(out, result)
-    if result.status == "ambiguous":
-        raise typer.Exit(int(ExitCode.NEEDS_PERSON))
+    result = bisect_mod.run_bisect(
+        ws, good=good, bad=bad, tier=tier, patchsets=tuple(patchset or ()), progress=_progress(json_out)
+    )
+    code = ExitCode.NEEDS_PERSON if result.status == "ambiguous" else ExitCode.OK
+    done(json_out, result.model_dump(mode="json"), exit_code=int(code), text=lambda: ui.bisect_result(out, result))
 
 
 @app.command()

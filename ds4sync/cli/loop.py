@@ -52,8 +52,8 @@ def nightly(
     ws = _workspace(repo, config, branch, state_dir, profile)
     result = run_nightly(ws, ref=ref, progress=_progress(json_out), budget_s=budget, notify=not no_notify)
     record = result.record
-    report = (record.results.get("report") or {}).get("path") if record is not None else None
-    publish = (record.results.get("publish") or {}) if record is not None else {}
+    report = record.results.report.path if record is not None and record.results.report else None
+    publish = record.results.publish if record is not None else None
     data = {
         "message": result.message,
         "skipped": result.skipped,
@@ -62,7 +62,7 @@ def nightly(
         "report": report,
         "log": result.log_path,
         "record": str(ws.store.record_path(record.run_id)) if record else None,
-        "pr_url": publish.get("pr_url"),
+        "pr_url": publish.pr_url if publish else None,
         "promoted": result.promoted,
         "deployed": result.deployed,
         "pruned": list(result.pruned),
@@ -74,8 +74,8 @@ def nightly(
         lines = [result.message]
         lines += [f"report: {report}"] if report else []
         lines += [f"log: {result.log_path}"] if result.log_path else []
-        if publish.get("pr_url"):
-            lines.append(f"PR #{publish.get('pr_number')} {publish.get('action')}: {publish['pr_url']}")
+        if publish is not None and publish.pr_url:
+            lines.append(f"PR #{publish.pr_number} {publish.action}: {publish.pr_url}")
         lines += [f"promoted {result.promoted}"] if result.promoted else []
         lines += [f"deployed: {result.deployed}"] if result.deployed else []
         lines += list(result.notes)

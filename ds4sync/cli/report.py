@@ -52,11 +52,25 @@ def report(
     compare: Annotated[
         tuple[str, str] | None, typer.Option("--compare", metavar="RUN_A RUN_B", help="What changed between two runs.")
     ] = None,
+    trend: Annotated[
+        bool,
+        typer.Option(
+            "--trend",
+            help="A self-contained HTML page of plots over every recorded run (--out, default <state>/trend.html).",
+        ),
+    ] = False,
 ) -> None:
     """Render the PR description of a run from its record (secrets are always redacted)."""
     from ds4sync.report import files
 
     ws = _workspace(repo, config, None, state_dir, profile)
+    if trend:
+        from ds4sync.report.trend import write_trend
+
+        target = out_file or ws.store.root / "trend.html"
+        count = write_trend(ws.store, target, public=public)
+        err.print(f"trend of {count} runs written to {target}", markup=False)
+        return
     if compare:
         text = files.compare_text(
             ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt is Format.json else "md", public=public

@@ -289,11 +289,9 @@ def demo(
 
 
 def _finish(ws, outcome, *, json_out: bool) -> None:
-    from ds4sync.merge.plan import MergeSummary
-
     record = outcome.record
     path = str(ws.store.record_path(record.run_id))
-    summary = MergeSummary.model_validate(record.results["merge"]) if "merge" in record.results else None
+    summary = record.results.merge
 
     def data() -> dict[str, Any]:
         body: dict[str, Any] = summary.brief() if summary else {}
@@ -304,10 +302,13 @@ def _finish(ws, outcome, *, json_out: bool) -> None:
                 "worktree": record.worktree,
                 "sync_branch": record.sync_branch,
                 "record": path,
-                "report": (record.results.get("report") or {}).get("path"),
+                "report": record.results.report.path if record.results.report else None,
             }
         )
-        body.update({key: record.results[key] for key in ("replay", "verify") if key in record.results})
+        for key in ("replay", "verify"):
+            entry = getattr(record.results, key)
+            if entry is not None:
+                body[key] = entry.model_dump(mode="json")
         return body
 
     def text() -> None:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from ds4sync.core.record import RunRecord
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
 
 def run_row(record: RunRecord) -> dict[str, Any]:
     """One run as a row of ``status --all`` (also its JSON form)."""
-    promoted = record.results.get("promote") or {}
+    promoted = record.results.promote
     return {
         "run_id": record.run_id,
         "status": record.status,
@@ -105,7 +105,7 @@ def run_row(record: RunRecord) -> dict[str, Any]:
         "upstream_ref": record.upstream.ref,
         "upstream_sha": record.upstream.sha,
         "created_at": record.created_at,
-        "promoted_at": promoted.get("promoted_at"),
+        "promoted_at": promoted.promoted_at if promoted else None,
     }
 
 
@@ -133,12 +133,19 @@ def next_step(record: RunRecord) -> str:
     if record.status == "needs-person":
         return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     if record.status in ("running",):
-        return "wait for the running command, or `ds4sync resume` if it was killed"
+        killed = record.interrupted_phase()
+        if killed:
+            pid = record.phases[killed].pid
+            return (
+                f"the process that ran phase '{killed}' (pid {pid}) is gone: `ds4sync resume` to go on, "
+                "or `ds4sync abort`"
+            )
+        return "wait for the running command (its process is alive), or `ds4sync abort` once it stops"
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"
     if record.status == "promoted":
-        promoted = record.results.get("promote") or {}
-        return f"nothing: promoted at {promoted.get('promoted_at', '?')} ({record.fork.branch} is the merge)"
+        at = record.results.promote.promoted_at if record.results.promote else "?"
+        return f"nothing: promoted at {at} ({record.fork.branch} is the merge)"
     if record.status == "done":
         return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
     if record.status == "failed":

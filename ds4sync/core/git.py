@@ -1,42 +1,129 @@
-"""The one module that talks to git, through GitPython.
+"""The one module that talks to git.
 
-Small verbs that turn git's failures into messages a person can act on. Everything
-else in ds4sync asks this module; nothing else runs git.
+Every git command ds4sync runs goes through :meth:`GitRepo.run` with :func:`git_env`: the
+caller's ``GIT_*`` variables are dropped (a git alias or hook exports ``GIT_DIR``,
+``GIT_INDEX_FILE``, ``GIT_WORK_TREE``), messages are in the C locale, and the user's hooks are
+off (``core.hooksPath=/dev/null``). GitPython cannot remove variables from the environment it
+passes on, so this module runs git itself; nothing else in ds4sync runs git.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
 import re
+import shutil
+import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
 
 from ds4sync.core.errors import GitError
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
 from ds4sync.core.redact import redact_secrets
 
-__all__ = ["CONFLICT_KINDS", "ApplyOutcome", "Conflict", "FileChange", "GitRepo", "MergeTreeResult", "parse_merge_tree"]
+__all__ = [
+    "CONFLICT_KINDS",
+    "ApplyOutcome",
+    "Conflict",
+    "FileChange",
+    "GitRepo",
+    "MergeTreeResult",
+    "check_user_ref",
+    "git_env",
+    "parse_merge_tree",
+]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
-CONFLICT_MARKER_RE = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+#: Inherited ``GIT_*`` variables kept (pre-commit's ``no_git_env`` is the model): how to reach
+#: remotes and authenticate, explicit config files, identity. Everything else that names a
+#: repository, an index, a work tree, an object dir or a config injection is dropped.
+GIT_ENV_ALLOW = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_ASKPASS",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ALLOW_PROTOCOL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_COUNT",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    }
+)
+_GIT_ENV_ALLOW_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+#: ``-c`` options every ds4sync git command gets: the user's hooks never run for our commands.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+DEFAULT_MARKER_SIZE = 7
 _log = logging.getLogger("ds4sync.git")
+
+
+def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every git command ds4sync runs.
+
+    ``base`` (default: this process's environment) minus every ``GIT_*`` variable outside
+    :data:`GIT_ENV_ALLOW`, with ``LC_ALL=C`` and no ``LANGUAGE`` (git's messages are parsed),
+    then ``overrides`` (ds4sync's own ``GIT_*`` settings, e.g. an identity or a rerere dir).
+    """
+    source = os.environ if base is None else base
+    env = {
+        key: value
+        for key, value in source.items()
+        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
+    }
+    env.pop("LANGUAGE", None)
+    env["LC_ALL"] = "C"
+    env.update({k: str(v) for k, v in (overrides or {}).items()})
+    return env
+
+
+def check_user_ref(ref: str, *, what: str = "ref", where: str | None = None) -> str:
+    """Refuse a user-supplied ref that git could read as an option or that names nothing.
+
+    Returns ``ref`` unchanged.
+
+    Raises:
+        GitError: ``ref`` is empty, starts with ``-``, or holds whitespace or control characters.
+    """
+    if not ref or not ref.strip():
+        raise GitError(f"empty {what}", where=where, fix=f"give the {what} by name or SHA")
+    if ref.startswith("-"):
+        raise GitError(
+            f"{what} '{ref}' starts with '-' (git would read it as an option)",
+            where=where,
+            fix=f"give the {what} by name or SHA (use refs/heads/... for a branch whose name starts with '-')",
+        )
+    if any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in ref):
+        raise GitError(f"{what} '{ref!r}' holds whitespace or control characters", where=where, fix="check the name")
+    return ref
 
 
 @dataclass(frozen=True)
 class FileChange:
-    """Lines added and deleted in one file between two commits (None for binary files)."""
+    """Lines added and deleted in one file between two commits (None for binary files).
+
+    ``old_path`` is the path at the base when git detected a rename (else None).
+    """
 
     path: str
     added: int | None
     deleted: int | None
+    old_path: str | None = None
 
     @property
     def lines(self) -> int:
@@ -45,42 +132,45 @@ class FileChange:
 
 
 class GitRepo(PatchVerbs):
-    """A git repository or worktree, opened through GitPython.
+    """A git repository or worktree (its top-level folder).
 
     With ``search_parents``, ``path`` may be any folder inside the checkout and the
     checkout's top level is opened (as git itself does); otherwise ``path`` must be it.
 
     Raises:
-        GitError: ``path`` is not inside a git repository.
+        GitError: ``path`` is not the top of a git checkout (or inside one, with
+            ``search_parents``), or it is bare.
     """
 
     def __init__(self, path: str | Path, *, search_parents: bool = False) -> None:
         path = Path(path)
         if not path.exists():
             raise GitError("folder does not exist", where=str(path), fix="check --repo")
-        try:
-            self._repo = git.Repo(path, search_parent_directories=search_parents)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise GitError(
-                "not a git repository", where=str(path), fix="pass --repo with the fork checkout's root"
-            ) from exc
-        if self._repo.bare:
+        status, out, _ = _git(
+            path, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir", "--show-toplevel"
+        )
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        if status == 0 and lines and lines[0] == "true":
             raise GitError("bare repositories are not supported", where=str(path), fix="point --repo at a checkout")
-        self.path = Path(self._repo.working_tree_dir or path).resolve()
-        self.git = self._repo.git
+        if status != 0 or len(lines) < 4 or (not search_parents and Path(lines[3]).resolve() != path.resolve()):
+            raise GitError("not a git repository", where=str(path), fix="pass --repo with the fork checkout's root")
+        self.path = Path(lines[3]).resolve()
+        self._git_dir = Path(lines[1]).resolve()
+        common = Path(lines[2])
+        self._common_dir = (common if common.is_absolute() else path.resolve() / common).resolve()  # relative to cwd
         self._ident_env: dict[str, str] | None = None
 
     def _identity_env(self) -> dict[str, str]:
-        """The environment for commands that write commits or reflogs.
+        """Environment overrides for commands that write commits or reflogs.
 
         The user's configured identity wins; a checkout without one (a fresh CI or
         cron clone) commits as ``ds4sync``.
         """
         if self._ident_env is None:
             configured = self.run("config", "user.email", ok_codes=(0, 1))[0] == 0
-            fallback = (
+            self._ident_env = (
                 {}
-                if configured
+                if configured or "GIT_COMMITTER_EMAIL" in os.environ
                 else {
                     "GIT_AUTHOR_NAME": "ds4sync",
                     "GIT_AUTHOR_EMAIL": "ds4sync@localhost",
@@ -88,27 +178,41 @@ class GitRepo(PatchVerbs):
                     "GIT_COMMITTER_EMAIL": "ds4sync@localhost",
                 }
             )
-            self._ident_env = {**os.environ, **fallback}
         return self._ident_env
 
     # -- plumbing ---------------------------------------------------------------------------
     def run(
-        self, *args: str, ok_codes: Iterable[int] = (0,), strip: bool = True, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        ok_codes: Iterable[int] = (0,),
+        strip: bool = True,
+        env: dict[str, str] | None = None,
     ) -> tuple[int, str, str]:
-        """Run ``git <args>`` here; return (status, stdout, stderr) for the accepted codes.
+        """Run ``git <args>`` here with :func:`git_env`; return (status, stdout, stderr).
+
+        ``env`` holds overrides on top of the clean environment. One trailing newline of
+        stdout is dropped unless ``strip`` is False.
 
         Raises:
             GitError: git exited with a code outside ``ok_codes``.
         """
         _log.debug("git %s  (in %s)", redact_secrets(" ".join(args)), self.path)
-        status, out, err = self.git.execute(
-            ["git", *args], with_extended_output=True, with_exceptions=False, strip_newline_in_stdout=strip, env=env
-        )
+        status, out_b, err_b = self.run_bytes(*args, ok_codes=ok_codes, env=env)
+        out = out_b.decode("utf-8", "surrogateescape")
+        if strip and out.endswith("\n"):
+            out = out[:-1]
+        return status, out, err_b.decode("utf-8", "replace")
+
+    def run_bytes(
+        self, *args: str, ok_codes: Iterable[int] = (0,), env: dict[str, str] | None = None, stdin: bytes | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """Like :meth:`run`, with stdout and stderr as bytes (and optional ``stdin``)."""
+        status, out, err = _git(self.path, *args, env=env, stdin=stdin)
         if status not in tuple(ok_codes):
-            first = (err or out).strip().splitlines()
-            raise GitError(
-                f"`git {' '.join(args[:4])}` failed: {first[0] if first else f'exit {status}'}", where=str(self.path)
-            )
+            text = err.decode("utf-8", "replace") or out.decode("utf-8", "replace")
+            first = text.strip().splitlines()
+            shown = " ".join(a for a in args[:5] if not a.startswith("core.hooksPath"))
+            raise GitError(f"`git {shown}` failed: {first[0] if first else f'exit {status}'}", where=str(self.path))
         return status, out, err
 
     def out(self, *args: str) -> str:
@@ -118,16 +222,34 @@ class GitRepo(PatchVerbs):
     @property
     def git_dir(self) -> Path:
         """This checkout's own git dir (per-worktree)."""
-        return Path(self._repo.git_dir).resolve()
+        return self._git_dir
 
     @property
     def common_dir(self) -> Path:
-        """The git dir shared by all worktrees (where rr-cache and refs live)."""
-        return Path(self._repo.common_dir).resolve()
+        """The git dir shared by all worktrees (where refs and objects live)."""
+        return self._common_dir
+
+    def is_shallow(self) -> bool:
+        """Whether this is a shallow clone (history cut off)."""
+        return self.out("rev-parse", "--is-shallow-repository").strip() == "true"
+
+    def partial_clone_remote(self) -> str | None:
+        """The promisor remote of a partial (e.g. blob-less) clone, or None for a full clone."""
+        status, out, _ = self.run("config", "--get", "extensions.partialClone", ok_codes=(0, 1))
+        if status == 0 and out.strip():
+            return out.strip()
+        status, out, _ = self.run("config", "--get-regexp", r"^remote\..*\.promisor$", ok_codes=(0, 1))
+        for line in out.splitlines() if status == 0 else ():
+            key, _, value = line.partition(" ")
+            if value.strip().lower() in ("true", "yes", "on", "1"):
+                return key[len("remote.") : -len(".promisor")]
+        return None
 
     # -- refs -------------------------------------------------------------------------------
     def resolve_commit(self, ref: str) -> str | None:
-        """The full SHA that ``ref`` names, or None when it names no commit here."""
+        """The full SHA that ``ref`` names, or None when it names no commit here (or starts with ``-``)."""
+        if not ref or ref.startswith("-"):
+            return None
         status, out, _ = self.run(
             "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", ok_codes=(0, 1, 128)
         )
@@ -139,6 +261,7 @@ class GitRepo(PatchVerbs):
         Raises:
             GitError: no such local branch.
         """
+        check_user_ref(branch, what="branch", where=str(self.path))
         sha = self.resolve_commit(f"refs/heads/{branch}")
         if sha is None:
             raise GitError(
@@ -157,32 +280,50 @@ class GitRepo(PatchVerbs):
         """The SHA of HEAD."""
         return self.out("rev-parse", "HEAD")
 
+    def commits_with_prefix(self, prefix: str) -> list[str]:
+        """Every commit whose SHA starts with ``prefix`` (an abbreviated SHA, possibly ambiguous)."""
+        status, out, _ = self.run("rev-parse", f"--disambiguate={prefix}", ok_codes=(0, 1, 128))
+        shas = [line.strip() for line in out.splitlines() if line.strip()] if status == 0 else []
+        return [sha for sha in shas if self.out("cat-file", "-t", sha) == "commit"]
+
+    def is_ignored(self, path: str) -> bool:
+        """Whether git ignores ``path`` (relative to the work tree) by the repository's ignore rules."""
+        return self.run("check-ignore", "-q", "--no-index", "--", path, ok_codes=(0, 1))[0] == 0
+
     def ref_exists(self, ref: str) -> bool:
         """Whether the full ref name exists."""
-        return self.run("show-ref", "--verify", "--quiet", ref, ok_codes=(0, 1))[0] == 0
+        return self.run("show-ref", "--verify", "--quiet", "--", ref, ok_codes=(0, 1))[0] == 0
 
     def update_ref(self, ref: str, sha: str, *, message: str = "ds4sync") -> None:
         """Point ``ref`` at ``sha`` (creating it)."""
-        self.run("update-ref", "-m", message, ref, sha)
+        self.run("update-ref", "-m", message, "--", ref, sha)
 
     def delete_ref(self, ref: str) -> None:
         """Delete ``ref`` if it exists."""
         if self.ref_exists(ref):
-            self.run("update-ref", "-d", ref)
+            self.run("update-ref", "-d", "--", ref)
 
     # -- remotes ----------------------------------------------------------------------------
     def remote_url(self, name: str) -> str | None:
         """The fetch URL of remote ``name``, or None when there is no such remote."""
-        status, out, _ = self.run("remote", "get-url", name, ok_codes=(0, 2, 128))
+        if not name or name.startswith("-"):
+            return None
+        status, out, _ = self.run("remote", "get-url", "--", name, ok_codes=(0, 2, 128))
         return out.strip() if status == 0 else None
 
     def fetch(self, source: str, ref: str) -> None:
         """Fetch ``ref`` from ``source`` (remote name or URL) into FETCH_HEAD.
 
+        Both are passed after ``--end-of-options``: neither can act as an option.
+
         Raises:
-            GitError: the remote cannot be reached or has no such ref.
+            GitError: either starts with ``-``; the remote cannot be reached or has no such ref.
         """
-        status, _, err = self.run("fetch", "--quiet", "--no-tags", source, ref, ok_codes=(0, 1, 128))
+        check_user_ref(ref, where=str(self.path))
+        check_user_ref(source, what="remote", where=str(self.path))
+        status, _, err = self.run(
+            "fetch", "--quiet", "--no-tags", "--end-of-options", source, ref, ok_codes=(0, 1, 128)
+        )
         if status != 0:
             last = (err.strip().splitlines() or ["fetch failed"])[-1]
             raise GitError(
@@ -238,21 +379,22 @@ class GitRepo(PatchVerbs):
     # -- history ----------------------------------------------------------------------------
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two commits, or None for unrelated histories."""
-        status, out, _ = self.run("merge-base", a, b, ok_codes=(0, 1))
+        status, out, _ = self.run("merge-base", "--end-of-options", a, b, ok_codes=(0, 1))
         return out.strip() if status == 0 else None
 
     def count_commits(self, include: str, exclude: str) -> int:
         """Commits reachable from ``include`` and not from ``exclude``."""
-        return int(self.out("rev-list", "--count", include, f"^{exclude}"))
+        return int(self.out("rev-list", "--count", "--end-of-options", include, f"^{exclude}"))
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Whether ``ancestor`` is reachable from ``descendant``."""
-        return self.run("merge-base", "--is-ancestor", ancestor, descendant, ok_codes=(0, 1))[0] == 0
+        status = self.run("merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant, ok_codes=(0, 1))
+        return status[0] == 0
 
     def changed_names(self, base: str, head: str) -> list[str]:
         """Paths that differ between two commits (tree diff only: no blob is read)."""
-        out = self.run("diff", "--name-only", "-z", "--no-renames", base, head, strip=False)[1]
-        return [p for p in out.split("\0") if p]
+        out = self.run("diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, head, "--", strip=False)
+        return [p for p in out[1].split("\0") if p]
 
     def changes(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, FileChange]:
         """Files changed from ``base`` to ``head`` with line counts (renames not followed).
@@ -262,7 +404,9 @@ class GitRepo(PatchVerbs):
         limit = list(paths) if paths is not None else []
         if paths is not None and not limit:
             return {}
-        out = self.run("diff", "--numstat", "-z", "--no-renames", base, head, "--", *limit, strip=False)[1]
+        out = self.run(
+            "diff", "--numstat", "-z", "--no-renames", "--end-of-options", base, head, "--", *limit, strip=False
+        )[1]
         changes: dict[str, FileChange] = {}
         for entry in out.split("\0"):
             if not entry:
@@ -273,41 +417,112 @@ class GitRepo(PatchVerbs):
             )
         return changes
 
+    def renamed_names(self, base: str, head: str) -> dict[str, str | None]:
+        """Paths changed from ``base`` to ``head`` -> their path at ``base`` when git detected a rename.
+
+        Keys are paths at ``head`` (deleted files: their old path); values None unless renamed.
+        """
+        out = self.run("diff", "--name-status", "-z", "-M", "--end-of-options", base, head, "--", strip=False)[1]
+        fields = out.split("\0")
+        moves: dict[str, str | None] = {}
+        i = 0
+        while i < len(fields) - 1:
+            status, i = fields[i], i + 1
+            if not status:
+                continue
+            if status[0] in "RC":
+                old, new = fields[i], fields[i + 1]
+                i += 2
+                moves[new] = old if status[0] == "R" else None
+            else:
+                moves[fields[i]] = None
+                i += 1
+        return moves
+
+    def changes_with_renames(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, FileChange]:
+        """Files changed from ``base`` to ``head``, keyed by their path at ``head``, renames followed.
+
+        git's rename detection (``diff -M --numstat``) pairs a deleted and an added file; the
+        line counts are then those of the real change at the new path, and ``old_path`` names
+        the path at ``base``. ``paths`` limits the diff (give both names of a rename).
+        """
+        limit = list(paths) if paths is not None else []
+        if paths is not None and not limit:
+            return {}
+        out = self.run("diff", "--numstat", "-z", "-M", "--end-of-options", base, head, "--", *limit, strip=False)[1]
+        fields = out.split("\0")
+        changes: dict[str, FileChange] = {}
+        i = 0
+        while i < len(fields):
+            entry = fields[i]
+            i += 1
+            if not entry:
+                continue
+            added, deleted, path = entry.split("\t", 2)
+            old = None
+            if path == "":  # a rename: "<added>\t<deleted>\t" NUL <old> NUL <new>
+                old, path = fields[i], fields[i + 1]
+                i += 2
+            changes[path] = FileChange(
+                path, None if added == "-" else int(added), None if deleted == "-" else int(deleted), old
+            )
+        return changes
+
+    def merge_file_clean(self, ours: bytes, base: bytes, theirs: bytes) -> bool:
+        """Whether git's three-way file merge (``git merge-file``) of these contents has no conflict."""
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                (Path(tmp) / name).write_bytes(data)
+                files.append(str(Path(tmp) / name))
+            status = self.run_bytes("merge-file", "-p", "--quiet", *files, ok_codes=range(0, 256))[0]
+        return status == 0
+
     def tree_of(self, rev: str, paths: Iterable[str] = ()) -> str:
         """A SHA-1 over the tree entries of ``paths`` (the whole tree when empty) at ``rev``.
 
         Stable across clones; used as a cache key for what a gate depends on.
         """
-        out = self.run("ls-tree", "-r", "--full-tree", rev, "--", *paths, strip=False)[1]
+        # ls-tree takes no "--": after --end-of-options every word past the tree is a path.
+        out = self.run("ls-tree", "-r", "--full-tree", "--end-of-options", rev, *paths, strip=False)[1]
         return hashlib.sha1(out.encode("utf-8", "surrogateescape")).hexdigest()
 
     def changed_paths(self, base: str, head: str) -> list[str]:
         """Paths added, copied, modified, deleted or renamed from ``base`` to ``head`` (vLLM CI's filter)."""
-        out = self.out("diff", "--name-only", "--diff-filter=ACMDR", base, head)
+        out = self.out("diff", "--name-only", "--diff-filter=ACMDR", "--end-of-options", base, head, "--")
         return [line for line in out.splitlines() if line]
 
     def tree_paths(self, rev: str) -> list[str]:
         """Every file path in the tree of ``rev``."""
-        out = self.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev, strip=False)[1]
+        out = self.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", "--end-of-options", rev, strip=False)[1]
         return [p for p in out.split("\0") if p]
 
     def blob_bytes(self, rev: str, path: str) -> bytes | None:
         """The content of ``path`` at ``rev``, or None when it is not a file there."""
-        try:
-            obj = self._repo.commit(rev).tree / path
-        except (KeyError, ValueError, git.BadName):
+        spec = f"{rev}:{path}"
+        status, kind, _ = self.run_bytes("cat-file", "-t", spec, ok_codes=(0, 1, 128))
+        if status != 0 or kind.strip() != b"blob":
             return None
-        return obj.data_stream.read() if obj.type == "blob" else None
+        return self.run_bytes("cat-file", "blob", spec)[1]
 
     # -- merge prediction -------------------------------------------------------------------
     def merge_tree(self, ours: str, theirs: str) -> MergeTreeResult:
         """Predict the merge of ``theirs`` into ``ours`` without touching any work tree.
 
         Uses ``git merge-tree --write-tree -z`` (git >= 2.38) and names each conflict's
-        kind from git's own messages.
+        kind from git's own messages. Paths git writes beside a conflict are named as
+        ``git merge`` names them in a worktree on ``ours`` (``path~HEAD``).
         """
         status, out, err = self.run(
-            "merge-tree", "--write-tree", "-z", "--messages", ours, theirs, ok_codes=(0, 1, 128), strip=False
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--messages",
+            "--end-of-options",
+            ours,
+            theirs,
+            ok_codes=(0, 1, 128),
+            strip=False,
         )
         if status == 128:
             raise GitError(
@@ -315,7 +530,7 @@ class GitRepo(PatchVerbs):
                 where=str(self.path),
                 fix="git >= 2.38 is required",
             )
-        return parse_merge_tree(out, ours=ours, theirs=theirs)
+        return parse_merge_tree(out, ours=ours, theirs=theirs, ours_label="HEAD")
 
     def commit_tree(self, tree: str, *, parents: Sequence[str], message: str) -> str:
         """A commit object of ``tree`` with ``parents`` (no ref, no work tree); returns its SHA."""
@@ -323,6 +538,17 @@ class GitRepo(PatchVerbs):
         for parent in parents:
             args += ["-p", parent]
         return self.run(*args, "-m", message, env=self._identity_env())[1].strip()
+
+    def patch_paths(self, patches: Sequence[Path]) -> set[str]:
+        """Every path the ``patches`` touch (``git apply --numstat``; both names of a rename)."""
+        touched: set[str] = set()
+        for patch in patches:
+            out = self.run("apply", "--numstat", "-z", str(patch), strip=False)[1]
+            for entry in out.split("\0"):
+                name = entry.split("\t", 2)[-1] if "\t" in entry else entry
+                if name:
+                    touched.add(name)
+        return touched
 
     def apply_to_tree(self, tree: str, patches: Sequence[Path]) -> str | None:
         """Apply ``patches`` in order to ``tree`` in a temporary index; the new tree, or None if one fails.
@@ -341,6 +567,8 @@ class GitRepo(PatchVerbs):
     def worktree_add(self, path: Path, branch: str, start: str) -> GitRepo:
         """Create ``branch`` at ``start`` and check it out in a new worktree at ``path``.
 
+        The user's hooks (post-checkout...) do not run.
+
         Raises:
             GitError: the branch already exists or the folder is taken.
         """
@@ -351,29 +579,53 @@ class GitRepo(PatchVerbs):
                 fix="abort the earlier run or set merge.sync_branch to a new name",
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.run("worktree", "add", "--quiet", "-b", branch, str(path), start)
+        self.run("worktree", "add", "--quiet", "-b", branch, "--end-of-options", str(path), start)
         return GitRepo(path)
 
     def worktree_add_detached(self, path: Path, start: str) -> GitRepo:
         """Check out ``start`` (detached, no branch) in a new worktree at ``path``."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.run("worktree", "add", "--quiet", "--detach", str(path), start)
+        self.run("worktree", "add", "--quiet", "--detach", "--end-of-options", str(path), start)
         return GitRepo(path)
 
+    def worktrees(self) -> dict[str, dict[str, str]]:
+        """Every worktree of this repository: path -> its ``git worktree list --porcelain`` fields."""
+        out = self.run("worktree", "list", "--porcelain", "-z", strip=False)[1]
+        found: dict[str, dict[str, str]] = {}
+        current: dict[str, str] | None = None
+        for field in out.split("\0"):
+            if not field:
+                current = None
+                continue
+            key, _, value = field.partition(" ")
+            if key == "worktree":
+                current = found.setdefault(value, {})
+            elif current is not None:
+                current[key] = value
+        return found
+
     def worktree_remove(self, path: Path) -> None:
-        """Remove the worktree at ``path`` (forcefully: its changes are thrown away) and prune."""
-        if path.exists():
-            self.run("worktree", "remove", "--force", "--force", str(path), ok_codes=(0, 128))
-        self.run("worktree", "prune")
+        """Remove the worktree at ``path``, even when locked or its folder is gone; its changes are lost.
+
+        Only that worktree is touched: other worktrees (the user's own, missing or not) are
+        never pruned.
+        """
+        registered = str(path) in self.worktrees() or str(path.resolve()) in self.worktrees()
+        if registered:
+            self.run("worktree", "remove", "--force", "--force", "--end-of-options", str(path), ok_codes=(0, 128))
+        if str(path) in self.worktrees() or str(path.resolve()) in self.worktrees():
+            raise GitError(
+                "git could not remove this worktree",
+                where=str(path),
+                fix=f"remove it by hand: `git worktree remove --force --force {path}`",
+            )
+        if path.exists() and not (path / ".git").exists():
+            shutil.rmtree(path, ignore_errors=True)
 
     def checked_out_in(self, branch: str) -> str | None:
         """The worktree path where local ``branch`` is checked out, or None."""
-        out = self.out("worktree", "list", "--porcelain")
-        path = None
-        for line in out.splitlines():
-            if line.startswith("worktree "):
-                path = line.split(" ", 1)[1]
-            elif line == f"branch refs/heads/{branch}":
+        for path, fields in self.worktrees().items():
+            if fields.get("branch") == f"refs/heads/{branch}":
                 return path
         return None
 
@@ -398,33 +650,36 @@ class GitRepo(PatchVerbs):
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""
         if self.ref_exists(f"refs/heads/{branch}"):
-            self.run("branch", "-D", branch)
+            self.run("branch", "-D", "--", branch)
 
     # -- merging in a worktree --------------------------------------------------------------
-    def merge_no_commit(self, sha: str, *, rerere: bool = True) -> bool:
-        """``git merge --no-ff --no-commit`` of ``sha`` into HEAD, rerere on; True when clean."""
+    def merge_no_commit(self, sha: str) -> tuple[bool, str]:
+        """``git merge --no-ff --no-commit`` of ``sha`` into HEAD; (clean, git's messages).
+
+        rerere is off here: ds4sync runs it against its own resolution cache
+        (:meth:`rerere`), never the user's ``rr-cache``.
+        """
         args = [
             "-c",
-            f"rerere.enabled={'true' if rerere else 'false'}",
-            "-c",
-            "rerere.autoupdate=true",
+            "rerere.enabled=false",
             "-c",
             "merge.conflictStyle=merge",
             "merge",
             "--no-ff",
             "--no-commit",
             "--no-edit",
-            "--quiet",
+            "--no-verify",
+            "--end-of-options",
             sha,
         ]
         status, out, err = self.run(*args, ok_codes=(0, 1, 2, 128), env=self._identity_env())
-        if status in (2, 128):
+        if status in (2, 128) or self.merge_head() is None:
+            lines = (err or out).strip().splitlines() or [f"exit {status}"]
+            fatal = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
             raise GitError(
-                f"git merge could not start ({(err or out).strip().splitlines()[-1]})",
-                where=str(self.path),
-                fix="look at the worktree's state",
+                f"git merge could not start ({fatal})", where=str(self.path), fix="look at the worktree's state"
             )
-        return status == 0
+        return status == 0, f"{out}\n{err}"
 
     def merge_head(self) -> str | None:
         """The commit being merged (MERGE_HEAD), or None when no merge is in progress."""
@@ -432,25 +687,47 @@ class GitRepo(PatchVerbs):
         return path.read_text().split()[0] if path.is_file() else None
 
     def unmerged_paths(self) -> list[str]:
-        """Paths with conflict stages in the index."""
-        out = self.run("diff", "--name-only", "-z", "--diff-filter=U", strip=False)[1]
-        return sorted({p for p in out.split("\0") if p})
+        """Paths with conflict stages in the index (``git ls-files -u``)."""
+        out = self.run("ls-files", "-u", "-z", strip=False)[1]
+        return sorted({e.split("\t", 1)[1] for e in out.split("\0") if "\t" in e})
+
+    def stage_entries(self, path: str) -> dict[int, tuple[str, str]]:
+        """The index stages of ``path``: stage (1 base, 2 ours, 3 theirs) -> (mode, oid)."""
+        out = self.run("ls-files", "-u", "-z", "--", path, strip=False)[1]
+        entries = {}
+        for entry in out.split("\0"):
+            if "\t" in entry:
+                meta, name = entry.split("\t", 1)
+                if name == path:
+                    mode, oid, stage = meta.split()
+                    entries[int(stage)] = (mode, oid)
+        return entries
 
     def stages(self, path: str) -> set[int]:
         """Which index stages (1 base, 2 ours, 3 theirs) ``path`` has."""
-        out = self.out("ls-files", "-u", "-z", "--", path)
-        return {int(e.split("\t", 1)[0].split()[2]) for e in out.split("\0") if e}
+        return set(self.stage_entries(path))
 
     def take_side(self, path: str, side: str) -> None:
-        """Resolve ``path`` with one side: ``ours`` or ``theirs`` (deleting it when that side did)."""
+        """Resolve ``path`` with one side: ``ours`` or ``theirs``.
+
+        The path is deleted only when that side deleted a path the merge-base had; a path
+        only the other side added (a fork's new file moved by a directory rename) is kept.
+        Submodules (gitlinks) get the commit of that side.
+        """
+        entries = self.stage_entries(path)
         stage = 2 if side == "ours" else 3
-        if stage in self.stages(path):
+        if stage in entries:
+            mode, oid = entries[stage]
+            if mode == "160000":
+                self.run("update-index", "--cacheinfo", f"{mode},{oid},{path}")
+                return
             self.run("checkout", f"--{side}", "--", path)
             self.run("add", "--", path)
-        else:
+        elif 1 in entries:
             self.run("rm", "--quiet", "--cached", "--ignore-unmatch", "--", path)
-            with contextlib.suppress(FileNotFoundError):
-                (self.path / path).unlink()
+            (self.path / path).unlink(missing_ok=True)
+        else:
+            self.run("add", "--", path)
 
     def union_merge(self, path: str) -> bool:
         """Resolve ``path`` keeping the lines of both sides; False when it has no three stages."""
@@ -462,63 +739,127 @@ class GitRepo(PatchVerbs):
                 target = Path(tmp) / name
                 target.write_bytes(self.blob(f":{stage}:{path}"))
                 files.append(str(target))
-            _status, merged, _ = self.run("merge-file", "-p", "--union", *files, ok_codes=range(0, 127), strip=False)
-        (self.path / path).write_text(merged)
+            _status, merged, _ = self.run_bytes("merge-file", "-p", "--union", *files, ok_codes=range(0, 127))
+        (self.path / path).write_bytes(merged)
         self.run("add", "--", path)
         return True
 
     def blob(self, spec: str) -> bytes:
         """The exact bytes of a blob (``<rev>:<path>`` or ``:<stage>:<path>``)."""
-        data = self.git.execute(
-            ["git", "cat-file", "blob", spec], stdout_as_string=False, strip_newline_in_stdout=False
-        )
-        return data if isinstance(data, bytes) else str(data).encode()
+        return self.run_bytes("cat-file", "blob", spec)[1]
+
+    def blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of many blobs in one ``git cat-file --batch``: oid -> content (missing ones left out)."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        out = self.run_bytes("cat-file", "--batch", stdin=("\n".join(wanted) + "\n").encode())[1]
+        found: dict[str, bytes] = {}
+        pos = 0
+        for oid in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue
+            size = int(header[2])
+            found[oid] = out[pos : pos + size]
+            pos += size + 1
+        return found
 
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""
-        if (self.path / path).exists():
+        if (self.path / path).exists() or (self.path / path).is_symlink():
             self.run("add", "--", path)
         else:
             self.run("rm", "--quiet", "--cached", "--ignore-unmatch", "--", path)
 
-    def has_markers(self, path: str) -> bool:
-        """Whether the work-tree file still holds conflict markers."""
-        file = self.path / path
-        if not file.is_file():
-            return False
-        try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-        return CONFLICT_MARKER_RE.search(text) is not None
+    def marker_sizes(self, paths: Iterable[str]) -> dict[str, int]:
+        """The conflict-marker length git uses for each path (``conflict-marker-size`` attribute, else 7)."""
+        wanted = list(paths)
+        if not wanted:
+            return {}
+        out = self.run("check-attr", "-z", "conflict-marker-size", "--", *wanted, strip=False)[1]
+        fields = out.split("\0")
+        sizes = dict.fromkeys(wanted, DEFAULT_MARKER_SIZE)
+        for i in range(0, len(fields) - 2, 3):
+            path, value = fields[i], fields[i + 2]
+            if value.isdigit() and int(value) > 0:
+                sizes[path] = int(value)
+        return sizes
 
-    def rerere(self) -> None:
-        """Record the current resolutions into rr-cache (``git rerere``)."""
-        self.run("-c", "rerere.enabled=true", "rerere")
+    def paths_with_markers(self, paths: Iterable[str]) -> list[str]:
+        """The work-tree files among ``paths`` that still hold a conflict hunk, as git finds them.
+
+        A hunk is what git writes and rerere reads: a ``<<<<<<<`` line, a ``=======`` line
+        and a ``>>>>>>>`` line, each exactly as long as the path's ``conflict-marker-size``
+        attribute says. A lone ``=======`` (an RST heading) is not a marker.
+        """
+        found = []
+        for path, size in self.marker_sizes(paths).items():
+            file = self.path / path
+            if file.is_file() and not file.is_symlink() and has_conflict_hunk(file.read_bytes(), size):
+                found.append(path)
+        return sorted(found)
+
+    def has_markers(self, path: str) -> bool:
+        """Whether the work-tree file still holds a conflict hunk (see :meth:`paths_with_markers`)."""
+        return bool(self.paths_with_markers([path]))
+
+    def unstaged_paths(self) -> list[str]:
+        """Tracked files whose work-tree content differs from the index, and untracked files (not ignored)."""
+        out = self.run("diff", "--name-only", "-z", strip=False)[1]
+        changed = {p for p in out.split("\0") if p}
+        unmerged = set(self.unmerged_paths())
+        return sorted((changed - unmerged) | set(self.untracked()))
+
+    # -- rerere against a ds4sync-owned cache ---------------------------------------------
+    def rerere(self, cache: Path, *args: str, autoupdate: bool = False) -> str:
+        """Run ``git rerere <args>`` in this worktree against the resolution cache ``cache``.
+
+        git keeps ``rr-cache`` in the common git dir, shared with the user's checkouts. ds4sync
+        points rerere at its own: a small common dir next to ``cache`` whose ``rr-cache`` is
+        ``cache`` and whose objects, refs and config are links to the real ones. Only what
+        ds4sync put in ``cache`` can be replayed. Returns git's messages (stderr).
+        """
+        shadow = cache.parent / "rerere-common"
+        (shadow).mkdir(parents=True, exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
+        for name in ("objects", "refs", "packed-refs", "config", "info", "HEAD"):
+            link, target = shadow / name, self.common_dir / name
+            if target.exists() and not link.is_symlink():
+                link.symlink_to(target)
+        rr = shadow / "rr-cache"
+        if not rr.is_symlink():
+            rr.symlink_to(cache.resolve())
+        env = {"GIT_DIR": str(self.git_dir), "GIT_COMMON_DIR": str(shadow), "GIT_WORK_TREE": str(self.path)}
+        flags = ("-c", "rerere.enabled=true", "-c", f"rerere.autoupdate={'true' if autoupdate else 'false'}")
+        return self.run(*flags, "rerere", *args, env=env)[2]
 
     def merge_rr(self) -> dict[str, str]:
-        """This merge's rerere entries: path -> conflict hash (from MERGE_RR)."""
+        """This merge's rerere entries: path -> conflict id (``<hash>`` or ``<hash>.<variant>``, from MERGE_RR)."""
         path = self.git_dir / "MERGE_RR"
         if not path.is_file():
             return {}
         entries = {}
-        for entry in path.read_bytes().decode("utf-8", "replace").split("\0"):
+        for entry in path.read_bytes().decode("utf-8", "surrogateescape").split("\0"):
             if "\t" in entry:
                 digest, name = entry.split("\t", 1)
-                entries[name] = digest.split(".")[0]
+                entries[name] = digest
         return entries
 
     def commit(self, message: str) -> str:
-        """Commit the index with ``message`` (hooks skipped, rerere on) and return the new SHA."""
+        """Commit the index with ``message`` (no hooks, no rerere) and return the new SHA."""
         with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
             handle.write(message)
         try:
             self.run(
                 "-c",
-                "rerere.enabled=true",
+                "rerere.enabled=false",
                 "commit",
                 "--quiet",
                 "--no-verify",
+                "--cleanup=verbatim",
                 "-F",
                 handle.name,
                 env=self._identity_env(),
@@ -529,9 +870,60 @@ class GitRepo(PatchVerbs):
 
     def remerge_diff_paths(self, commit: str) -> list[str]:
         """Paths where merge ``commit`` differs from git's automatic merge of its parents."""
-        out = self.out("show", "--remerge-diff", "--format=", "--name-only", commit)
+        out = self.out("show", "--remerge-diff", "--format=", "--name-only", "--end-of-options", commit, "--")
         return sorted({line for line in out.splitlines() if line})
 
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
+
+
+def has_conflict_hunk(data: bytes, size: int = DEFAULT_MARKER_SIZE) -> bool:
+    """Whether ``data`` holds a complete conflict hunk with markers of length ``size``.
+
+    rerere's grammar (rerere.c ``is_cmarker``): ``<`` and ``>`` markers are followed by a
+    space (or end the line), ``=`` and ``|`` markers by whitespace; a hunk is ``<``, an
+    optional ``|`` base, ``=``, ``>`` in that order.
+    """
+    state = 0  # 0 outside, 1 after <, 2 after = (a | base between < and = is allowed)
+    for raw in data.split(b"\n"):
+        line = raw.rstrip(b"\r")
+        kind = _marker(line, size)
+        if kind == b"<":
+            state = 1
+        elif kind == b"=" and state == 1:
+            state = 2
+        elif kind == b">" and state == 2:
+            return True
+    return False
+
+
+def _marker(line: bytes, size: int) -> bytes | None:
+    if len(line) < size:
+        return None
+    head = line[:1]
+    if head not in (b"<", b"=", b">", b"|") or line[:size] != head * size:
+        return None
+    rest = line[size:]
+    if head in (b"<", b">"):
+        return head if rest == b"" or rest[:1] == b" " else None
+    return head if rest == b"" or rest[:1].isspace() else None
+
+
+def _git(
+    cwd: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+) -> tuple[int, bytes, bytes]:
+    """Run git once: hooks off, :func:`git_env` plus ``env``; (status, stdout, stderr)."""
+    try:
+        proc = subprocess.run(
+            ["git", *NO_HOOKS, *args],
+            cwd=cwd,
+            env=git_env(env),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed", where=str(cwd), fix="install git >= 2.38") from exc
+    return proc.returncode, proc.stdout, proc.stderr

@@ -109,7 +109,10 @@ setup(
     version="0.1.0",
     packages=["{package}"],
     ext_modules=[{ext_class}("{package}._C", {sources})],
-    cmdclass={{"build_ext": BuildExtension}},
+    # Without ninja, setuptools compiles from this folder with relative source paths, so a
+    # compiler cache (ccache, base_dir = this folder) hits when the same sources are built
+    # from another worktree; ninja would pass absolute paths that differ per worktree.
+    cmdclass={{"build_ext": BuildExtension.with_options(use_ninja=False)}},
 )
 """
 
@@ -227,11 +230,20 @@ def _ccache_compiler() -> dict[str, str]:
 
     ``CCACHE_NOHASHDIR``: setuptools compiles in a new temporary folder each time and ``-g`` would
     otherwise put that folder into every cache key (vLLM's install docs set it for the same reason).
+    ``CCACHE_BASEDIR={src}``: each sync builds in its own worktree; paths under it are hashed
+    relative to it (ccache's ``base_dir``), so the next night's identical sources hit the cache.
+    ``CCACHE_IGNOREOPTIONS=-I{venv}/include``: each build's venv (its own folder) adds its empty
+    include folder; the option's text leaves the hash (headers found through it still count).
     """
     if shutil.which("ccache") is None:
         return {}
     for folder in ("/usr/lib/ccache", "/usr/lib64/ccache", "/usr/local/opt/ccache/libexec"):
         candidate = Path(folder) / "c++"
         if candidate.exists():
-            return {"CXX": str(candidate), "CCACHE_NOHASHDIR": "true"}
+            return {
+                "CXX": str(candidate),
+                "CCACHE_NOHASHDIR": "true",
+                "CCACHE_BASEDIR": "{src}",
+                "CCACHE_IGNOREOPTIONS": "-I{venv}/include",
+            }
     return {}

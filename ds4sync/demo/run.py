@@ -23,9 +23,10 @@ from pathlib import Path
 import git
 import yaml
 
-from ds4sync.core.errors import ExitCode
+from ds4sync.core.errors import ExitCode, StateError
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.merge.plan import MergeSummary
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, open_workspace
 
 FORK_BRANCH = "ds4-sm120"
@@ -265,42 +266,52 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
     result.summaries.append(
         (
             "sync 1 (a person resolved envs.py; recorded to the shared store)",
-            MergeSummary.model_validate(first.record.results["merge"]),
+            _merged(first.record),
         )
     )
 
     say("sync 2: the next night; recorded resolution, path rules, overlap, a patch-set to adapt")
     second = _drive(ws, shas["u2"], result, "sync 2", {"replay": adapt_like_a_person}, say)
-    summary = MergeSummary.model_validate(second.record.results["merge"])
+    summary = _merged(second.record)
     result.summaries.append(("sync 2 (the next night)", summary))
-    replayed = {e["id"]: e["status"] for e in second.record.results.get("replay", {}).get("entries", [])}
+    replay = second.record.results.replay
+    replayed = {e.id: e.status for e in replay.entries} if replay else {}
     result.lines.append("patch-sets: " + ", ".join(f"{pid} {status}" for pid, status in replayed.items()))
     if any(
         replayed.get(pid) != status for pid, status in patchsets.expected["u2"].items() if status != "needs-adaptation"
     ):
         result.lines.append(f"unexpected patch-set outcomes (expected {patchsets.expected['u2']})")
         result.exit_code = ExitCode.FAILED
-    built = second.record.results.get("build")
+    built = second.record.results.build
     result.lines.append(
-        f"build: {built.get('summary') or built.get('status')}"
+        f"build: {built.summary or built.status}"
         if built
         else "build: not configured (install torch==2.13.0 and g++ to build the demo's native ops)"
     )
-    for tier, tier_result in second.record.results.get("gates", {}).items():
-        gates = tier_result.get("gates", [])
-        passed = sum(gate.get("status") in ("passed", "cached") for gate in gates)
-        result.lines.append(f"gates {tier}: {passed}/{len(gates)} passed")
+    for tier, tier_result in second.record.results.gates.items():
+        result.lines.append(f"gates {tier}: {tier_result.status} ({tier_result.totals().summary()})")
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",
         f"worktree: {second.record.worktree}",
         f"record: {ws.store.record_path(second.record.run_id)}",
         f"shared resolutions: {profile / 'patches' / 'resolutions'}",
-        f"report: {second.record.results.get('report', {}).get('path', '(not written)')}",
+        f"report: {second.record.results.report.path if second.record.results.report else '(not written)'}",
     ]
     if second.status != "done":
         result.exit_code = ExitCode.FAILED
+    _loop_nights(root, result, say)
     return result
+
+
+def _loop_nights(root: Path, result: DemoResult, say: Callable[[str], None]) -> None:
+    """The unattended loop (publish, notify, promote, trend), in its own repositories: ds4sync.demo.loop."""
+    from ds4sync.demo.loop import run_loop_demo
+
+    loop = run_loop_demo(root / "loop", progress=say)
+    result.lines += loop.lines
+    if loop.exit_code:
+        result.exit_code = loop.exit_code
 
 
 def _drive(
@@ -334,3 +345,9 @@ def _drive(
 
 def _reopen(ws: Workspace) -> Workspace:
     return open_workspace(ws.repo.path, config_path=ws.config.source)
+
+
+def _merged(record: RunRecord) -> MergeSummary:
+    if record.results.merge is None:
+        raise StateError(f"run {record.run_id} has no merge result", where=record.worktree)
+    return record.results.merge

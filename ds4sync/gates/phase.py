@@ -1,6 +1,6 @@
 """The ``gate`` phase of the sync pipeline: run the tiers named in ds4sync.yaml (``gates.tiers``).
 
-Results go to ``record.results["gates"][tier]`` (the same place `ds4sync gate` writes inside a
+Results go to ``record.results.gates[tier]`` (the same place `ds4sync gate` writes inside a
 run). The phase is done when every tier passed, needs a person when only environment-only
 failures stand in the way (fix the host, then `ds4sync resume`), and failed otherwise.
 """
@@ -21,7 +21,7 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
     for tier in ctx.ws.config.gates.tiers:
         ctx.progress(f"gates: tier {tier}")
         result = run_tier(ctx.ws, TierOptions(tier=tier, deadline=ctx.deadline), record=ctx.record)
-        ctx.record.results.setdefault("gates", {})[tier] = result.model_dump(mode="json")
+        ctx.record.results.gates[tier] = result
         blocking += [gate for gate in result.gates if gate.blocking]
         statuses.append(result.status)
         stopped += [

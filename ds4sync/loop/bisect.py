@@ -40,12 +40,13 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.core.record import now_iso
 from ds4sync.patchsets.check import CheckReport, check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.tree import CommitTree
+from ds4sync.patchsets.tree import CommitTree, Tree
 from ds4sync.runner import Workspace
 
 SCHEMA_VERSION = 1
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")
 Verdict = Literal["good", "bad", "skip"]
+Status = Literal["found", "ambiguous", "bad-holds", "good-fails", "empty"]
 Progress = Callable[[str], None]
 
 
@@ -74,13 +75,14 @@ class BisectResult(FrozenModel):
 
     ``status``: found (``first_bad`` is the culprit, ``last_good`` the commit before it, or
     ``good`` itself); ambiguous (skipped steps hide it: ``suspects`` lists the candidates, oldest
-    first); bad-holds (the ``bad`` commit itself holds: nothing to find); empty (no commit between
-    ``good`` and ``bad``). ``evaluations`` counts the steps evaluated (cached ones included);
+    first); bad-holds (the ``bad`` commit itself holds: nothing to find); good-fails (the fork does
+    not hold at ``good`` either: the break is the fork's own, or older than ``good``); empty (no
+    commit between ``good`` and ``bad``). ``evaluations`` counts the steps evaluated (cached ones included);
     ``bound`` is ``ceil(log2 candidates) + 2``.
     """
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["found", "ambiguous", "bad-holds", "empty"]
+    status: Status
     fork_branch: str
     fork_head: str
     good: str
@@ -104,6 +106,7 @@ class BisectResult(FrozenModel):
         if self.first_bad is None:
             return {
                 "bad-holds": f"{self.bad[:12]} holds: nothing to bisect",
+                "good-fails": f"the fork does not hold at good {self.good[:12]} either: no upstream culprit after it",
                 "empty": "no upstream commit between good and bad",
                 "ambiguous": f"the first bad commit is one of {len(self.suspects)} skipped commits",
             }.get(self.status, self.status)
@@ -145,14 +148,18 @@ class StepEvaluator:
     ws: Workspace
     fork_sha: str
     tier: str | None = None
+    only: tuple[str, ...] = ()
     progress: Progress = field(default=lambda _m: None)
 
     def __post_init__(self) -> None:
         self.repo = self.ws.repo
-        self.catalogue, self.patchsets = _load_patchsets(self.ws)
+        self.catalogue, self.patchsets = _load_patchsets(self.ws, self.only)
         self.root = self.ws.store.root / "bisect"
-        self.cache = _Cache(self.root / "cache", salt=f"{self.fork_sha}\0{self.tier}\0{self._profile_digest()}")
+        salt = f"{self.fork_sha}\0{self.tier}\0{','.join(self.only)}\0{self._profile_digest()}"
+        self.cache = _Cache(self.root / "cache", salt=salt)
         self._worktree: GitRepo | None = None
+        self._watch: set[str] = set()
+        self._tainted = False
 
     def _profile_digest(self) -> str:
         """What a step's answer depends on besides the two commits: patch-sets, rules, the tier's gates."""
@@ -190,12 +197,25 @@ class StepEvaluator:
     # -- one step ---------------------------------------------------------------------------
     def _evaluate(self, upstream_sha: str) -> tuple[Verdict, str, tuple[str, ...], Literal["tree", "worktree"]]:
         predicted = self.repo.merge_tree(self.fork_sha, upstream_sha)
-        if self.tier is None and predicted.clean:
+        if self.tier is None:
+            # With conflicts, the tree git wrote holds markers in the conflicted files only. Checks that read
+            # none of those files (and patches that touch none) give the same answer however a person resolves
+            # them, so the step stays in the index; otherwise it needs a real merge in a worktree.
+            self._watch = {p for c in predicted.conflicts for p in (c.path, *c.related)}
+            self._tainted = False
             merged = self.repo.commit_tree(
                 predicted.tree, parents=(self.fork_sha, upstream_sha), message="ds4sync bisect step"
             )
-            return (*self._replay_and_verify(merged, upstream_sha)[:3], "tree")
-        return (*self._evaluate_in_worktree(upstream_sha), "worktree")
+            verdict, reason, failed, _ = self._replay_and_verify(merged, upstream_sha)
+            self._watch = set()
+            if not self._tainted:
+                if predicted.conflicts:
+                    reason += f" ({len(predicted.conflicts)} conflicts in files the checks do not read)"
+                return verdict, reason, failed, "tree"
+        try:
+            return (*self._evaluate_in_worktree(upstream_sha), "worktree")
+        except GitError as exc:  # a step git cannot carry out is one that cannot be evaluated
+            return "skip", f"could not merge in a worktree: {exc.one_line()}", (), "worktree"
 
     def _replay_and_verify(self, merged: str, upstream_sha: str) -> tuple[Verdict, str, tuple[str, ...], str]:
         """Replay patch-sets whose invariants do not hold onto ``merged`` in an index, then verify.
@@ -209,6 +229,8 @@ class StepEvaluator:
         for ps in broken:
             if not ps.patches:
                 continue  # a metadata-only patch-set cannot be replayed: its invariants decide below
+            if self._watch and self._watch & self.repo.patch_paths(ps.patch_files()):
+                self._tainted = True
             applied = self.repo.apply_to_tree(tree, ps.patch_files())
             if applied is None:
                 return "bad", f"patch-set {ps.id} no longer applies", (f"patch-set:{ps.id}",), merged
@@ -224,8 +246,11 @@ class StepEvaluator:
         return "good", "every blocking invariant holds", (), merged
 
     def _check(self, commit: str, landed: set[str]) -> CheckReport:
+        tree: Tree = CommitTree(self.repo, commit)
+        if self._watch:
+            tree = _WatchedTree(tree, self._watch, self)
         return check_tree(
-            CommitTree(self.repo, commit),
+            tree,
             self.catalogue,
             self.patchsets,
             patches_dir=str(self.ws.profile / "patches"),
@@ -247,12 +272,12 @@ class StepEvaluator:
 
     def _evaluate_in_worktree(self, upstream_sha: str) -> tuple[Verdict, str, tuple[str, ...]]:
         """A real ``git merge`` in a detached worktree: recorded resolutions, rules, then the checks."""
-        from ds4sync.merge.rerere import ResolutionStore
+        from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 
         wt = self._fresh_worktree()
-        ResolutionStore(self.ws.resolutions_dir).import_into(self.repo.common_dir / "rr-cache")
-        clean = wt.merge_no_commit(upstream_sha)
-        if not clean:
+        store = ResolutionStore(self.ws.resolutions_dir)
+        replay = merge_with_store(wt, upstream_sha, store, self.root / "rerere" / "rr-cache")
+        if not replay.clean:
             left = [path for path in wt.unmerged_paths() if not self._resolve_by_rule(wt, path)]
             if left:
                 return "skip", f"conflict that no recorded resolution or rule covers: {', '.join(left[:5])}", ()
@@ -304,15 +329,37 @@ class StepEvaluator:
             self._worktree = None
 
 
+class _WatchedTree:
+    """A tree whose reads of watched (conflicted) paths mark the step as needing a real merge."""
+
+    def __init__(self, tree: Tree, watched: set[str], owner: StepEvaluator) -> None:
+        self._tree, self._watched, self._owner = tree, watched, owner
+        self.label = tree.label
+
+    def paths(self) -> list[str]:
+        return self._tree.paths()
+
+    def read(self, path: str) -> str | None:
+        if path in self._watched:
+            self._owner._tainted = True
+        return self._tree.read(path)
+
+
 def _violated(report: CheckReport, patchset: str) -> bool:
     return any(ps.id == patchset and ps.status == "violated" for ps in report.patchsets)
 
 
-def _load_patchsets(ws: Workspace) -> tuple[Catalogue, list[PatchSet]]:
+def _load_patchsets(ws: Workspace, only: tuple[str, ...]) -> tuple[Catalogue, list[PatchSet]]:
     folder = ws.profile / "patches"
     if not folder.is_dir():
         raise StateError("the profile has no patches/ folder", where=str(ws.profile), fix="pass --profile DIR")
-    return load_catalogue(folder)
+    catalogue, patchsets = load_catalogue(folder)
+    unknown = sorted(set(only) - {ps.id for ps in patchsets})
+    if unknown:
+        raise StateError(
+            f"no patch-set {', '.join(unknown)} in {folder}", where="--patchset", fix="see `ds4sync patches list`"
+        )
+    return catalogue, [ps for ps in patchsets if not only or ps.id in only]
 
 
 # -- the search -----------------------------------------------------------------------------
@@ -332,12 +379,16 @@ def first_parent_candidates(repo: GitRepo, good: str, bad: str) -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
-def search(candidates: Sequence[str], evaluate: Callable[[str], BisectStep]) -> tuple[str, list[BisectStep], int]:
+def search(
+    candidates: Sequence[str], evaluate: Callable[[str], BisectStep], *, good: str | None = None
+) -> tuple[Status, list[BisectStep], int]:
     """Binary search for the first bad candidate; returns (status, steps in order, index).
 
-    The index is that of the first bad candidate (status ``found``), or of the oldest suspect
-    (``ambiguous``). A skipped candidate is replaced by its nearest untested neighbour inside
-    the open range, alternately later and earlier, as ``git bisect skip`` does.
+    ``bad`` (the last candidate) is evaluated first, then ``good`` when given: a fork that does
+    not hold at ``good`` either has no upstream culprit in the range (``good-fails``). The index is
+    that of the first bad candidate (``found``), or of the oldest suspect (``ambiguous``). A skipped
+    candidate is replaced by its nearest untested neighbour inside the open range, alternately later
+    and earlier, as ``git bisect skip`` does.
     """
     steps: list[BisectStep] = []
     if not candidates:
@@ -348,6 +399,11 @@ def search(candidates: Sequence[str], evaluate: Callable[[str], BisectStep]) -> 
         return "bad-holds", steps, -1
     if last.verdict == "skip":
         return "ambiguous", steps, 0
+    if good is not None:
+        first = evaluate(good)
+        steps.append(first)
+        if first.verdict == "bad":
+            return "good-fails", steps, -1
     low, high = -1, len(candidates) - 1
     skipped: set[int] = set()
     while high - low > 1:
@@ -381,6 +437,7 @@ def bisect(
     good: str,
     bad: str,
     tier: str | None = None,
+    patchsets: tuple[str, ...] = (),
     progress: Progress | None = None,
 ) -> BisectResult:
     """Find the first upstream commit between ``good`` (exclusive) and ``bad`` that breaks the fork.
@@ -396,7 +453,7 @@ def bisect(
     started, start = now_iso(), time.monotonic()
     fork_head = ws.repo.branch_head(fork_branch)
     candidates = first_parent_candidates(ws.repo, good, bad)
-    evaluator = StepEvaluator(ws, fork_head, tier=tier, progress=say)
+    evaluator = StepEvaluator(ws, fork_head, tier=tier, only=patchsets, progress=say)
 
     def evaluate(sha: str) -> BisectStep:
         step = evaluator(sha)
@@ -404,7 +461,7 @@ def bisect(
         return step
 
     try:
-        status, steps, index = search(candidates, evaluate)
+        status, steps, index = search(candidates, evaluate, good=good)
     finally:
         evaluator.close()
     by_sha = {s.upstream_sha: s for s in steps}
@@ -462,7 +519,13 @@ def save_result(ws: Workspace, result: BisectResult) -> Path:
 
 
 def run_bisect(
-    ws: Workspace, *, good: str | None, bad: str | None, tier: str | None = None, progress: Progress | None = None
+    ws: Workspace,
+    *,
+    good: str | None,
+    bad: str | None,
+    tier: str | None = None,
+    patchsets: tuple[str, ...] = (),
+    progress: Progress | None = None,
 ) -> BisectResult:
     """``ds4sync bisect``: refs resolved (``bad``: upstream.ref; ``good``: the last green sync), result kept.
 
@@ -476,7 +539,9 @@ def run_bisect(
     fork_head = ws.repo.branch_head(branch)
     bad_sha = resolve_upstream(ws, bad or ws.config.upstream.ref)
     good_sha = resolve_upstream(ws, good) if good else last_green_upstream(ws, fork_head, bad_sha)
-    result = bisect(ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, progress=progress)
+    result = bisect(
+        ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress
+    )
     save_result(ws, result)
     return result
 

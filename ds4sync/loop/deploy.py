@@ -24,29 +24,9 @@ from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.record import now_iso
+from ds4sync.loop.results import DeployResult, StanzaPaths
 from ds4sync.loop.settings import DeployConfig
 from ds4sync.runner import Workspace
-
-
-class StanzaPaths(FrozenModel):
-    """What in a stanza points at a tree: the tree, the server binary, the cache folder."""
-
-    tree: str
-    binary: str
-    cache: str | None = None
-
-
-class DeployResult(FrozenModel):
-    """A switch of ``model`` in ``config`` from ``old`` paths to ``new``; ``flags`` serving flags checked equal."""
-
-    model: str
-    config: str
-    run_id: str
-    old: StanzaPaths
-    new: StanzaPaths
-    flags: tuple[str, ...]
-    previous_run: str | None = None
-    deployed_at: str
 
 
 class RollbackResult(FrozenModel):
@@ -71,7 +51,7 @@ def deploy(ws: Workspace, *, run_id: str | None = None) -> DeployResult:
     config = _config(ws)
     with ws.store.lock("deploy"):
         record = ws.store.resolve(run_id)
-        if "promote" not in record.results:
+        if record.results.promote is None:
             raise StateError(
                 f"run {record.run_id} is not promoted", where=str(ws.store.root), fix="`ds4sync promote` it first"
             )
@@ -117,7 +97,7 @@ def deploy(ws: Workspace, *, run_id: str | None = None) -> DeployResult:
             previous_run=entry["previous_run"],
             deployed_at=entry["at"],
         )
-        record.results["deploy"] = result.model_dump(mode="json")
+        record.results.deploy = result
         ws.store.save(record)
         return result
 
@@ -393,10 +373,10 @@ def _current_entry(history: list[dict[str, Any]], model: str) -> dict[str, Any] 
 
 def _branch_back(ws: Workspace, run_id: str, result: RollbackResult) -> RollbackResult:
     record = ws.store.load(run_id)
-    promote = record.results.get("promote") or {}
-    branch, new_head, old_head = promote.get("branch"), promote.get("new_head"), promote.get("old_head")
-    if not (branch and new_head and old_head):
+    promote = record.results.promote
+    if promote is None:
         return result.model_copy(update={"note": "the run has no promote to undo; branch left alone"})
+    branch, new_head, old_head = promote.branch, promote.new_head, promote.old_head
     current = ws.repo.resolve_commit(f"refs/heads/{branch}")
     if current != new_head:
         return result.model_copy(

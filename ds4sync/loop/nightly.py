@@ -10,11 +10,12 @@ through the one stop routine, and records them incomplete.
 
 Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
 
-    0  synced and green (published, promoted when configured), or nothing moved
-    1  a gate, build or invariant failed
+    0  synced and green (published, promoted when configured), or nothing moved since a green sync
+    1  a gate, build or invariant failed (also each night after, while nothing moved)
     2  bad config, arguments or repository state
     3  internal error (traceback saved)
-    4  a person must act (conflict, patch-set adaptation, refused push, forge refused, duplicate work)
+    4  a person must act (conflict, patch-set adaptation, refused push, forge refused the token or repo)
+       (possible duplicate work is flagged in the PR and the notification; the night stays 0)
     5  the time budget ran out: gates recorded incomplete; `ds4sync resume` continues
     6  the forge or a notification target was unreachable or rate-limited: try again later
 """
@@ -30,9 +31,12 @@ from pathlib import Path
 
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import RunRecord
 from ds4sync.core.redact import redact_secrets
+from ds4sync.core.words import many
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
+from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
+from ds4sync.publish.results import PublishResult
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, require_branch
 
 Clock = Callable[[], float]
@@ -96,7 +100,10 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
         asked = ref or ws.config.upstream.ref
         quiet = unchanged_since_last_sync(ws, asked)
         if quiet is not None:
-            return NightlyResult(None, quiet, ExitCode.OK, skipped=True)
+            # Nothing to do; but a last sync that failed still fails: the alarm stays on until something moves.
+            last = _last_sync(ws)
+            code = ExitCode.FAILED if last is not None and last.status == "failed" else ExitCode.OK
+            return NightlyResult(None, quiet, code, skipped=True)
         try:
             try:
                 outcome = start_merge(ws, asked, progress=progress, fetch=True, deadline=deadline)
@@ -121,7 +128,10 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
             return NightlyResult(None, f"nothing to do: {exc.what}", ExitCode.OK, skipped=True)
     while outcome.status == "paused":
         outcome = resume(ws, progress=progress, deadline=deadline)
+    culprit = _culprit(ws, outcome, progress=progress)
     message = outcome.outcome.message if outcome.outcome is not None else outcome.status
+    if culprit:
+        message = f"{message}; {culprit}"
     where = f"{outcome.last_phase}: " if outcome.status != "done" and outcome.last_phase else ""
     return NightlyResult(
         outcome,
@@ -129,6 +139,34 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
         exit_code(outcome.record),
         log_path=failure_log(outcome),
     )
+
+
+def _culprit(ws: Workspace, outcome: RunOutcome, *, progress: Progress | None) -> str | None:
+    """With ``nightly.bisect_on_failure``: the upstream commit that broke a failed run, noted in its record and report.
+
+    Runs for a run that failed in replay, verify or (with ``nightly.bisect_tier``) the gates; a conflict that
+    waits for a person is not a break. The bisect's own errors become the note instead of failing the night.
+    """
+    record = outcome.record
+    settings = ws.config.nightly
+    bisectable = {"replay", "verify"} | ({"gate"} if settings.bisect_tier else set())
+    if not settings.bisect_on_failure or outcome.status not in ("failed", "needs-person"):
+        return None
+    if outcome.last_phase not in bisectable:
+        return None
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.loop.bisect import run_bisect
+    from ds4sync.report.files import write_report
+
+    try:
+        result = run_bisect(ws, good=None, bad=record.upstream.sha, tier=settings.bisect_tier, progress=progress)
+        line = f"bisect: {result.culprit_line()} ({result.evaluations} evaluations)"
+    except Ds4syncError as exc:
+        line = f"bisect could not run: {exc.one_line()}"
+    record.notes.append(line)
+    ws.store.save(record)
+    write_report(ws.store, record, ws.profile)
+    return line
 
 
 def failure_log(outcome: RunOutcome) -> str | None:
@@ -139,12 +177,12 @@ def failure_log(outcome: RunOutcome) -> str | None:
     if outcome.last_phase == "gate":
         from ds4sync.gates.model import GREEN
 
-        for tier in (record.results.get("gates") or {}).values():
-            for gate in tier.get("gates", []):
-                if gate.get("required", True) and gate.get("status") not in GREEN:
-                    return gate.get("log_path")
+        for tier in record.results.gates.values():
+            for gate in tier.gates:
+                if gate.required and gate.status not in GREEN:
+                    return gate.log_path
     if outcome.last_phase == "build":
-        return (record.results.get("build") or {}).get("log_path")
+        return record.results.build.log_path if record.results.build else None
     return None
 
 
@@ -153,7 +191,7 @@ def _superseded(ws: Workspace, run_id: str | None) -> bool:
     if run_id is None:
         return False
     record = ws.store.load(run_id)
-    if record.active or "promote" in record.results or record.status == "aborted":
+    if record.active or record.results.promote is not None or record.status == "aborted":
         return False
     return ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") != record.fork.head_before
 
@@ -173,8 +211,8 @@ def exit_code(record: RunRecord) -> ExitCode:
 
 def _retryable(record: RunRecord) -> bool:
     """A run stopped only because the forge was unreachable or rate-limited: the next night retries it."""
-    publish = record.results.get("publish") or {}
-    return record.phase("publish").status == "needs-person" and publish.get("status") == "unavailable"
+    publish = record.results.publish
+    return record.phase("publish").status == "needs-person" and publish is not None and publish.status == "unavailable"
 
 
 def unchanged_since_last_sync(ws: Workspace, ref: str) -> str | None:
@@ -189,7 +227,7 @@ def unchanged_since_last_sync(ws: Workspace, ref: str) -> str | None:
         return None
     branch = require_branch(ws)
     fork_now = ws.repo.resolve_commit(f"refs/heads/{branch}")
-    promoted = (last.results.get("promote") or {}).get("new_head")
+    promoted = last.results.promote.new_head if last.results.promote else None
     if fork_now is None or fork_now not in (last.fork.head_before, promoted):
         return None
     upstream_now = _upstream_sha(ws, ref)
@@ -304,17 +342,19 @@ def _open_pr_runs(ws: Workspace, ids: list[str]) -> set[str]:
 
     That run's merge commit is what the open PR shows; older pushes to the same head are superseded.
     """
-    newest_check: dict | None = None
+    newest_check: DuplicateCheck | None = None
     pushed_to: dict[str, str] = {}  # head branch -> newest run that published to it
     for run_id in ids:
-        publish = ws.store.load(run_id).results.get("publish") or {}
-        if publish.get("duplicate_check"):
-            newest_check = publish["duplicate_check"]
-        if publish.get("status") == "published":
-            pushed_to[str(publish.get("head_branch"))] = run_id
+        publish = ws.store.load(run_id).results.publish
+        if publish is None:
+            continue
+        if publish.duplicate_check is not None:
+            newest_check = publish.duplicate_check
+        if publish.status == "published":
+            pushed_to[publish.head_branch] = run_id
     if newest_check is None:
         return set(pushed_to.values())
-    open_heads = {p.get("head") for p in newest_check.get("open_prs", ())} | {newest_check.get("head_branch")}
+    open_heads = {p.head for p in newest_check.open_prs} | {newest_check.head_branch}
     return {run_id for head, run_id in pushed_to.items() if head in open_heads}
 
 
@@ -336,7 +376,7 @@ def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
         code = ExitCode.TRANSIENT
     if night.record is not None:
         record = ws.store.load(night.record.run_id)
-        record.results["notify"] = sent.model_dump(mode="json")
+        record.results.notify = sent
         ws.store.save(record)
     return replace(night, exit_code=code, notified=sent)
 
@@ -364,8 +404,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         m = view.merge
         tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
         lines.append(
-            f"- Merge: {m.upstream_commits} upstream commits into {view.fork.ref}; "
-            f"{len(m.conflicts)} conflicted files (resolved: {tally}); {len(m.overlaps)} semantic overlaps"
+            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
+            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
+            f"{many(len(m.overlaps), 'semantic overlap')}"
         )
     for tier in view.validation.tiers:
         counts = {s: sum(1 for g in tier.gates if g.status == s) for s in ("passed", "failed", "incomplete")}
@@ -373,12 +414,12 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
             f"- Gates {tier.tier}: {tier.status} ({counts['passed']} passed, {counts['failed']} failed, "
             f"{counts['incomplete']} incomplete)"
         )
-    publish = record.results.get("publish") or {}
-    pr_url = publish.get("pr_url") or None
-    if pr_url:
-        lines.append(f"- PR #{publish.get('pr_number')} {publish.get('action')}: {pr_url}")
-    elif publish.get("message"):
-        lines.append(f"- Not published: {publish['message']}")
+    publish = record.results.publish
+    pr_url = publish.pr_url if publish is not None else None
+    if publish is not None and publish.pr_url:
+        lines.append(f"- PR #{publish.pr_number} {publish.action}: {publish.pr_url}")
+    elif publish is not None and publish.message:
+        lines.append(f"- Not published: {publish.message}")
     if night.promoted:
         lines.append(f"- Promoted {night.promoted}")
     if night.deployed:
@@ -394,7 +435,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
     ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
     needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
-    needs += [f"possible duplicate work: {p['reason']} (#{p['number']})" for p in _duplicates(publish)]
+    needs += [f"possible duplicate work: {p.reason} (#{p.number})" for p in _duplicates(publish)]
     needs += [n for n in night.notes if n.startswith("not ")]
     if needs:
         lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]
@@ -414,9 +455,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     )
 
 
-def _duplicates(publish: dict) -> list[dict]:
-    check = publish.get("duplicate_check") or {}
-    return [p for p in check.get("open_prs", ()) if p.get("relation") == "duplicate"]
+def _duplicates(publish: PublishResult | None) -> list[OpenPull]:
+    check = publish.duplicate_check if publish is not None else None
+    return [p for p in check.open_prs if p.relation == "duplicate"] if check is not None else []
 
 
 def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None) -> str:

@@ -19,37 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RunRecord, now_iso
+from ds4sync.core.record import now_iso
+from ds4sync.loop.results import PromoteResult
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
 
 UNGATED_NOTE = "PROMOTED UNGATED: no gate tier was configured for promotion; no test proved this commit"
-
-
-class PromoteResult(BaseModel):
-    """What promote did: old and new heads of the fork branch, the rollback ref, and what proved it.
-
-    ``proven_by`` lists the tiers (``tier: N gates``) that passed on ``new_head``; ``ungated``
-    is True when it was promoted with ``--allow-ungated`` and no tier proved it;
-    ``overridden`` lists the blockers ``--allow-blockers`` promoted despite.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    branch: str
-    old_head: str
-    new_head: str
-    rollback_ref: str
-    promoted_at: str
-    tree: str | None = None
-    proven_by: tuple[str, ...] = ()
-    ungated: bool = False
-    overridden: tuple[str, ...] = ()
-    worktree_updated: str | None = None
 
 
 class AlreadyPromoted(StateError):
@@ -95,11 +73,11 @@ def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo |
     tree = _tree(repo, head)
     ran_on: set[str] = set()
     for tier in required_tiers:
-        result: dict[str, Any] | None = (record.results.get("gates") or {}).get(tier)
+        result = record.results.gates.get(tier)
         if result is None:
             proof.hard.append(f"required tier '{tier}' has not run")
             continue
-        ran_on |= _check_tier(tier, result.get("gates") or [], proof, tree)
+        ran_on |= _check_tier(tier, [g.model_dump(mode="json") for g in result.gates], proof, tree)
     moved = _moved_after(repo, ran_on - {str(head)}, head)
     if moved:
         proof.hard.insert(0, moved)
@@ -107,14 +85,14 @@ def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo |
 
 
 def _check_merge(record: RunRecord, proof: Proof, repo: GitRepo | None) -> None:
-    merge: dict[str, Any] = record.results.get("merge", {})
+    merged = record.results.merge.merge_commit if record.results.merge is not None else None
     head = proof.commit
     if head is None:
         proof.hard.append(f"the sync branch {record.sync_branch} does not exist")
-    if not merge.get("merge_commit"):
+    if not merged:
         proof.hard.append("the merge is not committed")
-    elif repo is not None and head is not None and not repo.is_ancestor(merge["merge_commit"], head):
-        proof.hard.append(f"{record.sync_branch} does not contain the merge commit {merge['merge_commit'][:12]}")
+    elif repo is not None and head is not None and not repo.is_ancestor(merged, head):
+        proof.hard.append(f"{record.sync_branch} does not contain the merge commit {merged[:12]}")
 
 
 def _check_phases(record: RunRecord, proof: Proof) -> None:
@@ -124,14 +102,14 @@ def _check_phases(record: RunRecord, proof: Proof) -> None:
     for name in ("replay", "verify"):
         if record.phase(name).status == "pending":
             proof.hard.append(f"phase '{name}' has not run")
-    verify: dict[str, Any] = record.results.get("verify") or {}
+    verify = record.results.verify
     head = proof.commit
-    if record.phase("verify").status != "done" or head is None:
+    if record.phase("verify").status != "done" or head is None or verify is None:
         return
-    if verify.get("commit") != head:
-        proof.hard.append(f"verify ran on {_short(verify.get('commit'))}, not on the head {head[:12]}")
-    elif verify.get("dirty"):
-        proof.hard.append(f"verify ran on uncommitted changes ({', '.join(verify['dirty'][:3])})")
+    if verify.commit != head:
+        proof.hard.append(f"verify ran on {_short(verify.commit)}, not on the head {head[:12]}")
+    elif verify.dirty:
+        proof.hard.append(f"verify ran on uncommitted changes ({', '.join(verify.dirty[:3])})")
 
 
 def _check_tier(tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str | None) -> set[str]:
@@ -170,7 +148,7 @@ def _moved_after(repo: GitRepo | None, ran_on: set[str], head: str | None) -> st
 
 def _sync_head(record: RunRecord, repo: GitRepo | None) -> str | None:
     if repo is None:
-        return (record.results.get("merge") or {}).get("merge_commit")
+        return record.results.merge.merge_commit if record.results.merge is not None else None
     return repo.resolve_commit(f"refs/heads/{record.sync_branch}")
 
 
@@ -204,8 +182,8 @@ def promote(
     with ws.store.lock("promote"):
         record = ws.store.resolve(run_id)
         repo, branch = ws.repo, record.fork.branch
-        if "promote" in record.results:
-            raise AlreadyPromoted(record.run_id, PromoteResult.model_validate(record.results["promote"]))
+        if record.results.promote is not None:
+            raise AlreadyPromoted(record.run_id, record.results.promote)
         proof = prove(record, required_tiers=ws.config.gates.required_for_promote, repo=repo)
         _refuse_unproven(ws, record, proof, allow=allow, allow_ungated=allow_ungated)
         new_head = proof.commit
@@ -254,14 +232,14 @@ def promote(
             overridden=tuple(proof.soft),
             worktree_updated=str(holder.path) if holder is not None else None,
         )
-        record.results["promote"] = result.model_dump(mode="json")
+        record.results.promote = result
         record.status = "promoted"
         if proof.soft:
             record.notes.append(f"promoted despite: {'; '.join(proof.soft)}")
         if proof.ungated:
             record.notes.append(UNGATED_NOTE)
         ws.store.save(record)
-        if "report" in record.results:  # the report says what happened to the run
+        if record.results.report is not None:  # the report says what happened to the run
             from ds4sync.report.files import write_report
 
             write_report(ws.store, record, ws.profile)

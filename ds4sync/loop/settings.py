@@ -17,6 +17,10 @@ class NightlyConfig(FrozenModel):
     promote: bool = Field(default=False, description="promote a green sync without a person")
     deploy: bool = Field(default=False, description="switch the serving stanza after promoting (needs deploy:)")
     at: str = "02:30"
+    bisect_on_failure: bool = Field(
+        default=False, description="when a sync fails verify or replay, bisect upstream and name the culprit"
+    )
+    bisect_tier: str | None = Field(default=None, description="also run this gate tier on each bisect step")
 
 
 class DeployConfig(FrozenModel):

@@ -4,21 +4,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
-from ds4sync.core.git import SHA_RE
-from ds4sync.core.record import ForkRef, PhaseState, RunRecord, UpstreamRef, make_run_id
+from ds4sync.core.git import SHA_RE, check_user_ref
+from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
-from ds4sync.runner import Phase, RunContext, RunOutcome, Workspace, require_branch, resolve_upstream, run_phases
+from ds4sync.runner import (
+    Phase,
+    RunContext,
+    RunOutcome,
+    Workspace,
+    require_branch,
+    require_clone_complete,
+    resolve_upstream_ref,
+    run_phases,
+)
+
+if TYPE_CHECKING:
+    from ds4sync.record import RunRecord
 
 Progress = Callable[[str], None]
 
 
-def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
+def _check_inputs(ws: Workspace, ref: str) -> str:
+    """Checks that need no lock and create nothing: ref and branch syntax, a complete clone."""
+    where = str(ws.repo.path)
+    check_user_ref(ref, what="upstream ref", where=where)
     branch = require_branch(ws)
+    check_user_ref(branch, what="fork branch", where=where)
+    require_clone_complete(ws.repo)
+    return branch
+
+
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str, str]:
+    branch = _check_inputs(ws, ref)
     fork_sha = ws.repo.branch_head(branch)
-    upstream_sha = resolve_upstream(ws, ref, fetch=fetch)
+    upstream_sha, used = resolve_upstream_ref(ws, ref, fetch=fetch)
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise GitError(
@@ -26,12 +49,12 @@ def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, st
             where=str(ws.repo.path),
             fix="check that the upstream ref belongs to this fork's upstream",
         )
-    return branch, fork_sha, upstream_sha, base
+    return branch, fork_sha, upstream_sha, base, used
 
 
 def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
-    _, fork_sha, upstream_sha, base = _preflight(ws, ref, fetch=fetch)
+    _, fork_sha, upstream_sha, base, _ = _preflight(ws, ref, fetch=fetch)
     return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
 
 
@@ -56,10 +79,11 @@ def start_merge(
         NeedsPersonError: another run waits for a person or was interrupted.
     """
     say = progress or (lambda _m: None)
+    _check_inputs(ws, ref)  # before the lock: a bad ref or a shallow clone leaves nothing behind
     with ws.store.lock(f"merge {ref}") as stale:
         _report_stale(stale, say)
         ws.store.require_no_active_run()
-        branch, fork_sha, upstream_sha, _ = _preflight(ws, ref, fetch=fetch)
+        branch, fork_sha, upstream_sha, _, used = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
             raise AlreadyMerged(
                 f"{ref} ({upstream_sha[:12]}) is already merged into {branch}",
@@ -67,6 +91,7 @@ def start_merge(
                 fix="nothing to do; pick a newer upstream ref",
             )
         from ds4sync.merge.phases import backup_branch_name
+        from ds4sync.record import RunRecord
 
         run_id = make_run_id(upstream_sha)
         suffix = 1
@@ -86,6 +111,7 @@ def start_merge(
                 sha=upstream_sha,
                 name=config.upstream.name,
                 branch=config.upstream.ref if SHA_RE.match(ref) else ref,
+                resolved_from=used,
             ),
             fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
             sync_branch=config.merge.sync_branch.format(
@@ -100,7 +126,7 @@ def start_merge(
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
         ws.store.save(record)
         ctx = RunContext(ws, record, say, deadline=deadline)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
+        return _run(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
 class AlreadyMerged(StateError):
@@ -182,11 +208,14 @@ def resume(
 
             accept_person_resolutions(ctx)
             ws.store.save(record)
-        return run_phases(ctx, phases or _phases(), stop_after=stop_after)
+        return _run(ctx, phases or _phases(), stop_after=stop_after)
 
 
 def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
     """Throw a run away: remove its worktree and sync branch; keep the backup ref.
+
+    Works when the worktree is locked or its folder was deleted; no other worktree (the
+    user's own, missing or not) is pruned.
 
     Without ``run_id``: the active run, else the latest run if it failed or finished
     without being promoted. The fork branch is not touched.
@@ -214,7 +243,7 @@ def _failed_latest(ws: Workspace) -> RunRecord | None:
     """The latest run when it failed or finished unpromoted: resume runs its failed phase again, or
     proves a sync head that moved since."""
     latest = ws.store.latest()
-    if latest is not None and latest.status in ("failed", "done") and "promote" not in latest.results:
+    if latest is not None and latest.status in ("failed", "done") and latest.results.promote is None:
         return latest
     return None
 
@@ -237,8 +266,8 @@ def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
     from ds4sync.runner import worktree_head
 
     head = worktree_head(record)
-    verify = record.results.get("verify") or {}
-    proved = verify.get("commit") if record.phase("verify").status == "done" else None
+    verify = record.results.verify
+    proved = verify.commit if verify is not None and record.phase("verify").status == "done" else None
     if head is None or proved is None or proved == head:
         return
     say(f"the sync branch moved since verify ({proved[:12]} -> {head[:12]}); verifying and gating the new head")
@@ -246,7 +275,37 @@ def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
     for name in PROVING_PHASES:
         if name in record.phases:
             record.phases[name] = PhaseState()
-    record.results.pop("gates", None)
+    record.results.gates = {}
+
+
+def _run(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
+    """Run the phases; a run that stopped failed or waiting for a person still gets its report."""
+    outcome = run_phases(ctx, phases, stop_after=stop_after)
+    if outcome.status in ("failed", "needs-person") and any(p.name == "report" for p in phases):
+        report_stopped_run(ctx)
+    return outcome
+
+
+def report_stopped_run(ctx: RunContext) -> None:
+    """Write the report of a run that stopped before its report phase, with the run's status as it is now.
+
+    The report phase itself stays pending (a resumed run renders the final report); the path
+    goes to ``record.results.report``. A report that cannot be rendered is noted in the
+    record, never raised: the stopped phase's outcome is what the person must see.
+    """
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.record import ReportResult
+    from ds4sync.report.files import write_report
+
+    record = ctx.record
+    try:
+        path = write_report(ctx.ws.store, record, ctx.ws.profile)
+    except Ds4syncError as exc:
+        record.notes.append(f"report not written: {exc.one_line()}")
+    else:
+        record.results.report = ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
+        ctx.progress(f"report ({record.status}) written to {path}")
+    ctx.ws.store.save(record)
 
 
 def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
@@ -256,7 +315,7 @@ def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     record = ws.store.load(run_id) if run_id else (ws.store.current() or ws.store.latest())
-    if record is None or record.status in ("aborted", "promoted") or "promote" in record.results:
+    if record is None or record.status in ("aborted", "promoted") or record.results.promote is not None:
         what = f"run {record.run_id} is {record.status}" if record is not None else "there is no run"
         raise StateError(f"nothing to abort: {what}", where=str(ws.store.root), fix="see `ds4sync status --all`")
     return record

@@ -1,8 +1,9 @@
 """The merge phases: prepare, merge, resolve, commit.
 
 prepare  backup ref of the fork head, a dedicated worktree on a new ``sync/...`` branch
-merge    ``git merge --no-ff`` of the upstream SHA with rerere on (shared store imported)
-resolve  recorded resolutions replay, then per-path rules, else stop for a person
+merge    ``git merge --no-ff`` of the upstream SHA; rerere against the run's own cache, filled
+         only from the shared store (recorded resolutions replay, each naming its entry)
+resolve  per-path rules, else stop for a person
 commit   the merge commit (message with counts) and the remerge-diff paths
 
 Each phase can be re-entered after a kill: it looks at the worktree before acting.
@@ -10,17 +11,17 @@ Each phase can be re-entered after a kill: it looks at the worktree before actin
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ds4sync.core import fault
-from ds4sync.core.errors import GitError, NeedsPersonError
+from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
-from ds4sync.merge.rerere import ResolutionStore, forget
+from ds4sync.merge.rerere import ResolutionStore, merge_with_store
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
@@ -56,30 +57,75 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     )
 
 
+def _summary(record: RunRecord) -> MergeSummary:
+    """The merge result prepare recorded (the later merge phases start from it)."""
+    if record.results.merge is None:
+        raise StateError(
+            f"run {record.run_id} has no merge result", where=record.worktree, fix="abort it and start a new sync"
+        )
+    return record.results.merge
+
+
+def rerere_cache(ctx: RunContext) -> Path:
+    """This run's own rerere cache (filled only from the shared store; never the user's rr-cache)."""
+    return ctx.ws.store.run_dir(ctx.record.run_id) / "rerere" / "rr-cache"
+
+
 def merge(ctx: RunContext) -> PhaseOutcome:
-    """Import recorded resolutions and run ``git merge --no-ff --no-commit`` with rerere on."""
-    record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
-    imported = ResolutionStore(ctx.ws.resolutions_dir).import_into(repo.common_dir / "rr-cache")
-    if wt.merge_head() == record.upstream.sha:
-        ctx.progress("merge already in progress in the worktree; going on")
-    else:
-        if record.phase("merge").attempts > 1:
-            _reset_to_fork_head(wt, record.fork.head_before)
-        ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
-        wt.merge_no_commit(record.upstream.sha)
-        fault.point("merge.after-git-merge")
-    return PhaseOutcome(
-        "done",
-        f"{many(len(summary.conflicts), 'conflicted file')}, {many(imported, 'recorded resolution')} imported",
-        result=summary,
+    """``git merge --no-ff --no-commit`` of the upstream SHA, then rerere with the shared store only.
+
+    rerere runs twice against this run's own cache: first on an empty cache (it records
+    each conflict's preimage and id), then after the shared-store entries for those ids
+    were imported (it replays them). A replayed resolution is staged only when git finds
+    no conflict marker left in it; it is labelled ``recorded`` with its store entry.
+    """
+    record, wt = ctx.record, ctx.worktree
+    summary = _summary(record)
+    cache = rerere_cache(ctx)
+    if wt.merge_head() is not None or record.phase("merge").attempts > 1:
+        _reset_to_fork_head(wt, record.fork.head_before)  # a killed attempt: start the merge over
+    store = ResolutionStore(ctx.ws.resolutions_dir)
+    ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
+    replay = merge_with_store(wt, record.upstream.sha, store, cache)
+    fault.point("merge.after-git-merge")
+    unmerged = set(wt.unmerged_paths())
+    lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
+    if lost:
+        errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
+        raise GitError(
+            f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
+            f"git said: {'; '.join(errors) or 'nothing'}",
+            where=record.worktree,
+            fix="fix what git reports (e.g. a stale index.lock of a dead git process), then `ds4sync resume`",
+        )
+    entries = []
+    for conflict in summary.conflicts:
+        update: dict[str, object] = {"conflict_id": replay.ids.get(conflict.path)}
+        if conflict.path in replay.replayed:
+            names = replay.replayed[conflict.path]
+            update.update(resolution="recorded", store_entry=" | ".join(str(store.root / n) for n in names))
+        entries.append(conflict.model_copy(update=update))
+    predicted = {c.path for c in summary.conflicts}
+    surprise = sorted(unmerged - predicted)
+    entries += [
+        ConflictEntry(path=p, kind="other", message="conflicted in the merge, not predicted by merge-tree")
+        for p in surprise
+    ]
+    summary = summary.model_copy(update={"conflicts": tuple(entries)})
+    notes = [f"{len(surprise)} conflicts not predicted: {', '.join(surprise)}"] if surprise else []
+    notes += [f"rejected store entry {path}: {why}" for path, why in replay.imported.rejected]
+    notes += [f"replayed resolution still had markers: {p}" for p in replay.still_marked]
+    message = (
+        f"{many(len(summary.conflicts), 'conflicted file')}, {len(replay.replayed)} replayed from "
+        f"{many(replay.imported.count, 'imported store entry', 'imported store entries')}"
     )
+    return PhaseOutcome("done", "; ".join([message, *notes]), result=summary, details=tuple(notes))
 
 
 def resolve(ctx: RunContext) -> PhaseOutcome:
     """Classify each conflict's resolution: recorded, rule, or waiting for a person."""
     record, wt = ctx.record, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
@@ -88,7 +134,7 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
     if not waiting:
         return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
-    details = tuple(f"{e.path} ({e.kind})" for e in waiting)
+    details = tuple(f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}" for e in waiting)
     return PhaseOutcome(
         "needs-person",
         f"{many(len(waiting), 'conflicted file')} {'needs' if len(waiting) == 1 else 'need'} a person"
@@ -96,8 +142,8 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
         result=summary,
         details=details,
         next_steps=(
-            "edit the files in the worktree, then `ds4sync resume`",
-            "or `ds4sync abort` to drop this run (the fork branch is untouched)",
+            "resolve each file as its hint says; files without conflict markers need your `git add`/`git rm`",
+            "then `ds4sync resume`, or `ds4sync abort` to drop this run (the fork branch is untouched)",
         ),
     )
 
@@ -105,11 +151,10 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
 def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged: set[str]) -> ConflictEntry:
     if conflict.resolution in ("recorded", "rule", "person"):
         return conflict
-    if conflict.path not in unmerged:
-        # rerere (rerere.autoupdate) already replayed and staged a recorded resolution.
-        if conflict.resolution is None and not wt.has_markers(conflict.path):
-            return conflict.model_copy(update={"resolution": "recorded"})
-        return conflict.model_copy(update={"resolution": "person"})
+    if not conflict.in_index:
+        return conflict.model_copy(update={"resolution": "unresolved"})  # only a person can look at it
+    if conflict.path not in unmerged and not any(p in unmerged for p in conflict.related):
+        return conflict.model_copy(update={"resolution": "person"})  # staged by a person after a kill
     if conflict.resolution == "unresolved":
         return conflict  # resume decides about these
     for rule in ctx.ws.config.merge.rules_for(conflict.path):
@@ -118,7 +163,14 @@ def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged
     return conflict.model_copy(update={"resolution": "unresolved"})
 
 
+#: Kinds a per-path rule never resolves: git moved a path aside or changed its type, and
+#: "ours"/"theirs" of one path cannot say what to do with the other.
+_NO_RULE_KINDS = frozenset({"file/directory", "distinct types", "directory rename split", "directory rename collision"})
+
+
 def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
+    if conflict.kind in _NO_RULE_KINDS or conflict.path not in wt.unmerged_paths():
+        return False
     if strategy == "union":
         return conflict.kind in ("content", "add/add") and wt.union_merge(conflict.path)
     wt.take_side(conflict.path, strategy)
@@ -126,49 +178,79 @@ def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
 
 
 def accept_person_resolutions(ctx: RunContext) -> list[str]:
-    """On resume: stage what a person resolved, refusing while conflict markers remain.
+    """On resume: accept what a person resolved, as git sees it; refuse (changing nothing) otherwise.
+
+    A conflict with markers (content, add/add) is accepted once git finds no conflict hunk
+    left in it (marker size from ``.gitattributes``), and staged. Every other kind leaves no
+    marker: it is accepted only when the person staged it (``git add``/``git rm``), i.e. when
+    ``git ls-files -u`` no longer lists it. Unstaged edits to other files are refused too:
+    they would silently miss the merge commit.
 
     Returns the paths accepted.
 
     Raises:
-        NeedsPersonError: a file still holds conflict markers (nothing is staged then).
+        NeedsPersonError: markers remain, an unmarked conflict is not staged, or files have
+            unstaged edits (nothing is staged then).
     """
-    summary = MergeSummary.model_validate(ctx.record.results["merge"])
+    summary = _summary(ctx.record)
     wt = ctx.worktree
+    where = ctx.record.worktree
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
-    marked = [c.path for c in waiting if wt.has_markers(c.path)]
+    unmerged = set(wt.unmerged_paths())
+    marked = wt.paths_with_markers([c.path for c in waiting if c.has_markers_kind])
     if marked:
         raise NeedsPersonError(
             f"conflict markers remain in {len(marked)} file(s): {', '.join(marked)}",
-            where=ctx.record.worktree,
+            where=where,
             fix="resolve them, then run `ds4sync resume` again",
         )
-    for conflict in waiting:
-        wt.stage_resolved(conflict.path)
-        for other in conflict.related:
-            with contextlib.suppress(GitError):  # the person may have resolved it away already
-                wt.stage_resolved(other)
-    leftover = wt.unmerged_paths()
+    to_stage = [c.path for c in waiting if c.has_markers_kind and c.path in unmerged]
+    unstaged_marker_less = sorted(
+        {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
+    )
+    if unstaged_marker_less:
+        kinds = {c.path: c.kind for c in waiting}
+        named = ", ".join(f"{p} ({kinds[p]})" if p in kinds else p for p in unstaged_marker_less)
+        raise NeedsPersonError(
+            f"conflicts without markers are not resolved until you stage them: {named}",
+            where=where,
+            fix="decide each one and `git add`/`git rm` it in the worktree (see `ds4sync status`), then "
+            "`ds4sync resume`",
+        )
+    leftover = sorted(unmerged - set(to_stage))
     if leftover:
         raise NeedsPersonError(
             f"unmerged paths remain: {', '.join(leftover)}",
-            where=ctx.record.worktree,
+            where=where,
             fix="resolve or `git add`/`git rm` them, then `ds4sync resume`",
         )
+    unstaged = [p for p in wt.unstaged_paths() if p not in to_stage]
+    if unstaged:
+        raise NeedsPersonError(
+            f"unstaged edits would be left out of the merge commit: {', '.join(unstaged)}",
+            where=where,
+            fix="`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`",
+        )
+    for path in to_stage:
+        wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
     entries = tuple(
         c.model_copy(update={"resolution": "person"}) if c.path in accepted else c for c in summary.conflicts
     )
-    ctx.record.results["merge"] = summary.model_copy(update={"conflicts": entries}).model_dump(mode="json")
+    ctx.record.results.merge = summary.model_copy(update={"conflicts": entries})
     ctx.record.phases["resolve"].status = "done"
     ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
 
 
 def commit(ctx: RunContext) -> PhaseOutcome:
-    """Record resolutions to the shared store, commit the merge, list remerge-diff paths."""
+    """Record the person's resolutions to the shared store, commit the merge, list remerge-diff paths.
+
+    Only resolutions by a person are stored (rules and replays are not), through this
+    run's own rerere cache; each conflict names the store entry it went to (``stored_as``).
+    """
     record, repo, wt = ctx.record, ctx.ws.repo, ctx.worktree
-    summary = MergeSummary.model_validate(record.results["merge"])
+    summary = _summary(record)
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
     if wt.merge_head() is None and is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
@@ -177,13 +259,21 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         remerged = tuple(repo.remerge_diff_paths(sha))
         summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
         return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
-    rr_cache = repo.common_dir / "rr-cache"
-    merge_rr = wt.merge_rr()
-    wt.rerere()
-    by_rule = {c.path for c in summary.conflicts if c.resolution == "rule"}
-    forget(rr_cache, {digest for path, digest in merge_rr.items() if path in by_rule})
-    person = {c.path: merge_rr[c.path] for c in summary.conflicts if c.resolution == "person" and c.path in merge_rr}
-    stored = ResolutionStore(ctx.ws.resolutions_dir).export_from(rr_cache, person, run_id=record.run_id)
+    cache = rerere_cache(ctx)
+    ids = wt.merge_rr()
+    wt.rerere(cache)  # records the postimages of what a person resolved
+    store = ResolutionStore(ctx.ws.resolutions_dir)
+    new = 0
+    entries = []
+    for conflict in summary.conflicts:
+        conflict_id = ids.get(conflict.path) or conflict.conflict_id
+        if conflict.resolution == "person" and conflict_id and not conflict.stored_as:
+            stored = store.export_from(cache, conflict_id, path=conflict.path, run_id=record.run_id)
+            if stored is not None:
+                new += stored[1]
+                conflict = conflict.model_copy(update={"stored_as": str(store.root / stored[0])})
+        entries.append(conflict)
+    summary = summary.model_copy(update={"conflicts": tuple(entries)})
     fault.point("commit.after-rerere")
     message = merge_message(
         summary,
@@ -197,7 +287,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
-    note = f", {len(stored)} resolutions recorded to the shared store" if stored else ""
+    note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 
 
@@ -208,10 +298,10 @@ def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bo
 
 
 def _reset_to_fork_head(wt: GitRepo, fork_head: str) -> None:
-    """Undo a merge that was killed before MERGE_HEAD was written (stale lock, half index)."""
+    """Undo an earlier, killed merge attempt (stale lock, half index, MERGE_HEAD) back to the fork head."""
     lock = wt.git_dir / "index.lock"
     lock.unlink(missing_ok=True)
-    if wt.head() != fork_head or wt.status_porcelain():
+    if wt.head() != fork_head or wt.merge_head() is not None or wt.status_porcelain():
         wt.run("reset", "--quiet", "--hard", fork_head)
         wt.run("clean", "-fdq")
 

@@ -1,71 +1,197 @@
-"""The shared resolution store: rerere preimages and postimages kept in the profile.
+"""The shared resolution store: rerere preimages and postimages kept in the profile, with provenance.
 
-git keeps recorded resolutions in ``<git-common-dir>/rr-cache/<conflict-hash>/``
-(git-rerere(1)). ds4sync copies them to and from ``<profile>/patches/resolutions/`` so
-the team and the nightly job replay the same resolutions: imported before each merge,
-exported after a person resolves.
+git keeps recorded resolutions in ``rr-cache/<conflict-hash>/`` (git-rerere(1)), with
+numbered ``preimage.N``/``postimage.N`` when one hash has several variants. ds4sync never
+uses the user's own ``rr-cache``: each run has its own cache (see
+:meth:`ds4sync.core.git.GitRepo.rerere`), filled only from this store, so anything rerere
+replays in a sync came from a named store entry.
+
+Layout: ``<store>/<hash>/`` (first variant) or ``<store>/<hash>.<k>/``, each with
+``preimage``, ``postimage`` and ``meta.yaml`` (path, run, conflict id, time).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from ds4sync.core.git import GitRepo, has_conflict_hunk
 from ds4sync.core.record import now_iso
 
 _IMAGES = ("preimage", "postimage")
 
 
+def _image(name: str, variant: int) -> str:
+    """rerere's file name of one image of a variant (``preimage``, ``preimage.1``...)."""
+    return name if variant == 0 else f"{name}.{variant}"
+
+
+def split_id(conflict_id: str) -> tuple[str, int]:
+    """``<hash>`` or ``<hash>.<variant>`` (MERGE_RR's form) -> (hash, variant)."""
+    digest, _, variant = conflict_id.partition(".")
+    return digest, int(variant) if variant.isdigit() else 0
+
+
+@dataclass
+class ImportResult:
+    """What :meth:`ResolutionStore.import_into` did.
+
+    ``entries``: conflict hash -> the store entries now in the run's cache for it;
+    ``rejected``: (store path, why) of entries that were not imported.
+    """
+
+    entries: dict[str, list[str]] = field(default_factory=dict)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many store entries were imported."""
+        return sum(len(v) for v in self.entries.values())
+
+
 @dataclass(frozen=True)
 class ResolutionStore:
-    """Recorded resolutions in ``root`` (one folder per rerere conflict hash)."""
+    """Recorded resolutions in ``root`` (one folder per rerere conflict variant)."""
 
     root: Path
 
-    def hashes(self) -> set[str]:
-        """Conflict hashes with both images stored."""
+    def entry_names(self) -> list[str]:
+        """Names of the complete entries (both images present), sorted."""
         if not self.root.is_dir():
-            return set()
-        return {p.name for p in self.root.iterdir() if all((p / n).is_file() for n in _IMAGES)}
+            return []
+        return sorted(p.name for p in self.root.iterdir() if all((p / n).is_file() for n in _IMAGES))
 
-    def import_into(self, rr_cache: Path) -> int:
-        """Copy stored resolutions into a repository's rr-cache; returns how many were new there."""
-        added = 0
-        for digest in sorted(self.hashes()):
-            target = rr_cache / digest
-            if (target / "postimage").is_file():
-                continue
-            target.mkdir(parents=True, exist_ok=True)
-            for name in _IMAGES:
-                shutil.copyfile(self.root / digest / name, target / name)
-            added += 1
-        return added
+    def hashes(self) -> set[str]:
+        """Conflict hashes with at least one complete entry."""
+        return {name.split(".")[0] for name in self.entry_names()}
 
-    def export_from(self, rr_cache: Path, entries: dict[str, str], *, run_id: str) -> list[str]:
-        """Store the resolutions of ``entries`` (path -> hash) found complete in rr-cache.
+    def meta(self, name: str) -> dict:
+        """The ``meta.yaml`` of entry ``name`` (empty when absent or unreadable)."""
+        try:
+            data = yaml.safe_load((self.root / name / "meta.yaml").read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
-        Returns the paths whose resolution was stored.
+    def import_into(self, cache: Path, hashes: set[str], *, marker_size: dict[str, int] | None = None) -> ImportResult:
+        """Copy the entries for ``hashes`` into a run's rerere ``cache``, each as a free variant.
+
+        A postimage that still holds conflict markers (of the size git uses for the entry's
+        path, ``marker_size``; 7 otherwise) is not imported: it is listed in ``rejected``
+        with its store path.
         """
-        stored = []
-        for path, digest in sorted(entries.items()):
-            source = rr_cache / digest
-            if not all((source / n).is_file() for n in _IMAGES):
+        result = ImportResult()
+        sizes = marker_size or {}
+        for name in self.entry_names():
+            digest = name.split(".")[0]
+            if digest not in hashes:
                 continue
-            target = self.root / digest
+            source = self.root / name
+            size = sizes.get(str(self.meta(name).get("path", "")), 7)
+            if has_conflict_hunk((source / "postimage").read_bytes(), size):
+                result.rejected.append((str(source / "postimage"), "the recorded postimage holds conflict markers"))
+                continue
+            target = cache / digest
             target.mkdir(parents=True, exist_ok=True)
-            for name in _IMAGES:
-                shutil.copyfile(source / name, target / name)
-            (target / "meta.yaml").write_text(
-                yaml.safe_dump({"path": path, "recorded_at": now_iso(), "run": run_id}, sort_keys=True)
+            variant = 0
+            while (target / _image("preimage", variant)).exists() or (target / _image("postimage", variant)).exists():
+                variant += 1
+            for image in _IMAGES:
+                shutil.copyfile(source / image, target / _image(image, variant))
+            result.entries.setdefault(digest, []).append(name)
+        return result
+
+    def export_from(self, cache: Path, conflict_id: str, *, path: str, run_id: str) -> tuple[str, bool] | None:
+        """Store the resolution rerere recorded in ``cache`` for ``conflict_id``.
+
+        Returns (entry name, whether it is a new entry); an identical entry already in the
+        store is reused, not duplicated. None when the cache has no complete
+        preimage/postimage for that id (rerere recorded nothing).
+        """
+        digest, variant = split_id(conflict_id)
+        source = cache / digest
+        images = {image: source / _image(image, variant) for image in _IMAGES}
+        if not all(p.is_file() for p in images.values()):
+            return None
+        data = {image: p.read_bytes() for image, p in images.items()}
+        for name in self.entry_names():
+            if name.split(".")[0] == digest and all(
+                (self.root / name / image).read_bytes() == data[image] for image in _IMAGES
+            ):
+                return name, False
+        name, k = digest, 0
+        while (self.root / name).exists():
+            k += 1
+            name = f"{digest}.{k}"
+        target = self.root / name
+        target.mkdir(parents=True)
+        for image in _IMAGES:
+            (target / image).write_bytes(data[image])
+        (target / "meta.yaml").write_text(
+            yaml.safe_dump(
+                {"path": path, "recorded_at": now_iso(), "run": run_id, "conflict_id": conflict_id}, sort_keys=True
             )
-            stored.append(path)
-        return stored
+        )
+        return name, True
 
 
-def forget(rr_cache: Path, digests: set[str]) -> None:
-    """Drop the local postimages of ``digests`` so they are not replayed as recorded resolutions."""
-    for digest in digests:
-        (rr_cache / digest / "postimage").unlink(missing_ok=True)
+_REPLAYED = re.compile(r"^Resolved '(.+)' using previous resolution\.$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class MergeReplay:
+    """A ``git merge --no-commit`` with recorded resolutions replayed from the shared store only.
+
+    ``clean``: git merged without conflict; ``said``: git's messages; ``ids``: path -> rerere
+    conflict id (MERGE_RR, before the replay); ``replayed``: path -> the store entries its
+    resolution came from (staged); ``still_marked``: replays that left conflict markers (the
+    conflict was put back for a person); ``imported``: what was imported, and rejected.
+    """
+
+    clean: bool
+    said: str
+    ids: dict[str, str]
+    replayed: dict[str, list[str]]
+    still_marked: tuple[str, ...]
+    imported: ImportResult
+
+
+def merge_with_store(wt: GitRepo, sha: str, store: ResolutionStore, cache: Path) -> MergeReplay:
+    """Merge ``sha`` into the worktree ``wt`` (no commit) and replay the shared store's resolutions.
+
+    rerere runs twice against ``cache`` (emptied first; never the user's rr-cache): on the
+    empty cache it records each conflict's preimage and id; then, with the store's entries
+    for those ids imported, it replays them. A replayed file is staged only when git finds
+    no conflict marker in it; otherwise git's conflict is put back (``git checkout -m``).
+    """
+    shutil.rmtree(cache, ignore_errors=True)
+    clean, said = wt.merge_no_commit(sha)
+    wt.rerere(cache)
+    ids = wt.merge_rr()
+    metas = {str(store.meta(n).get("path", "")) for n in store.entry_names()} - {""}
+    imported = store.import_into(
+        cache, {split_id(i)[0] for i in ids.values()}, marker_size=wt.marker_sizes(sorted(metas))
+    )
+    replayed = set(_REPLAYED.findall(wt.rerere(cache))) if imported.count else set()
+    still_marked = set(wt.paths_with_markers(sorted(replayed)))
+    for path in sorted(still_marked):
+        wt.run("checkout", "-m", "--", path)  # put git's conflict back: a person decides
+    sources: dict[str, list[str]] = {}
+    for path in sorted(replayed - still_marked):
+        wt.run("add", "--", path)
+        candidates = imported.entries.get(split_id(ids.get(path, ""))[0], [])
+        sources[path] = _replayed_entry(store, candidates, wt, path)
+    return MergeReplay(clean, said, ids, sources, tuple(sorted(still_marked)), imported)
+
+
+def _replayed_entry(store: ResolutionStore, names: list[str], wt: GitRepo, path: str) -> list[str]:
+    """The store entry rerere replayed for ``path``: of several variants, the one whose postimage is the file."""
+    if len(names) < 2:
+        return names
+    data = (wt.path / path).read_bytes()
+    exact = [n for n in names if (store.root / n / "postimage").read_bytes() == data]
+    return exact or names

@@ -20,12 +20,13 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.files import redact_file, tail_lines
+from ds4sync.core.files import redact_file, tail_lines, write_atomic
+from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.core.redact import secret_values
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import BuildProfile, compose_build_env, expand
+from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
 from ds4sync.native.proof import ProofResult, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
@@ -48,7 +49,7 @@ class StepResult(FrozenModel):
 
 
 class BuildResult(FrozenModel):
-    """What one build did and proved; ``record.results["build"]`` holds its JSON form.
+    """What one build did and proved; ``record.results.build`` holds it.
 
     Timings are seconds: ``toolchain_s`` (capture), ``build_s`` (venv, pre-steps, install),
     ``proof_s`` (checks), ``total_s``. ``tail`` holds the log's last lines when it failed.
@@ -182,14 +183,19 @@ class _Build:
             "venv": str(self.venv or Path(self.python).parent.parent),
             "repo": str(repo),
             "src": str(src),
+            "cpus": str(os.cpu_count() or 1),
         }
         self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
         self.secrets = secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
         self.use_uv = _use_uv(profile, self.env)
-        install = _pip_install(
-            self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+        install = (
+            [expand(a, self.values) for a in profile.install_run]
+            if profile.install_run
+            else _pip_install(
+                self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+            )
         )
         self.common: dict = {
             "profile": name,
@@ -228,7 +234,7 @@ class _Build:
         _append(self.log, f"==> toolchain: {toolchain.line()}\n")
         self.common.update(toolchain=toolchain.facts(), toolchain_detail=toolchain, toolchain_s=toolchain.duration_s)
         clock = time.monotonic()
-        failed = self.pre_steps() or (None if self.install() else "install")
+        failed = self.pre_steps() or (None if self.install() else "overlay" if self.profile.overlay else "install")
         build_s = venv_s + time.monotonic() - clock
         if failed:
             return self.failed(failed, build_s=build_s)
@@ -290,9 +296,46 @@ class _Build:
         return None
 
     def install(self) -> bool:
-        """The install command (editable, no build isolation, no deps by default)."""
+        """The install command (editable, no build isolation, no deps by default; or the profile's
+        install_run); an overlay instead."""
+        if self.profile.overlay is not None:
+            return self.overlay(self.profile.overlay)
         argv = list(self.common["command"])
         return self.step("install", argv, cwd=self.src, timeout_s=self.profile.install_timeout_s)
+
+    def overlay(self, spec: OverlaySpec) -> bool:
+        """Link the installed package's native files into the tree, put the tree first, prove the origin."""
+        self.note("overlay", "")
+        clock = time.monotonic()
+        argv = ("overlay", spec.package, str(self.src))
+        try:
+            linked, kept = link_native_files(self.base_python, spec, self.src, env=self.env)
+            write_overlay_pth(self.python, self.src, spec, env=self.env)
+        except OverlayError as exc:
+            _append(self.log, f"\n==> overlay failed: {exc}\n")
+            self.steps.append(
+                StepResult(name="overlay", argv=argv, returncode=1, duration_s=round(time.monotonic() - clock, 3))
+            )
+            return False
+        _append(
+            self.log,
+            f"\n==> overlay: {len(linked)} native file(s) linked into {self.src / spec.package}: "
+            f"{', '.join(linked) or '-'}; kept the tree's own: {', '.join(kept) or '-'}\n",
+        )
+        self.common["command"] = argv
+        self.steps.append(
+            StepResult(name="overlay", argv=argv, returncode=0, duration_s=round(time.monotonic() - clock, 3))
+        )
+        check = (
+            "import importlib, pathlib, sys\n"
+            f"pkg = importlib.import_module({spec.package!r})\n"
+            f"src = pathlib.Path({str(self.src)!r}).resolve()\n"
+            "where = pathlib.Path(pkg.__file__).resolve()\n"
+            "print(f'{pkg.__name__} from {where}')\n"
+            "sys.exit(0 if src in where.parents else f'{pkg.__name__} imports from {where}, not from {src}')\n"
+        )
+        with tempfile.TemporaryDirectory(prefix="ds4sync-overlay-") as outside:
+            return self.step("overlay origin", [self.python, "-c", check], cwd=Path(outside), timeout_s=300)
 
     def failed(self, name: str, *, build_s: float, proof: ProofResult | None = None) -> BuildResult:
         """The result of a build that stopped at step ``name``: the log's first errors and last lines."""
@@ -324,7 +367,7 @@ def _plan_venv(
 ) -> tuple[Path | None, str, str]:
     """(venv folder or None, target python, python that creates the venv)."""
     spec = profile.venv
-    base_python = expand(spec.python, {"repo": str(repo)})
+    base_python = os.path.expandvars(expand(spec.python, {"repo": str(repo)}))
     if os.sep not in base_python:
         base_python = shutil.which(base_python, path=env.get("PATH", "")) or base_python
     elif not Path(base_python).is_absolute():
@@ -362,6 +405,83 @@ def _inherit(base_python: str, python: str, env: Mapping[str, str]) -> None:
         ours = json.loads(run([python, "-c", query], cwd=tmp, env=env, timeout_s=120).output)
     lines = list(dict.fromkeys(theirs))
     Path(ours[0], "_ds4sync_inherit.pth").write_text("\n".join(lines) + "\n")
+
+
+class OverlayError(Exception):
+    """The overlay cannot be set up (no such installed package, a file git would see)."""
+
+
+OVERLAY_PTH = "00-ds4sync-overlay.pth"  # sorts before _ds4sync_inherit.pth: the tree comes first
+
+
+def link_native_files(
+    base_python: str, spec: OverlaySpec, src: Path, *, env: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """Symlink ``spec.native`` files of ``base_python``'s installed ``spec.package`` into ``src/<package>``.
+
+    Returns:
+        (linked paths, paths the tree already has and keeps), relative to the package folder.
+
+    Raises:
+        OverlayError: the package is not installed there, the tree has no such package folder, or a
+            target path is not ignored by git in ``src`` (linking it would dirty the tree).
+    """
+    from wcmatch import glob as wglob
+
+    query = (
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.find_spec({spec.package!r})\n"
+        "print(json.dumps(list(spec.submodule_search_locations or []) if spec else []))\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        res = run(
+            [base_python, "-c", query], cwd=tmp, env={k: v for k, v in env.items() if k != "PYTHONPATH"}, timeout_s=120
+        )
+    folders = json.loads(res.output.strip().splitlines()[-1]) if res and res.output.strip() else []
+    if not folders:
+        raise OverlayError(f"{base_python} has no installed package '{spec.package}' to take native files from")
+    installed = Path(folders[0])
+    target_root = src / spec.package
+    if not target_root.is_dir():
+        raise OverlayError(f"{src} has no '{spec.package}' package folder to overlay")
+    names = sorted(set(wglob.glob(list(spec.native), root_dir=str(installed), flags=wglob.GLOBSTAR | wglob.BRACE)))
+    linked: list[str] = []
+    kept: list[str] = []
+    repo = GitRepo(src) if (src / ".git").exists() else None
+    for name in names:
+        target = target_root / name
+        if target.is_symlink() and target.resolve() == (installed / name).resolve():
+            linked.append(name)
+            continue
+        if target.exists():
+            kept.append(name)
+            continue
+        if not target.parent.is_dir():
+            continue
+        if repo is not None and not repo.is_ignored(str(target.relative_to(src))):
+            raise OverlayError(
+                f"{target.relative_to(src)} is not ignored by git in {src}: linking it would dirty the tree"
+            )
+        target.symlink_to(installed / name)
+        linked.append(name)
+    return linked, kept
+
+
+def write_overlay_pth(python: str, src: Path, spec: OverlaySpec, *, env: Mapping[str, str]) -> None:
+    """A ``.pth`` in ``python``'s environment that puts ``src`` on ``sys.path`` before inherited packages,
+    and the distribution record that stands for the tree (``spec.dist_name`` at ``spec.dist_version``)."""
+    query = "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))"
+    with tempfile.TemporaryDirectory() as tmp:
+        purelib = Path(json.loads(run([python, "-c", query], cwd=tmp, env=env, timeout_s=120).output))
+    write_atomic(purelib / OVERLAY_PTH, f"{src}\n")
+    for old in purelib.glob(f"{spec.dist_name}-*.dist-info"):
+        if (old / "INSTALLER").is_file() and (old / "INSTALLER").read_text().strip() == "ds4sync-overlay":
+            shutil.rmtree(old)
+    info = purelib / f"{spec.dist_name}-{spec.dist_version}.dist-info"
+    info.mkdir(exist_ok=True)
+    write_atomic(info / "METADATA", f"Metadata-Version: 2.1\nName: {spec.dist_name}\nVersion: {spec.dist_version}\n")
+    write_atomic(info / "INSTALLER", "ds4sync-overlay\n")
+    write_atomic(info / "direct_url.json", json.dumps({"url": src.as_uri(), "dir_info": {"editable": True}}) + "\n")
 
 
 def _use_uv(profile: BuildProfile, env: Mapping[str, str]) -> bool:

@@ -1,21 +1,25 @@
 """The build as a command and as a pipeline phase: pick the profile, the tree and the log folder, record the result.
 
 Inside an active sync run the build compiles the sync worktree, logs under the run's folder
-and writes ``record.results["build"]``; outside one it compiles the fork checkout and logs
+and writes ``record.results.build``; outside one it compiles the fork checkout and logs
 under ``<state>/builds/<stamp>-<profile>/``.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.record import PhaseState, RunRecord, now_iso
+from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.native.driver import BuildResult, Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
 from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
 
 
@@ -110,6 +114,7 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
             profile_name=name,
             repo=ctx.ws.repo.path,
             work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build",
+            progress=step_progress(ctx.progress),
         )
     except ToolMissingError as exc:
         return PhaseOutcome(
@@ -118,6 +123,27 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
             next_steps=(exc.fix or "install the missing tools", "then `ds4sync resume`"),
         )
     return outcome_of(result)
+
+
+def step_progress(say: Callable[[str], None], *, every_s: float = 15.0) -> Progress:
+    """A build progress callback that tells ``say`` each new step, then every ``every_s`` seconds within one.
+
+    The driver calls back on every output line; a person reading a log of progress lines needs
+    the step, how long it has run, and the last line, not every line.
+    """
+    state: dict[str, Any] = {"step": None, "start": 0.0, "said": 0.0}
+
+    def update(step: str, line: str) -> None:
+        now = time.monotonic()
+        if step != state["step"]:
+            state.update(step=step, start=now, said=now)
+            say(f"build: {step}")
+        elif now - state["said"] >= every_s:
+            state["said"] = now
+            last = f": {line.strip()[:100]}" if line.strip() else ""
+            say(f"build: {step}, {now - state['start']:.0f} s{last}")
+
+    return update
 
 
 def outcome_of(result: BuildResult) -> PhaseOutcome:
@@ -138,7 +164,7 @@ BUILD_PHASES = (Phase("build", build_phase),)
 
 
 def _record(record: RunRecord, result: BuildResult, *, started: str) -> None:
-    record.results["build"] = result.model_dump(mode="json")
+    record.results.build = result
     outcome = outcome_of(result)
     record.phases["build"] = PhaseState(
         status=outcome.status, started_at=started, finished_at=now_iso(), message=outcome.message

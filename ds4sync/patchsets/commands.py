@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,11 +30,21 @@ def list_patchsets(ws: Workspace) -> tuple[Catalogue, list[PatchSet]]:
 
 
 def history_lookup(repo: GitRepo, head: str) -> Callable[[str], bool | None]:
-    """``has(commit)``: whether ``commit`` is in ``head``'s history (None: this repository does not know it)."""
+    """``has(commit)``: whether ``commit`` is in ``head``'s history (None: this repository does not know it).
+
+    An abbreviated SHA that names several commits here counts when any of them is in the history.
+    """
 
     def has(commit: str) -> bool | None:
         found = repo.resolve_commit(commit)
-        return None if found is None else repo.is_ancestor(found, head)
+        if found is not None:
+            return repo.is_ancestor(found, head)
+        # An abbreviated SHA that is ambiguous here resolves to nothing: any candidate in the history
+        # counts (never let an ambiguous prefix turn a carried feature into not-carried).
+        candidates = repo.commits_with_prefix(commit) if re.fullmatch(r"[0-9a-fA-F]{4,39}", commit) else []
+        if not candidates:
+            return None
+        return any(repo.is_ancestor(sha, head) for sha in candidates)
 
     return has
 

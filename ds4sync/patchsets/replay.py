@@ -15,69 +15,26 @@ Both run in the sync worktree (``record.worktree``) after the merge commit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
 from ds4sync.patchsets.check import (
     CarryScope,
-    CheckReport,
     applies,
     check_tree,
     drop_evidence,
     not_carried,
     status_of,
 )
-from ds4sync.patchsets.invariants import InvariantResult, evaluate
+from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
+from ds4sync.patchsets.results import ReplayEntry, ReplayResult, VerifyResult
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
-REPLAY_SCHEMA_VERSION = 1
 TRAILER = "Patch-set"
-ReplayStatus = Literal[
-    "retained", "unconfirmed", "landed-upstream", "not-carried", "reapplied", "needs-adaptation", "adapted"
-]
-
-
-class ReplayEntry(FrozenModel):
-    """What replay did with one patch-set.
-
-    ``evidence``: upstream facts for landed-upstream; ``conflicted``/``rejects``: what a
-    person must adapt; ``invariants``: the results that decided it.
-    """
-
-    id: str
-    title: str
-    status: ReplayStatus
-    detail: str
-    commit: str | None = None
-    evidence: tuple[str, ...] = ()
-    conflicted: tuple[str, ...] = ()
-    rejects: tuple[str, ...] = ()
-    invariants: tuple[InvariantResult, ...] = ()
-
-
-class ReplayResult(FrozenModel):
-    """The replay phase's record entry; ``pending`` names the patch-set waiting for a person."""
-
-    schema_version: int = REPLAY_SCHEMA_VERSION
-    patches_dir: str
-    applicable: bool = True
-    applies_detail: str = ""
-    entries: tuple[ReplayEntry, ...] = ()
-    pending: str | None = None
-
-    def counts(self) -> dict[str, int]:
-        """Patch-sets per replay status."""
-        out: dict[str, int] = {}
-        for entry in self.entries:
-            out[entry.status] = out.get(entry.status, 0) + 1
-        return out
 
 
 def patches_dir(ctx: RunContext) -> Path:
@@ -130,7 +87,7 @@ def replay(ctx: RunContext) -> PhaseOutcome:
     if not ok:
         result = ReplayResult(patches_dir=str(folder), applicable=False, applies_detail=detail)
         return PhaseOutcome("skipped", detail, result=result)
-    prior = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    prior = ctx.record.results.replay
     entries = {e.id: e for e in prior.entries} if prior else {}
     by_id = {ps.id: ps for ps in patchsets}
     if ctx.recovering:
@@ -381,7 +338,7 @@ def verify(ctx: RunContext) -> PhaseOutcome:
     if isinstance(loaded, PhaseOutcome):
         return loaded
     catalogue, patchsets = loaded
-    replayed = ReplayResult.model_validate(ctx.record.results["replay"]) if "replay" in ctx.record.results else None
+    replayed = ctx.record.results.replay
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
     wt = ctx.worktree
     uncarried, scope = fork_carry(ctx, catalogue, patchsets)
@@ -437,25 +394,6 @@ def verify_message(counts: dict[str, int]) -> str:
         + f"; {counts['holds']} of {checked} invariants hold ({counts['violated']} violated, "
         f"{counts['advisory']} advisory, {counts['deferred']} deferred to gates)"
     )
-
-
-class VerifyResult(CheckReport):
-    """The verify phase's record entry: the check report plus its counts, and what it checked.
-
-    ``commit`` is the sync worktree's HEAD it ran on; ``dirty`` the tracked paths that differed
-    from that commit (then the check was not a check of the commit, and promote refuses it).
-    """
-
-    totals: dict[str, int] = Field(default_factory=dict)
-    commit: str | None = None
-    dirty: tuple[str, ...] = ()
-
-    @classmethod
-    def of(
-        cls, report: CheckReport, *, commit: str | None = None, dirty: list[str] | tuple[str, ...] = ()
-    ) -> VerifyResult:
-        """Wrap a check report, freezing its counts into the JSON form."""
-        return cls(**report.model_dump(), totals=report.counts(), commit=commit, dirty=tuple(dirty))
 
 
 PATCHSET_PHASES = (Phase("replay", replay), Phase("verify", verify))

@@ -13,43 +13,14 @@ stops the phase for a person.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from ds4sync.core.model import FrozenModel
-from ds4sync.core.record import RecordStore, RunRecord, now_iso
+from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
-from ds4sync.publish.duplicates import DuplicateCheck, check_duplicates
+from ds4sync.publish.duplicates import check_duplicates
 from ds4sync.publish.forge import Forge, ForgeError, ForgeUnavailable, PullExists, forge_token
+from ds4sync.publish.results import PublishResult
 from ds4sync.publish.settings import TOKEN_ENV, PublishConfig
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
-
-PublishStatus = Literal["published", "refused", "unavailable", "push-rejected", "no-token"]
-
-
-class PublishResult(FrozenModel):
-    """What publishing did: the push, the duplicate-work check, the PR and how it was touched.
-
-    ``action`` is ``opened`` (a new draft PR) or ``updated`` (the sync's open PR got the new
-    description and a comment); ``waits_s`` are the forge's rate-limit/5xx waits taken, in seconds.
-    """
-
-    status: PublishStatus
-    message: str = ""
-    repo: str
-    remote: str
-    head_branch: str
-    base: str
-    pushed_sha: str | None = None
-    previous_remote_sha: str | None = None
-    duplicate_check: DuplicateCheck | None = None
-    pr_number: int | None = None
-    pr_url: str | None = None
-    action: Literal["opened", "updated"] | None = None
-    labels: tuple[str, ...] = ()
-    comment_url: str | None = None
-    compared_with: str | None = None
-    published_at: str | None = None
-    waits_s: tuple[float, ...] = ()
 
 
 def head_branch_name(config: PublishConfig, record: RunRecord) -> str:
@@ -60,7 +31,7 @@ def head_branch_name(config: PublishConfig, record: RunRecord) -> str:
 
 
 def run_publish_phase(ctx: RunContext) -> PhaseOutcome:
-    """Push, check for duplicate work, open or update the draft PR; record it all in ``results["publish"]``."""
+    """Push, check for duplicate work, open or update the draft PR; record it all in ``results.publish``."""
     config = ctx.ws.config.publish
     if config is None:
         return PhaseOutcome("skipped", "no publish: section in ds4sync.yaml; nothing pushed")
@@ -182,13 +153,26 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
 
 
 def _ours_or_ancestor(ctx: RunContext, remote_sha: str, local: str) -> bool:
-    pushed = {
-        (r.get("publish") or {}).get("pushed_sha")
-        for r in (ctx.ws.store.load(i).results for i in ctx.ws.store.run_ids())
-    }
+    pushed = {r.publish.pushed_sha for r in (ctx.ws.store.load(i).results for i in ctx.ws.store.run_ids()) if r.publish}
     if remote_sha in pushed:
         return True
     return ctx.ws.repo.resolve_commit(remote_sha) is not None and ctx.ws.repo.is_ancestor(remote_sha, local)
+
+
+def as_published(record: RunRecord) -> RunRecord:
+    """The record as it stands once this phase is done: what the PR text and its comment describe.
+
+    The description is rendered while the publish phase still runs; the PR it becomes is that
+    phase's result, so it is rendered with publish done and the run's status the runner will give.
+    """
+    from ds4sync.core.record import PhaseState
+
+    final = record.model_copy(deep=True)
+    state = final.phases.get("publish") or PhaseState()
+    final.phases["publish"] = state.model_copy(update={"status": "done", "finished_at": now_iso(), "pid": None})
+    if all(p.status in ("done", "skipped") for p in final.phases.values()):
+        final.status = "done"
+    return final
 
 
 def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
@@ -196,14 +180,15 @@ def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
     from ds4sync.report.files import templates_dir
     from ds4sync.report.render import render_report
 
-    record = ctx.record
+    record = as_published(ctx.record)
     view = build_view(record.model_dump(mode="json"), public=config.public)
     body = render_report(record, templates_dir=templates_dir(ctx.ws.profile), fmt="md", public=config.public)
     return redact_secrets(view.title), body
 
 
 def _update_comment(ctx: RunContext, result: PublishResult, previous: str | None) -> str:
-    from ds4sync.report.files import compare_text
+    from ds4sync.report.files import templates_dir
+    from ds4sync.report.render import render_compare
 
     head = f"Pushed {result.pushed_sha[:12] if result.pushed_sha else '?'} to `{result.head_branch}`"
     if result.previous_remote_sha:
@@ -211,11 +196,10 @@ def _update_comment(ctx: RunContext, result: PublishResult, previous: str | None
     head += f"; run {ctx.record.run_id}."
     if previous is None:
         return head + "\n\nNo earlier ds4sync run published to this PR, so there is nothing to compare with.\n"
-    compared = compare_text(
-        ctx.ws.store,
-        ctx.ws.profile,
-        previous,
-        ctx.record.run_id,
+    compared = render_compare(
+        ctx.ws.store.load(previous),
+        as_published(ctx.record),
+        templates_dir=templates_dir(ctx.ws.profile),
         public=bool(ctx.ws.config.publish and ctx.ws.config.publish.public),
     )
     return f"{head}\n\nWhat changed since the last push (run {previous}):\n\n{compared}"
@@ -225,21 +209,21 @@ def _last_published(store: RecordStore, record: RunRecord, number: int) -> str |
     for run_id in reversed(store.run_ids()):
         if run_id == record.run_id:
             continue
-        publish = store.load(run_id).results.get("publish") or {}
-        if publish.get("pr_number") == number and publish.get("status") == "published":
+        publish = store.load(run_id).results.publish
+        if publish is not None and publish.pr_number == number and publish.status == "published":
             return run_id
     return None
 
 
 def _save(ctx: RunContext, result: PublishResult) -> None:
-    ctx.record.results["publish"] = result.model_dump(mode="json")
+    ctx.record.results.publish = result
     ctx.ws.store.save(ctx.record)
 
 
 def _rewrite_report(ctx: RunContext) -> None:
     from ds4sync.report.files import write_report
 
-    write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+    write_report(ctx.ws.store, as_published(ctx.record), ctx.ws.profile)
 
 
 def _stop(ctx: RunContext, result: PublishResult, message: str, fix: str) -> PhaseOutcome:

@@ -118,6 +118,8 @@ def merge_view(data: Any) -> MergeView | None:
             kind=as_str(c.get("kind")) or "content",
             resolution=as_str(c.get("resolution")) or "unresolved",
             rule=as_str(c.get("rule")) or None,
+            stored_as=as_str(c.get("stored_as")) or None,
+            store_entry=as_str(c.get("store_entry")) or None,
         )
         for c in as_list(data.get("conflicts"))
         if isinstance(c, Mapping)
@@ -157,7 +159,8 @@ def integration_view(merge: MergeView | None, results: Mapping[str, Any]) -> Int
     return IntegrationView(
         rules=tuple(RuleUse(rule=r, paths=tuple(p)) for r, p in rules.items()),
         recorded=tuple(c.path for c in conflicts if c.resolution == "recorded"),
-        person=tuple(c.path for c in conflicts if c.resolution == "person"),
+        person=tuple(c.path for c in conflicts if c.resolution == "person" and c.stored_as),
+        person_unrecorded=tuple(c.path for c in conflicts if c.resolution == "person" and not c.stored_as),
         unresolved=tuple(c.path for c in conflicts if c.resolution == "unresolved"),
         patchsets=patchsets,
         patchset_tally=tally(p.status for p in patchsets),

@@ -11,7 +11,7 @@ from pathlib import Path
 from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
-from ds4sync.core.record import RecordStore, RunRecord
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report.render import Format, Kind, render_report
 
 REPORT_TEMPLATE = "pr.md.j2"

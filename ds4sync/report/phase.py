@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from ds4sync.record import ReportResult
 from ds4sync.report.files import write_report
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 
 def report(ctx: RunContext) -> PhaseOutcome:
-    """Render ``report.md`` and ``summary.json`` next to the run record (secrets redacted)."""
-    path = write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+    """Render ``report.md`` and ``summary.json`` next to the run record (secrets redacted).
+
+    The report is the last phase, so it renders the run as it ends: ``done`` once every other
+    phase is done or skipped (the record still says ``running`` while this phase runs).
+    """
+    record = ctx.record
+    others = [state.status for name, state in record.phases.items() if name != "report"]
+    if all(status in ("done", "skipped") for status in others):
+        record = record.model_copy(update={"status": "done"})
+    path = write_report(ctx.ws.store, record, ctx.ws.profile)
     return PhaseOutcome(
-        "done", f"report written to {path}", result={"path": str(path), "summary": str(path.with_name("summary.json"))}
+        "done",
+        f"report written to {path}",
+        result=ReportResult(path=str(path), summary=str(path.with_name("summary.json"))),
     )
 
 

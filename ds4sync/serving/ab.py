@@ -1,4 +1,4 @@
-"""A/B runs: interleaved measurements of a baseline and a candidate, judged per metric.
+"""A/B runs: a baseline and a candidate measured alike, in randomised order, judged per metric.
 
 A side is one of:
 
@@ -7,86 +7,167 @@ A side is one of:
   ``{"samples": {"metric": [v1, v2, ...]}}``; pairs are taken in file/sample order;
 - a live server: a base URL to attach to, or a serving config (YAML) whose command starts it.
 
-Live sides are measured in reverse-interleaved order (A B B A ...); a side's server is started
-when its turn comes and stopped when the other side's turn comes, so one GPU is enough.
+Both sides must be of one kind: both recorded, both attached, or both started by ds4sync (a warm
+attached server against a cold started one measures the start, not the build; mixing is refused).
+Live runs are fair by construction:
+
+- order: randomised balanced blocks (``A B B A`` / ``B A A B``, seed recorded; see ``abstats``);
+- warm-up: every server gets ``warmup_runs`` unmeasured runs of the rows after it became ready
+  (attached: before the first measured run), and every row its own ``--num-warmups`` requests;
+- prefix cache: every measured run draws its prompts with its own seed, and asks the server's
+  ``/reset_prefix_cache`` first (where the server has it);
+- load: the same bench rows, the same seeds' shapes, on both sides;
+- started servers: ``servers: alternate`` restarts the side's server for every run (one GPU is
+  enough; each run follows a fresh start and its warm-up), ``servers: both`` starts both once, on
+  their own ports, and keeps both warm.
+
+A run that loses requests (completed < prompts, or the bench failed) is a regression of that side,
+never a usage error. Every result names its pairs, order, seed and intervals.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
+from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.serving import bench
 from ds4sync.serving.abstats import (
+    CONFIDENCE,
+    METHOD,
+    MIN_PAIRS,
     MetricComparison,
     MetricRule,
+    Side,
     Verdict,
     compare_metric,
-    interleaved_schedule,
+    family_confidence,
     overall_verdict,
     rules_for,
+    schedule,
 )
-from ds4sync.serving.config import BenchConfig, BenchRow, ServerConfig, ServingConfig
-from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
+from ds4sync.serving.config import (
+    BENCH_KEYS,
+    ROW_EXTRA_KEYS,
+    BenchConfig,
+    BenchRow,
+    ServerConfig,
+    ServingConfig,
+)
+from ds4sync.serving.server import ServerHandle, attach, start_server, stop_server, wait_ready
 
 Samples = dict[str, list[float]]
 Measure = Callable[[str, int], dict[str, float]]
-BENCH_KEYS = {"output_throughput": "tok/s", "median_tpot_ms": "ms", "median_ttft_ms": "ms"}
+Mode = Literal["recorded", "attached", "started-alternate", "started-both"]
+ServersPolicy = Literal["alternate", "both"]
+JUDGED_BY_DEFAULT = ("output_throughput", "median_tpot_ms", "median_ttft_ms")
+LOST = "lost_requests"
 DEFAULT_ROW = BenchRow(name="decode", input_len=128, output_len=128, num_prompts=8, concurrency=1)
 
 
-class ABResult(FrozenModel):
-    """An A/B comparison: one row per metric, an overall verdict, and how it was measured."""
+class StepRecord(FrozenModel):
+    """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values."""
 
-    schema_version: int = 1
+    step: int
+    side: Side
+    seed: int | None = None
+    prefix_cache: str | None = None
+    boot_s: float | None = None
+    ok: bool = True
+    detail: str = ""
+    values: dict[str, float] = Field(default_factory=dict)
+
+
+class ABResult(FrozenModel):
+    """An A/B comparison: one row per judged metric, an overall verdict, and how it was measured.
+
+    ``confidence`` is the family-wise level of the whole verdict; each row's interval is at
+    ``row.confidence`` (Bonferroni over the judged metrics). ``lost`` counts requests each side
+    lost; ``reported`` holds unjudged metrics' rows.
+    """
+
+    schema_version: int = 2
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     baseline: str
     candidate: str
+    mode: Mode = "recorded"
     pairs: int
     order: tuple[str, ...] = ()
+    seed: int | None = None
+    confidence: float = CONFIDENCE
+    min_pairs: int = MIN_PAIRS
+    method: str = METHOD
     verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    lost: dict[str, float] = Field(default_factory=dict)
     rows: tuple[MetricComparison, ...]
-    notes: tuple[str, ...] = Field(default=())
+    reported: tuple[MetricComparison, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    notes: tuple[str, ...] = ()
 
-    def brief(self) -> list[dict[str, object]]:
-        """``ds4sync ab --json`` rows: metric, medians, delta and 95 % CI in percent, verdict."""
-        return [row.brief() for row in self.rows]
+    def brief(self) -> dict[str, Any]:
+        """``ds4sync ab --json``: the overall verdict, pairs, order, seed, levels and every judged row."""
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "mode": self.mode,
+            "pairs": self.pairs,
+            "order": list(self.order),
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "min_pairs": self.min_pairs,
+            "method": self.method,
+            "lost": self.lost,
+            "rows": [row.brief() for row in self.rows],
+            "notes": list(self.notes),
+        }
 
     def lines(self) -> list[str]:
-        """Report lines, one per metric."""
+        """Report lines, one per judged metric."""
         return [row.line() for row in self.rows]
+
+    def summary(self) -> str:
+        """``verdict: regression (6 pairs, 99% family-wise; candidate lost 2 of 16 requests)``."""
+        why = "; ".join(self.reasons)
+        return (
+            f"verdict: {self.verdict} ({self.pairs} pairs, {100 * self.confidence:g}% family-wise over "
+            f"{len(self.rows)} metric(s), {self.mode}" + (f"; {why}" if why else "") + ")"
+        )
 
 
 def measurement_from_json(data: Any) -> dict[str, float]:
     """One measurement (metric -> value) from a bench result, a serving result, or a run record.
 
-    Bench rows become ``<row>.output_throughput`` (tok/s), ``<row>.median_tpot_ms``,
-    ``<row>.median_ttft_ms``; a serving result also gives ``kv_cache_tokens``.
+    Bench rows become ``<row>.<key>`` for every kept bench key; a bench file alone gives bare keys;
+    a serving result also gives ``kv_cache_tokens``.
     """
     if not isinstance(data, dict):
         return {}
     if "results" in data and isinstance(data["results"], dict):  # a run record
         return measurement_from_json(data["results"].get("serving"))
     if "completed" in data and "output_throughput" in data:  # one bench --save-result file
-        return {k: float(data[k]) for k in BENCH_KEYS if isinstance(data.get(k), int | float)}
+        return bench.row_values(data, None, num_prompts=int(data.get("num_prompts") or 0))
     out: dict[str, float] = {}
     for probe in data.get("probes") or ():
         if probe.get("name") == "kv_capacity" and probe.get("value") is not None:
             out["kv_cache_tokens"] = float(probe["value"])
         for row in (probe.get("details") or {}).get("rows") or ():
-            out.update(
-                {f"{row['name']}.{k}": float(v) for k, v in (row.get("metrics") or {}).items() if k in BENCH_KEYS}
-            )
+            out.update({f"{row['name']}.{k}": float(v) for k, v in (row.get("metrics") or {}).items()})
     return out
 
 
 def load_recorded(paths: Sequence[Path]) -> Samples:
-    """Samples from recorded JSON files (see the module doc); metrics missing from a file are dropped.
+    """Samples from recorded JSON files (see the module doc).
 
     Raises:
         ConfigError: a file is unreadable or holds nothing measurable.
@@ -112,20 +193,57 @@ def load_recorded(paths: Sequence[Path]) -> Samples:
     return samples
 
 
+def unit_of(metric: str) -> str:
+    """The unit of a metric key (``d.p99_ttft_ms`` -> ms)."""
+    key = metric.rsplit(".", 1)[-1]
+    return BENCH_KEYS.get(key) or ROW_EXTRA_KEYS.get(key) or ("tokens" if key == "kv_cache_tokens" else "")
+
+
+def judged_metrics(measured: Sequence[str], rules: Mapping[str, MetricRule]) -> list[str]:
+    """The metrics a verdict is made of: those of ``rules``, else each row's throughput, median TPOT and TTFT
+    (else every measured metric).
+
+    Raises:
+        ConfigError: a rule names a metric that was not measured (a misspelt key is never ignored).
+    """
+    if rules:
+        unknown = sorted(k for k in rules if k not in measured)
+        if unknown:
+            raise ConfigError(
+                f"ab_metrics names metric(s) that were not measured: {', '.join(unknown)} "
+                f"(measured: {', '.join(sorted(measured))})",
+                where="serving.ab_metrics",
+                fix="use the measured names, e.g. <row>.output_throughput or <row>.p99_ttft_ms",
+            )
+        return [m for m in measured if m in rules]
+    default = [m for m in measured if m.rsplit(".", 1)[-1] in JUDGED_BY_DEFAULT]
+    return default or [m for m in measured if m.rsplit(".", 1)[-1] != LOST]
+
+
 def compare_samples(
     baseline: Samples,
     candidate: Samples,
     rules: Mapping[str, MetricRule],
     *,
     labels: tuple[str, str],
+    confidence: float = CONFIDENCE,
+    min_pairs: int = MIN_PAIRS,
+    mode: Mode = "recorded",
     notes: Sequence[str] = (),
     order: Sequence[str] = (),
-    units: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    steps: Sequence[StepRecord] = (),
+    strict_pairs: bool = True,
 ) -> ABResult:
-    """Judge every metric both sides have; pairs are (baseline[i], candidate[i]).
+    """Judge the metrics both sides have; pairs are (baseline[i], candidate[i]).
+
+    Lost requests (``*.lost_requests``) are not a statistic: a candidate that lost more requests
+    than the baseline is a regression, whatever the rest says; a baseline that lost requests
+    makes the comparison inconclusive at best.
 
     Raises:
-        ConfigError: no metric in common, or different numbers of samples for a metric.
+        ConfigError: no metric in common, ``rules`` naming an unmeasured metric, or (``strict_pairs``,
+            recorded files) different numbers of samples for a metric.
     """
     common = [m for m in baseline if m in candidate]
     if not common:
@@ -133,90 +251,244 @@ def compare_samples(
             f"baseline and candidate share no metric (baseline: {sorted(baseline)}, candidate: {sorted(candidate)})",
             where=f"{labels[0]} vs {labels[1]}",
         )
-    judged = rules_for(common, rules)
-    rows = []
-    for metric in common:
+    stats = [m for m in common if m.rsplit(".", 1)[-1] != LOST]
+    judged = judged_metrics(stats, rules)
+    level = family_confidence(confidence, len(judged))
+    rule_of = rules_for(stats, rules)
+    rows: list[MetricComparison] = []
+    reported: list[MetricComparison] = []
+    for metric in stats:
         a, b = baseline[metric], candidate[metric]
         if len(a) != len(b):
-            raise ConfigError(
-                f"{metric}: {len(a)} baseline vs {len(b)} candidate measurements; pairs need both",
-                where=f"{labels[0]} vs {labels[1]}",
-                fix="give the same number of runs per side",
-            )
-        unit = (units or {}).get(metric) or next((u for k, u in BENCH_KEYS.items() if metric.endswith(k)), "")
-        rows.append(compare_metric(metric, a, b, judged[metric], unit=unit))
+            if strict_pairs:
+                raise ConfigError(
+                    f"{metric}: {len(a)} baseline vs {len(b)} candidate measurements; pairs need both",
+                    where=f"{labels[0]} vs {labels[1]}",
+                    fix="give the same number of runs per side",
+                )
+            a, b = a[: min(len(a), len(b))], b[: min(len(a), len(b))]
+        if not a:
+            continue
+        row = compare_metric(metric, a, b, rule_of[metric], unit=unit_of(metric), confidence=level, min_pairs=min_pairs)
+        (rows if metric in judged else reported).append(row)
+    lost = {
+        "baseline": sum(v for m, vs in baseline.items() if m.endswith(LOST) for v in vs),
+        "candidate": sum(v for m, vs in candidate.items() if m.endswith(LOST) for v in vs),
+    }
+    verdict = overall_verdict(rows) if rows else "inconclusive"
+    reasons = [f"{r.metric}: {r.verdict}" for r in rows if r.verdict in ("regression", "improvement")]
+    if lost["candidate"] > lost["baseline"]:
+        verdict = "regression"
+        reasons.insert(0, f"candidate lost {lost['candidate']:g} request(s) (baseline {lost['baseline']:g})")
+    elif lost["baseline"] > 0:
+        reasons.insert(0, f"baseline lost {lost['baseline']:g} request(s); the comparison is not trustworthy")
+        verdict = "regression" if verdict == "regression" else "inconclusive"
+    if not rows:
+        reasons.append("no metric could be paired")
+    pairs = max((r.pairs for r in rows), default=0)
+    if 0 < pairs < min_pairs:
+        reasons.append(f"{pairs} pair(s) is below the minimum of {min_pairs}: inconclusive by rule")
     return ABResult(
         baseline=labels[0],
         candidate=labels[1],
-        pairs=min(len(r.baseline) for r in rows),
+        mode=mode,
+        pairs=pairs,
         order=tuple(order),
-        verdict=overall_verdict(rows),
+        seed=seed,
+        confidence=confidence,
+        min_pairs=min_pairs,
+        verdict=verdict,
+        reasons=tuple(reasons),
+        lost=lost,
         rows=tuple(rows),
+        reported=tuple(reported),
+        steps=tuple(steps),
         notes=tuple(notes),
     )
 
 
-def run_interleaved(pairs: int, measure: Measure) -> tuple[Samples, Samples, list[str]]:
-    """Call ``measure(side, step)`` in reverse-interleaved order; returns (baseline, candidate, order)."""
+def run_schedule(
+    order: Sequence[Side], measure: Measure, *, describe: Callable[[int], dict[str, Any]] | None = None
+) -> tuple[Samples, Samples, list[StepRecord]]:
+    """Call ``measure(side, step)`` in ``order``; the k-th A and k-th B runs form pair k.
+
+    ``describe(step)`` adds what the measurer knows of a run (seed, prefix-cache handling, boot time).
+    A metric missing from one run of a pair (a failed run) leaves that pair out of that metric.
+    """
+    steps = []
+    for step, side in enumerate(order):
+        values = measure(side, step)
+        steps.append(StepRecord(step=step, side=side, values=values, **(describe(step) if describe else {})))
+    return (*samples_from_steps(steps), steps)
+
+
+def samples_from_steps(steps: Sequence[StepRecord]) -> tuple[Samples, Samples]:
+    """Per-metric paired samples from measured runs: pair k is the k-th A run and the k-th B run."""
+    a_runs = [s for s in steps if s.side == "A"]
+    b_runs = [s for s in steps if s.side == "B"]
     base: Samples = {}
     cand: Samples = {}
-    order = interleaved_schedule(pairs)
-    for step, side in enumerate(order):
-        target = base if side == "A" else cand
-        for metric, value in measure(side, step).items():
-            target.setdefault(metric, []).append(value)
-    return base, cand, list(order)
+    for ra, rb in zip(a_runs, b_runs, strict=False):
+        for metric in ra.values.keys() | rb.values.keys():
+            if metric.endswith(LOST):
+                base.setdefault(metric, []).append(ra.values.get(metric, 0.0))
+                cand.setdefault(metric, []).append(rb.values.get(metric, 0.0))
+            elif metric in ra.values and metric in rb.values:
+                base.setdefault(metric, []).append(ra.values[metric])
+                cand.setdefault(metric, []).append(rb.values[metric])
+    return base, cand
 
 
 class LiveSides:
-    """Two live servers measured with bench rows; at most one started server runs at a time.
+    """Two live servers measured with the same bench rows, alike (see the module doc).
 
-    ``sides`` maps ``A``/``B`` to a :class:`ServerConfig`; ``out_dir`` receives server logs and
-    bench results per step.
+    ``sides`` maps ``A``/``B`` to a :class:`ServerConfig` (both attached or both started);
+    ``out_dir`` receives server logs and bench results per step; ``seed`` makes each run's prompt
+    seed (``seed * 1000 + step``).
     """
 
-    def __init__(self, sides: Mapping[str, ServerConfig], bench_config: BenchConfig, *, out_dir: Path) -> None:
-        self.sides = sides
+    def __init__(
+        self,
+        sides: Mapping[str, ServerConfig],
+        bench_config: BenchConfig,
+        *,
+        out_dir: Path,
+        servers: ServersPolicy = "alternate",
+        warmup_runs: int = 1,
+        seed: int = 0,
+        registry: ChildRegistry | None = None,
+        progress: Callable[[str], None] = lambda _m: None,
+    ) -> None:
+        kinds = {name: cfg.command is not None for name, cfg in sides.items()}
+        if len(set(kinds.values())) != 1:
+            raise ConfigError(
+                "one side is a running server (URL) and the other one ds4sync would start: a warm server against "
+                "a cold one measures the start, not the build",
+                where=" vs ".join(c.url for c in sides.values()),
+                fix="give both sides as URLs (both attached) or both as serving configs (both started by ds4sync)",
+            )
+        self.started = next(iter(kinds.values()))
+        self.servers = servers
+        self.sides = dict(sides)
+        if self.started and servers == "both" and sides["A"].url == sides["B"].url:
+            self.sides["B"] = _other_port(sides["B"])
         self.bench = bench_config
         self.rows = bench_config.rows or (DEFAULT_ROW,)
         self.out_dir = out_dir
-        self._running: tuple[str, ServerHandle] | None = None
+        self.warmup_runs = warmup_runs
+        self.seed = seed
+        self.registry = registry
+        self.progress = progress
+        self._running: dict[str, ServerHandle] = {}
+        self._warm: set[str] = set()
+        self.boot_s: dict[int, float] = {}
+        self.step_info: dict[int, dict[str, Any]] = {}
 
-    def _server(self, side: str) -> ServerHandle:
-        if self._running and self._running[0] == side:
-            return self._running[1]
-        self.close()
+    @property
+    def mode(self) -> Mode:
+        """How the sides were run."""
+        if not self.started:
+            return "attached"
+        return "started-both" if self.servers == "both" else "started-alternate"
+
+    def _start(self, side: str, step: int) -> ServerHandle:
         config = self.sides[side]
         log = self.out_dir / f"server-{side}.log"
-        handle = start_server(config, log_path=log) if config.command else ServerHandle(config=config)
-        self._running = (side, handle)
-        wait_ready(handle)
+        self.progress(f"starting side {side}: {' '.join(config.argv())}")
+        handle = start_server(config, log_path=log, registry=self.registry)
+        self._running[side] = handle
+        wait_ready(handle, progress=self.progress)
+        if handle.ready_s is not None:
+            self.boot_s[step] = handle.ready_s
         return handle
 
-    def measure(self, side: str, step: int) -> dict[str, float]:
-        """One measurement of ``side``: every bench row's tok/s, TPOT and TTFT medians.
+    def server(self, side: str, step: int) -> ServerHandle:
+        """The ready server of ``side`` for run ``step`` (started, restarted or attached per the policy)."""
+        if not self.started:
+            handle = self._running.get(side) or attach(self.sides[side])
+            if side not in self._running:
+                wait_ready(handle, progress=self.progress)
+                self._running[side] = handle
+            return handle
+        if self.servers == "alternate":
+            self.close()
+            self._warm.clear()
+            return self._start(side, step)
+        if not self._running:
+            for name in ("A", "B"):
+                self._start(name, step)
+        return self._running[side]
+
+    def handle(self, side: str) -> ServerHandle:
+        """The running server of ``side`` (after :meth:`measure` of that side).
 
         Raises:
-            ConfigError: a bench row failed (a comparison with a broken side means nothing).
+            KeyError: no server of that side runs.
         """
-        handle = self._server(side)
+        return self._running[side]
+
+    def _warm_up(self, side: str, handle: ServerHandle, step: int) -> None:
+        if side in self._warm or self.warmup_runs <= 0:
+            return
+        with handle.client() as client:
+            for i in range(self.warmup_runs):
+                for row in self.rows:
+                    bench.run_row(
+                        self.bench,
+                        row,
+                        client=client,
+                        out_dir=self.out_dir / f"warmup-{side}-{step:02d}-{i}",
+                        seed=(self.seed * 1000 + 900 + step) * 10 + i,
+                    )
+        self._warm.add(side)
+
+    def measure(self, side: str, step: int) -> dict[str, float]:
+        """One measured run of ``side``: every bench row's values (``<row>.<key>``), lost requests included.
+
+        A failed row counts all its prompts as lost; it never raises for a broken side.
+        """
+        handle = self.server(side, step)
+        self._warm_up(side, handle, step)
         out: dict[str, float] = {}
+        details: list[str] = []
+        info: dict[str, Any] = {"seed": self.seed * 1000 + step, "ok": True}
         with handle.client() as client:
             for row in self.rows:
-                res = bench.run_row(self.bench, row, client=client, out_dir=self.out_dir / f"step{step:02d}-{side}")
-                if not res.ok:
-                    raise ConfigError(
-                        f"bench row {row.name} failed on side {side}: {res.detail}",
-                        where=res.log_path or str(self.out_dir),
-                    )
-                out.update({f"{row.name}.{k}": res.metrics[k] for k in BENCH_KEYS if k in res.metrics})
+                res = bench.run_row(
+                    self.bench, row, client=client, out_dir=self.out_dir / f"step{step:02d}-{side}", seed=info["seed"]
+                )
+                values = dict(res.metrics)
+                if not res.ok and not values:
+                    values = {LOST: float(row.num_prompts)}
+                info["ok"] = info["ok"] and res.ok
+                info["prefix_cache"] = res.prefix_cache
+                details.append(f"{row.name}: {res.detail[:300]}")
+                self.progress(f"step {step} side {side} {row.name}: {res.detail[:160]}")
+                out.update({f"{row.name}.{k}": v for k, v in values.items()})
+        if step in self.boot_s:
+            out["boot_s"] = self.boot_s[step]
+            info["boot_s"] = self.boot_s[step]
+        self.step_info[step] = {**info, "detail": "; ".join(details)}
         return out
 
+    def describe(self, step: int) -> dict[str, Any]:
+        """What is known of measured run ``step``: seed, prefix-cache handling, boot time, ok and detail."""
+        return self.step_info.get(step, {})
+
     def close(self) -> None:
-        """Stop the started server, if any."""
-        if self._running:
-            stop_server(self._running[1])
-            self._running = None
+        """Stop every server ds4sync started."""
+        for handle in self._running.values():
+            stop_server(handle)
+        self._running.clear()
+
+
+def _other_port(config: ServerConfig) -> ServerConfig:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((config.host, 0))
+        port = int(sock.getsockname()[1])
+    return config.model_copy(update={"port": port})
 
 
 def side_config(spec: str, *, model: str | None) -> ServerConfig | None:
@@ -232,20 +504,32 @@ def side_config(spec: str, *, model: str | None) -> ServerConfig | None:
     return None
 
 
+def new_seed() -> int:
+    """A fresh schedule/prompt seed (recorded in the result, so a run can be repeated)."""
+    return random.SystemRandom().randrange(1, 2**31)
+
+
 def run_ab(
     baseline: Sequence[str],
     candidate: Sequence[str],
     *,
-    pairs: int = 5,
+    pairs: int = 6,
     out_dir: Path,
     bench_config: BenchConfig | None = None,
     rules: Mapping[str, MetricRule] | None = None,
     model: str | None = None,
+    confidence: float = CONFIDENCE,
+    min_pairs: int = MIN_PAIRS,
+    seed: int | None = None,
+    servers: ServersPolicy = "alternate",
+    warmup_runs: int = 1,
+    registry: ChildRegistry | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
 ) -> ABResult:
     """Compare two sides given as recorded JSON files, URLs or serving-config YAMLs (see the module doc).
 
     Raises:
-        ConfigError: sides of different types, unreadable files, no common metric, a failed bench row.
+        ConfigError: sides of different kinds, unreadable files, no common metric, an unknown ab_metrics key.
     """
     live = [
         side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
@@ -257,13 +541,30 @@ def run_ab(
             load_recorded([Path(p) for p in candidate]),
             rules or {},
             labels=labels,
+            confidence=confidence,
+            min_pairs=min_pairs,
             notes=("recorded measurements, paired in file order",),
         )
     if any(c is None for c in live):
-        raise ConfigError("both sides must be recorded files, or both live servers", where=" vs ".join(labels))
-    sides = LiveSides({"A": live[0], "B": live[1]}, bench_config or BenchConfig(), out_dir=out_dir)  # type: ignore[dict-item]
+        raise ConfigError(
+            "both sides must be recorded files, or both live servers",
+            where=" vs ".join(labels),
+            fix="give each side as JSON file(s), or each as one URL or serving-config YAML",
+        )
+    seed = new_seed() if seed is None else seed
+    sides = LiveSides(
+        {"A": live[0], "B": live[1]},  # type: ignore[dict-item]
+        bench_config or BenchConfig(),
+        out_dir=out_dir,
+        servers=servers,
+        warmup_runs=warmup_runs,
+        seed=seed,
+        registry=registry,
+        progress=progress,
+    )
+    order = schedule(pairs, seed=seed)
     try:
-        base, cand, order = run_interleaved(pairs, sides.measure)
+        base, cand, steps = run_schedule(order, sides.measure, describe=sides.describe)
     finally:
         sides.close()
     return compare_samples(
@@ -271,6 +572,16 @@ def run_ab(
         cand,
         rules or {},
         labels=labels,
+        confidence=confidence,
+        min_pairs=min_pairs,
+        mode=sides.mode,
         order=order,
-        notes=(f"{pairs} pairs, reverse-interleaved order {' '.join(order)}",),
+        seed=seed,
+        steps=steps,
+        strict_pairs=False,
+        notes=(
+            f"{pairs} pairs in randomised ABBA/BAAB blocks (seed {seed}): {' '.join(order)}",
+            f"{warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
+            "requests per row; each run's prompts from their own seed, prefix cache reset where the server allows",
+        ),
     )

@@ -1,20 +1,22 @@
-"""A/B statistics: interleaved schedules, paired deltas, bootstrap intervals and verdicts.
+"""A/B statistics: a randomised balanced schedule, paired log-ratio deltas, a t interval, verdicts.
 
-Measurements come in pairs taken in reverse-interleaved order (A B, B A, A B, ...), so a
-linear drift of the machine (warm-up, clocks, thermal state) cancels over each two pairs.
-Each pair gives one relative delta ``(candidate - baseline) / baseline`` in percent; the
-interval is a bootstrap over pairs of the mean delta.
+Schedule: pairs come in blocks of two, each block ``A B B A`` or ``B A A B`` chosen by a seeded
+coin (recorded), so a linear drift of the machine (warm-up, clocks, thermal state) cancels within
+each block and neither side is always first.
 
-With few pairs the plain percentile bootstrap is too narrow (its 95 % interval covers the
-truth far less than 95 % of the time at n = 5), so the interval is Hesterberg's *expanded*
-percentile bootstrap: the tail probability is widened by ``sqrt(n / (n - 1)) * t_{n-1}``
-(T. Hesterberg, "What Teachers Should Know About the Bootstrap", The American
-Statistician 69(4), 2015, section 5.1). ``benchmarks/bench_ab_stats.py`` measures what
-that buys in false alarms and misses.
+Interval: each pair gives ``d = ln(candidate / baseline)``; the interval of the mean of ``d`` is
+Student's t with ``n - 1`` degrees of freedom, reported in percent as ``100 * (exp(x) - 1)``.
+Under "no difference", with randomised order, ``d`` is symmetric around 0, which is where the t
+interval keeps its coverage even at 3 pairs (the percentile bootstrap does not: at 3 pairs its
+"95 %" interval is about the min-max of the deltas). When several metrics are judged together the
+level is Bonferroni-adjusted (``1 - (1 - confidence) / m`` each), so the whole verdict's false-alarm
+rate stays at most ``1 - confidence``. Fewer than ``min_pairs`` pairs: inconclusive by rule.
+``benchmarks/bench_ab_stats.py`` measures false alarms and misses.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -28,42 +30,15 @@ from ds4sync.core.model import FrozenModel
 Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
 Direction = Literal["higher", "lower"]
 Side = Literal["A", "B"]
-IntervalMethod = Literal["expanded", "percentile"]
-Estimator = Literal["mean", "trimmed"]
+MIN_PAIRS = 3
+CONFIDENCE = 0.99
+METHOD = "paired t on log ratios"
+LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
 
-# Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom.
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
+
+def metric_direction(key: str) -> Direction:
+    """Which way is better for a bench or row key: latencies, losses and queues lower, throughputs higher."""
+    return "lower" if any(part in key for part in LOWER_IS_BETTER) else "higher"
 
 
 class MetricRule(FrozenModel):
@@ -79,7 +54,9 @@ class MetricRule(FrozenModel):
 class MetricComparison(FrozenModel):
     """The A/B verdict of one metric; the JSON shape of ``ds4sync ab --json`` rows.
 
-    Percentages are of the baseline; the interval is of the mean paired delta.
+    Percentages are of the baseline. ``mean_delta_pct`` is the geometric mean of the per-pair
+    ratios minus 1; the interval is of that, at ``confidence`` (already adjusted for the number
+    of metrics judged together). ``reason`` says why the verdict is what it is.
     """
 
     metric: str
@@ -90,10 +67,13 @@ class MetricComparison(FrozenModel):
     baseline_median: float
     candidate_median: float
     delta_pct: float = Field(description="candidate median vs baseline median, percent")
-    mean_delta_pct: float = Field(description="mean of the per-pair relative deltas, percent")
+    mean_delta_pct: float = Field(description="geometric mean of the per-pair ratios, percent")
     ci_low_pct: float
     ci_high_pct: float
+    confidence: float = CONFIDENCE
+    method: str = METHOD
     verdict: Verdict
+    reason: str = ""
     baseline: tuple[float, ...] = ()
     candidate: tuple[float, ...] = ()
 
@@ -103,106 +83,95 @@ class MetricComparison(FrozenModel):
             k: getattr(self, k)
             for k in (
                 "metric",
+                "unit",
+                "direction",
+                "pairs",
                 "baseline_median",
                 "candidate_median",
                 "delta_pct",
+                "mean_delta_pct",
                 "ci_low_pct",
                 "ci_high_pct",
+                "confidence",
+                "threshold_pct",
                 "verdict",
+                "reason",
             )
         }
 
     def line(self) -> str:
-        """One report line, e.g. ``decode tok/s: 292.7 vs 298.9 median (-2.1 %, mean -2.0 %, 95 % CI ...)``."""
+        """One report line, e.g. ``d.output_throughput: 292.7 vs 298.9 tok/s median (-2.1 %; mean ..., CI ...)``."""
         unit = f" {self.unit}" if self.unit else ""
         return (
             f"{self.metric}: {_num(self.candidate_median)}{unit} vs {_num(self.baseline_median)}{unit} median "
-            f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, 95% CI "
+            f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, {100 * self.confidence:.4g}% CI "
             f"[{self.ci_low_pct:+.2f}%, {self.ci_high_pct:+.2f}%], {self.pairs} pairs): {self.verdict}"
+            + (f" ({self.reason})" if self.reason else "")
         )
 
 
-def interleaved_schedule(pairs: int) -> list[Side]:
-    """The run order for ``pairs`` pairs: A B, B A, A B, ... (reverse every other pair).
+def schedule(pairs: int, *, seed: int) -> list[Side]:
+    """The run order for ``pairs`` pairs: blocks ``A B B A`` or ``B A A B`` by a seeded coin per block
+    (an odd last pair ``A B`` or ``B A`` likewise). Deterministic for a seed.
 
     Raises:
         ValueError: ``pairs`` < 1.
     """
     if pairs < 1:
         raise ValueError("at least one pair is needed")
+    rng = random.Random(seed)
     order: list[Side] = []
-    for i in range(pairs):
-        order.extend(("A", "B") if i % 2 == 0 else ("B", "A"))
+    for _ in range(pairs // 2):
+        order.extend(("A", "B", "B", "A") if rng.random() < 0.5 else ("B", "A", "A", "B"))
+    if pairs % 2:
+        order.extend(("A", "B") if rng.random() < 0.5 else ("B", "A"))
     return order
 
 
-def paired_deltas_pct(baseline: Sequence[float], candidate: Sequence[float]) -> list[float]:
-    """Per-pair relative deltas in percent: ``100 * (b_i - a_i) / a_i``.
+def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[float]:
+    """Per-pair ``ln(candidate_i / baseline_i)``.
 
     Raises:
-        ValueError: different lengths, or a baseline value of 0.
+        ValueError: different lengths, or a value <= 0 (ratios are undefined).
     """
     if len(baseline) != len(candidate):
         raise ValueError(f"unpaired samples: {len(baseline)} baseline vs {len(candidate)} candidate")
-    if any(a == 0 for a in baseline):
-        raise ValueError("a baseline value is 0; relative deltas are undefined")
-    return [100.0 * (b - a) / a for a, b in zip(baseline, candidate, strict=True)]
+    if any(v <= 0 for v in (*baseline, *candidate)):
+        raise ValueError("a value is <= 0; ratios are undefined")
+    return [math.log(b / a) for a, b in zip(baseline, candidate, strict=True)]
 
 
-def t_quantile_975(df: int) -> float:
-    """Student's t 97.5 % quantile for ``df`` degrees of freedom (table to 30, Cornish-Fisher beyond)."""
+@functools.lru_cache(maxsize=1024)
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile at probability ``p`` for ``df`` degrees of freedom (scipy)."""
+    from scipy.stats import t
+
     if df < 1:
         raise ValueError("df must be >= 1")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = 1.959964
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    return float(t.ppf(p, df))
 
 
-def trimmed_mean(values: Sequence[float], *, trim: float = 0.2) -> float:
-    """Mean after dropping ``trim`` of the values from each end (at least one each from 5 values on)."""
-    ordered = sorted(values)
-    cut = max(1, int(trim * len(ordered))) if len(ordered) >= 5 else 0
-    return statistics.fmean(ordered[cut : len(ordered) - cut])
-
-
-def estimate(values: Sequence[float], estimator: Estimator) -> float:
-    """The location estimate of paired deltas: plain or 20 %-trimmed mean."""
-    return statistics.fmean(values) if estimator == "mean" else trimmed_mean(values)
-
-
-def bootstrap_mean_ci(
-    values: Sequence[float],
-    *,
-    resamples: int = 4000,
-    seed: int = 0,
-    method: IntervalMethod = "expanded",
-    estimator: Estimator = "mean",
-) -> tuple[float, float]:
-    """A two-sided 95 % bootstrap interval of the mean (or trimmed mean) of ``values``.
-
-    ``expanded`` widens the percentile levels for small n (Hesterberg 2015); ``percentile``
-    is the plain percentile bootstrap. Deterministic for a given ``seed``.
+def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The two-sided ``confidence`` t interval of the mean of ``values`` (n >= 2).
 
     Raises:
-        ValueError: no values.
+        ValueError: fewer than two values.
     """
     n = len(values)
-    if n == 0:
-        raise ValueError("no values")
-    if n == 1:
-        return (values[0], values[0])
-    rng = random.Random(seed)
-    means = sorted(estimate(rng.choices(values, k=n), estimator) for _ in range(resamples))
-    tail = 0.025
-    if method == "expanded":
-        z = math.sqrt(n / (n - 1)) * t_quantile_975(n - 1)
-        tail = statistics.NormalDist().cdf(-z)
-    return (_quantile(means, tail), _quantile(means, 1.0 - tail))
+    if n < 2:
+        raise ValueError("a t interval needs at least two values")
+    mean = statistics.fmean(values)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def to_pct(log_ratio: float) -> float:
+    """A log ratio as a percent change: ``100 * (exp(x) - 1)``."""
+    return 100.0 * math.expm1(log_ratio)
 
 
 def judge(ci: tuple[float, float], mean_delta_pct: float, rule: MetricRule) -> Verdict:
-    """The verdict from the interval and mean of the paired deltas, in the metric's direction.
+    """The verdict from the interval and mean change (percent), in the metric's direction.
 
     improvement / regression: the interval excludes 0 on that side and the mean change is at
     least the threshold; neutral: the whole interval lies within ± threshold; else inconclusive.
@@ -227,37 +196,66 @@ def compare_metric(
     rule: MetricRule,
     *,
     unit: str = "",
-    seed: int = 0,
-    method: IntervalMethod = "expanded",
-    estimator: Estimator = "mean",
+    confidence: float = CONFIDENCE,
+    min_pairs: int = MIN_PAIRS,
 ) -> MetricComparison:
-    """Compare paired samples of one metric and decide its verdict.
+    """Compare paired samples of one metric and decide its verdict (see the module doc).
 
     Raises:
-        ValueError: unpaired or empty samples, or a zero baseline value.
+        ValueError: unpaired or empty samples.
     """
-    deltas = paired_deltas_pct(baseline, candidate)
-    if not deltas:
+    if len(baseline) != len(candidate):
+        raise ValueError(f"{metric}: unpaired samples: {len(baseline)} baseline vs {len(candidate)} candidate")
+    if not baseline:
         raise ValueError(f"{metric}: no pairs")
-    ci = bootstrap_mean_ci(deltas, seed=seed, method=method, estimator=estimator)
-    mean_delta = estimate(deltas, estimator)
     med_a, med_b = statistics.median(baseline), statistics.median(candidate)
+    common = {
+        "metric": metric,
+        "unit": unit,
+        "direction": rule.direction,
+        "threshold_pct": rule.threshold_pct,
+        "pairs": len(baseline),
+        "baseline_median": med_a,
+        "candidate_median": med_b,
+        "delta_pct": 100.0 * (med_b - med_a) / med_a if med_a else 0.0,
+        "confidence": confidence,
+        "baseline": tuple(baseline),
+        "candidate": tuple(candidate),
+    }
+    try:
+        deltas = log_ratios(baseline, candidate)
+    except ValueError as exc:
+        nan = float("nan")
+        return MetricComparison(
+            mean_delta_pct=nan, ci_low_pct=nan, ci_high_pct=nan, verdict="inconclusive", reason=str(exc), **common
+        )
+    mean = to_pct(statistics.fmean(deltas))
+    if len(deltas) < max(2, min_pairs):
+        return MetricComparison(
+            mean_delta_pct=mean,
+            ci_low_pct=float("-inf"),
+            ci_high_pct=float("inf"),
+            verdict="inconclusive",
+            reason=f"{len(deltas)} pair(s); at least {max(2, min_pairs)} are needed for a verdict",
+            **common,
+        )
+    low, high = t_interval(deltas, confidence=confidence)
+    ci = (to_pct(low), to_pct(high))
+    verdict = judge(ci, mean, rule)
+    reason = {
+        "improvement": f"interval above 0 and mean at least {rule.threshold_pct:g}% better",
+        "regression": f"interval below 0 and mean at least {rule.threshold_pct:g}% worse",
+        "neutral": f"interval within ±{rule.threshold_pct:g}%",
+        "inconclusive": f"interval spans 0 or ±{rule.threshold_pct:g}%; more pairs or less noise needed",
+    }[verdict]
     return MetricComparison(
-        metric=metric,
-        unit=unit,
-        direction=rule.direction,
-        threshold_pct=rule.threshold_pct,
-        pairs=len(deltas),
-        baseline_median=med_a,
-        candidate_median=med_b,
-        delta_pct=100.0 * (med_b - med_a) / med_a,
-        mean_delta_pct=mean_delta,
-        ci_low_pct=ci[0],
-        ci_high_pct=ci[1],
-        verdict=judge(ci, mean_delta, rule),
-        baseline=tuple(baseline),
-        candidate=tuple(candidate),
+        mean_delta_pct=mean, ci_low_pct=ci[0], ci_high_pct=ci[1], verdict=verdict, reason=reason, **common
     )
+
+
+def family_confidence(confidence: float, metrics: int) -> float:
+    """The per-metric level that keeps ``confidence`` for ``metrics`` judged together (Bonferroni)."""
+    return 1.0 - (1.0 - confidence) / max(1, metrics)
 
 
 def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:
@@ -270,22 +268,8 @@ def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:
 
 
 def rules_for(metrics: Sequence[str], rules: Mapping[str, MetricRule]) -> dict[str, MetricRule]:
-    """The rule of each metric: configured, else a default guessed from the name (latencies: lower)."""
-    out = {}
-    for name in metrics:
-        if name in rules:
-            out[name] = rules[name]
-        else:
-            lower = any(key in name for key in ("ttft", "tpot", "itl", "latency", "_ms", "_s_", "duration"))
-            out[name] = MetricRule(direction="lower" if lower else "higher")
-    return out
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    """The rule of each metric: configured, else a default from the name (latencies, losses: lower)."""
+    return {name: rules.get(name) or MetricRule(direction=metric_direction(name)) for name in metrics}
 
 
 def _num(value: float) -> str:

@@ -1,9 +1,10 @@
 """``ds4sync backport evaluate``: keep an upstream backport only when measurements say so.
 
 Steps: apply the upstream commit (``git cherry-pick -x``) on a branch made from the sync
-branch, build both trees with the configured command, A/B them (reverse-interleaved pairs,
-KV capacity read from each server), then decide include or exclude with the measured
-reasons, e.g. ``excluded: reduced KV capacity by 3.80%; slowed c1.output_throughput by
+branch, build both trees with the configured command, A/B them (both servers started alike,
+randomised ABBA blocks, KV capacity read from each server), then decide include or exclude
+with the measured reasons (a candidate that does not start or loses requests is excluded,
+never an error), e.g. ``excluded: reduced KV capacity by 3.80%; slowed c1.output_throughput by
 3.02%; no repeatable c8.output_throughput benefit``. An included backport is written as a
 patch-set folder (``patchset.yaml`` + the ``git format-patch`` file).
 """
@@ -17,12 +18,14 @@ from typing import Any, Literal
 
 import yaml
 
+from ds4sync.core.children import ChildRegistry
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
-from ds4sync.serving.ab import ABResult, LiveSides, compare_samples, run_interleaved
-from ds4sync.serving.abstats import MetricComparison
+from ds4sync.serving.ab import ABResult, LiveSides, compare_samples, new_seed, run_schedule
+from ds4sync.serving.abstats import MetricComparison, schedule
 from ds4sync.serving.config import BackportConfig, ServingConfig
+from ds4sync.serving.server import ServerStartError
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
@@ -49,11 +52,23 @@ class BackportDecision(FrozenModel):
 
 
 def decide(
-    rows: Sequence[MetricComparison], *, kv_change_pct: float | None, config: BackportConfig
+    rows: Sequence[MetricComparison],
+    *,
+    kv_change_pct: float | None,
+    config: BackportConfig,
+    lost: dict[str, float] | None = None,
 ) -> tuple[Literal["include", "exclude"], list[str]]:
-    """The decision and its reasons from A/B rows (KV-capacity row excluded) and the KV change in percent."""
+    """The decision and its reasons from A/B rows (KV-capacity row excluded), the KV change in percent and the
+    requests each side lost."""
     reasons: list[str] = []
     bad = False
+    lost = lost or {}
+    if lost.get("candidate", 0) > lost.get("baseline", 0):
+        reasons.append(f"lost {lost['candidate']:g} request(s) (baseline lost {lost.get('baseline', 0):g})")
+        bad = True
+    elif lost.get("baseline", 0) > 0:
+        reasons.append(f"the baseline lost {lost['baseline']:g} request(s): no trustworthy comparison")
+        bad = True
     if kv_change_pct is not None and kv_change_pct < -config.kv_tolerance_pct:
         reasons.append(f"reduced KV capacity by {abs(kv_change_pct):.2f}%")
         bad = True
@@ -123,9 +138,21 @@ def build_trees(trees: Trees, config: BackportConfig, *, log_dir: Path, python: 
     return None
 
 
-def live_measure(serving: ServingConfig, trees: Trees, *, out_dir: Path) -> tuple[Measure, Callable[[], None]]:
-    """A measure function starting each tree's server (``{worktree}`` in the command) and reading KV capacity."""
+def live_measure(
+    serving: ServingConfig,
+    trees: Trees,
+    *,
+    out_dir: Path,
+    seed: int = 0,
+    registry: ChildRegistry | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> tuple[Measure, Callable[[], None]]:
+    """A measure function starting each tree's server (``{worktree}`` in the command) and reading KV capacity.
+
+    Both servers are started alike (``serving.ab.servers``: restarted for every run, or both kept up).
+    """
     from ds4sync.serving import kvcache
+    from ds4sync.serving.client import RequestFailed
 
     def side(tree: GitRepo):
         server = serving.server.model_dump()
@@ -133,17 +160,30 @@ def live_measure(serving: ServingConfig, trees: Trees, *, out_dir: Path) -> tupl
         server["cwd"] = str(tree.path)
         return serving.server.model_validate(server)
 
-    sides = LiveSides({"A": side(trees.base), "B": side(trees.candidate)}, serving.bench, out_dir=out_dir)
+    sides = LiveSides(
+        {"A": side(trees.base), "B": side(trees.candidate)},
+        serving.bench,
+        out_dir=out_dir,
+        servers=serving.ab.servers,
+        warmup_runs=serving.ab.warmup_runs,
+        seed=seed,
+        registry=registry,
+        progress=progress,
+    )
 
     def measure(which: str, step: int) -> dict[str, float]:
         values = sides.measure(which, step)
-        handle = sides._server(which)
+        handle = sides.handle(which)
         with handle.client() as client:
-            capacity = kvcache.read_capacity(client, handle.log_path)
+            try:
+                capacity = kvcache.read_capacity(client, handle.log_text())
+            except RequestFailed:
+                capacity = None
         if capacity and capacity.tokens is not None:
             values[KV_METRIC] = float(capacity.tokens)
         return values
 
+    measure.describe = sides.describe  # type: ignore[attr-defined]
     return measure, sides.close
 
 
@@ -158,6 +198,9 @@ def evaluate_backport(
     python: str,
     measure_factory: MeasureFactory | None = None,
     patch_dir: Path | None = None,
+    registry: ChildRegistry | None = None,
+    seed: int | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
 ) -> BackportDecision:
     """Apply, build, A/B and decide.
 
@@ -165,7 +208,8 @@ def evaluate_backport(
     each tree's server (:func:`live_measure`). With ``base_tree`` None the baseline is a
     detached worktree at ``base_ref``; otherwise that tree (the sync worktree) is used as is.
 
-    Never raises for a backport that does not apply or build: that is an ``exclude`` with the reason.
+    Never raises for a backport that does not apply, build or serve, or that loses requests: that is an
+    ``exclude`` with the reason.
     """
     config = serving.backport
     base_sha = repo.resolve_commit(base_ref)
@@ -176,15 +220,36 @@ def evaluate_backport(
     failure = build_trees(trees, config, log_dir=work_dir / "logs", python=python)
     if failure:
         return BackportDecision(decision="exclude", reasons=(failure,), **common)
-    factory = measure_factory or (lambda t: live_measure(serving, t, out_dir=work_dir / "ab"))
+    seed = new_seed() if seed is None else seed
+    factory = measure_factory or (
+        lambda t: live_measure(serving, t, out_dir=work_dir / "ab", seed=seed, registry=registry, progress=progress)
+    )
     measure, close = factory(trees)
+    order = schedule(config.pairs, seed=seed)
     try:
-        base, cand, order = run_interleaved(config.pairs, measure)
+        base, cand, steps = run_schedule(order, measure, describe=getattr(measure, "describe", None))
+    except ServerStartError as exc:
+        return BackportDecision(
+            decision="exclude", reasons=(f"a server did not start ({exc.kind}): {exc.what}",), **common
+        )
     finally:
         close()
-    ab = compare_samples(base, cand, serving.ab_metrics, labels=(base_ref, trees.branch), order=order)
-    kv = next((r.mean_delta_pct for r in ab.rows if r.metric == KV_METRIC), None)
-    decision, reasons = decide(ab.rows, kv_change_pct=kv, config=config)
+    ab = compare_samples(
+        base,
+        cand,
+        serving.ab_metrics,
+        labels=(base_ref, trees.branch),
+        confidence=serving.ab.confidence,
+        min_pairs=serving.ab.min_pairs,
+        order=order,
+        seed=seed,
+        steps=steps,
+        strict_pairs=False,
+        mode="started-both" if serving.ab.servers == "both" else "started-alternate",
+    )
+    kv_row = next((r for r in (*ab.rows, *ab.reported) if r.metric == KV_METRIC), None)
+    kv = kv_row.mean_delta_pct if kv_row else None
+    decision, reasons = decide(ab.rows, kv_change_pct=kv, config=config, lost=ab.lost)
     patchset = None
     if decision == "include" and patch_dir is not None:
         patchset = str(write_patchset(trees.candidate, trees.candidate.head(), sha, reasons, patch_dir))

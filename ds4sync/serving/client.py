@@ -18,7 +18,42 @@ from typing import Any, Literal
 
 import httpx
 
-FailureKind = Literal["timeout", "connect", "http", "malformed"]
+FailureKind = Literal["timeout", "connect", "http", "malformed", "deadline"]
+
+
+class Deadline:
+    """An overall limit on a series of requests: ``limit_s`` seconds from creation (None: no limit).
+
+    Every request of a client that holds one waits at most the time left; once it has passed,
+    requests fail at once with kind ``deadline``, so a probe of many requests cannot outlast it.
+    """
+
+    def __init__(self, limit_s: float | None) -> None:
+        self.limit_s = limit_s
+        self._end = None if limit_s is None else time.monotonic() + limit_s
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None without a limit."""
+        return None if self._end is None else max(0.0, self._end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        """Whether the limit has passed."""
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def clamp(self, timeout_s: float) -> float:
+        """``timeout_s`` cut to the time left.
+
+        Raises:
+            RequestFailed: kind ``deadline`` when no time is left.
+        """
+        left = self.remaining()
+        if left is None:
+            return timeout_s
+        if left <= 0:
+            raise RequestFailed("deadline", f"the overall deadline of {self.limit_s:g} s has passed")
+        return min(timeout_s, left)
 
 
 class RequestFailed(Exception):
@@ -56,6 +91,7 @@ class OpenAIClient:
         base_url: e.g. ``http://127.0.0.1:8000`` (no trailing ``/v1``).
         model: the served model name sent in every request.
         timeout_s: per-request limit in seconds (connect, read and write).
+        deadline: an overall limit every request is cut to (see :class:`Deadline`).
         reasoning_fields: message fields that may carry reasoning, first non-empty wins
             (vLLM: ``reasoning``; older servers and DeepSeek's API: ``reasoning_content``).
     """
@@ -66,11 +102,13 @@ class OpenAIClient:
         model: str,
         *,
         timeout_s: float = 120.0,
+        deadline: Deadline | None = None,
         reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content"),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout_s = timeout_s
+        self.deadline = deadline
         self.reasoning_fields = reasoning_fields
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, trust_env=False)
 
@@ -157,10 +195,9 @@ class OpenAIClient:
         stamps: list[float] = []
         finish: str | None = None
         usage: dict[str, Any] = {}
+        limit = self._limit(timeout_s)
         try:
-            with self._http.stream(
-                "POST", "/v1/chat/completions", json=body, timeout=timeout_s or self.timeout_s
-            ) as resp:
+            with self._http.stream("POST", "/v1/chat/completions", json=body, timeout=limit) as resp:
                 if resp.status_code >= 400:
                     resp.read()
                     self._ok(resp)
@@ -195,13 +232,20 @@ class OpenAIClient:
             chunk_gaps_s=gaps,
         )
 
+    def _limit(self, timeout_s: float | None) -> float:
+        limit = timeout_s or self.timeout_s
+        return self.deadline.clamp(limit) if self.deadline is not None else limit
+
     def _send(self, method: str, path: str, *, json_body: Any = None, timeout_s: float | None = None) -> httpx.Response:
+        limit = self._limit(timeout_s)
         try:
-            return self._http.request(method, path, json=json_body, timeout=timeout_s or self.timeout_s)
+            return self._http.request(method, path, json=json_body, timeout=limit)
         except httpx.TimeoutException as exc:
-            raise RequestFailed(
-                "timeout", f"{method} {path}: no answer within {timeout_s or self.timeout_s:g} s"
-            ) from exc
+            if self.deadline is not None and self.deadline.expired:
+                raise RequestFailed(
+                    "deadline", f"{method} {path}: the overall deadline of {self.deadline.limit_s:g} s passed"
+                ) from exc
+            raise RequestFailed("timeout", f"{method} {path}: no answer within {limit:g} s") from exc
         except httpx.TransportError as exc:
             raise RequestFailed("connect", f"{method} {path}: {type(exc).__name__}: {exc}") from exc
 

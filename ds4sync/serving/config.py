@@ -32,8 +32,9 @@ PROBE_ORDER: tuple[ProbeName, ...] = (
 class ServerConfig(FrozenModel):
     """How to reach the OpenAI-compatible server: start it from ``command`` or attach to ``base_url``.
 
-    Times are seconds. ``stop_grace_s`` is the wait between SIGTERM and SIGKILL of the
-    server's process group.
+    Times are seconds. ``startup_timeout_s`` bounds a started server's boot, ``attach_timeout_s``
+    the wait for an attached one to answer; ``stop_grace_s`` is each wait of the stop routine
+    (SIGINT, then SIGTERM, then SIGKILL of the server's whole process group).
     """
 
     command: tuple[str, ...] | None = None
@@ -44,6 +45,7 @@ class ServerConfig(FrozenModel):
     cwd: Path | None = None
     env: dict[str, str] = Field(default_factory=dict)
     startup_timeout_s: float = Field(default=1800.0, gt=0)
+    attach_timeout_s: float = Field(default=60.0, gt=0)
     poll_interval_s: float = Field(default=2.0, gt=0)
     stop_grace_s: float = Field(default=60.0, ge=0)
     request_timeout_s: float = Field(default=120.0, gt=0)
@@ -152,8 +154,53 @@ class EvalConfig(FrozenModel):
     min_correct_pct: float = Field(default=90.0, ge=0, le=100)
 
 
+BENCH_STATS = ("mean", "median", "std", "p50", "p90", "p95", "p99")
+BENCH_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+# Keys of `vllm bench serve --save-result` (vllm/benchmarks/serve.py) that a row keeps, in its units:
+# throughputs per second, latencies in ms.
+BENCH_KEYS: dict[str, str] = {
+    "completed": "requests",
+    "failed": "requests",
+    "num_prompts": "requests",
+    "duration": "s",
+    "total_input_tokens": "tokens",
+    "total_output_tokens": "tokens",
+    "request_throughput": "req/s",
+    "request_goodput": "req/s",
+    "output_throughput": "tok/s",
+    "total_token_throughput": "tok/s",
+    **{f"{stat}_{lat}_ms": "ms" for lat in BENCH_LATENCIES for stat in BENCH_STATS},
+    "spec_decode_acceptance_rate": "",
+    "spec_decode_acceptance_length": "tokens",
+}
+# Row values ds4sync adds: lost requests, and /metrics over the row.
+ROW_EXTRA_KEYS: dict[str, str] = {
+    "lost_requests": "requests",
+    "preemptions": "preemptions",
+    "running_max": "requests",
+    "waiting_max": "requests",
+    "kv_usage_max_pct": "%",
+}
+# Metrics an A/B measures besides the rows' keys.
+AB_EXTRA_METRICS = ("kv_cache_tokens", "boot_s")
+
+
+class RowLimit(FrozenModel):
+    """A bench value held against a baseline: fails when worse than ``baseline`` by more than
+    ``tolerance_pct`` percent (direction from the key unless given)."""
+
+    baseline: float = Field(gt=0)
+    tolerance_pct: float = Field(default=5.0, ge=0)
+    direction: Literal["higher", "lower"] | None = None
+
+
 class BenchRow(FrozenModel):
-    """One ``vllm bench serve`` shape: random input/output lengths, prompts and concurrency."""
+    """One ``vllm bench serve`` shape: random input/output lengths, prompts and concurrency.
+
+    ``limits`` maps bench keys (``p99_ttft_ms``, ``output_throughput``, ``request_goodput``...) to a
+    baseline and tolerance; ``max_preemptions`` / ``max_waiting`` judge the server's
+    ``/metrics`` over the row (None: reported only).
+    """
 
     name: str
     input_len: int = Field(ge=1)
@@ -161,17 +208,58 @@ class BenchRow(FrozenModel):
     num_prompts: int = Field(default=8, ge=1)
     concurrency: int = Field(default=1, ge=1)
     min_output_tok_s: float | None = None
+    limits: dict[str, RowLimit] = Field(default_factory=dict)
+    max_preemptions: int | None = Field(default=0, ge=0)
+    max_waiting: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _known_limits(self) -> BenchRow:
+        unknown = sorted(k for k in self.limits if k not in BENCH_KEYS and k not in ROW_EXTRA_KEYS)
+        if unknown:
+            raise ValueError(
+                f"row {self.name}: unknown limit key(s) {', '.join(unknown)}; known: p50/p90/p95/p99/median/mean "
+                "of ttft/tpot/itl/e2el as e.g. p99_ttft_ms, output_throughput, request_throughput, request_goodput"
+            )
+        return self
 
 
 class BenchConfig(FrozenModel):
-    """Throughput rows run through ``command`` (default ``vllm bench serve``) with ``--save-result``."""
+    """Throughput rows run through ``command`` (default ``vllm bench serve``) with ``--save-result``.
+
+    Each row sends ``num_warmups`` warm-up requests first (not measured); ``percentiles`` are
+    reported for TTFT, TPOT, ITL and end-to-end latency; ``goodput`` holds SLOs in ms (keys
+    ``ttft``, ``tpot``, ``e2el``) for ``--goodput``; ``reset_prefix_cache`` asks the server's
+    ``/reset_prefix_cache`` (vLLM with ``VLLM_SERVER_DEV_MODE=1``) before each row, and every
+    row's prompts are drawn with their own seed, so no run reuses another's prompt prefixes.
+    """
 
     command: tuple[str, ...] = ("vllm", "bench", "serve")
     tokenizer: str | None = None
     rows: tuple[BenchRow, ...] = ()
     timeout_s: float = Field(default=1800.0, gt=0)
     metrics_interval_s: float = Field(default=1.0, gt=0)
+    num_warmups: int = Field(default=2, ge=0)
+    percentiles: tuple[float, ...] = (50, 90, 95, 99)
+    goodput: dict[Literal["ttft", "tpot", "e2el"], float] = Field(default_factory=dict)
+    reset_prefix_cache: bool = True
+    seed: int = 0
     extra_args: tuple[str, ...] = ()
+
+
+class ABConfig(FrozenModel):
+    """How live A/B runs are made and judged.
+
+    ``confidence`` is the family-wise level of a verdict (Bonferroni over the judged metrics);
+    fewer than ``min_pairs`` pairs is inconclusive by rule; ``servers`` says how started sides
+    run: ``alternate`` (one at a time, restarted for every run) or ``both`` (both at once, each on
+    its own port); ``warmup_runs`` unmeasured runs follow every server start.
+    """
+
+    pairs: int = Field(default=6, ge=1)
+    confidence: float = Field(default=0.99, gt=0.5, lt=1)
+    min_pairs: int = Field(default=3, ge=2)
+    servers: Literal["alternate", "both"] = "alternate"
+    warmup_runs: int = Field(default=1, ge=0)
 
 
 class BackportConfig(FrozenModel):
@@ -185,16 +273,21 @@ class BackportConfig(FrozenModel):
 
     build_command: tuple[str, ...] = ()
     build_timeout_s: float = Field(default=7200.0, gt=0)
-    pairs: int = Field(default=5, ge=1)
+    pairs: int = Field(default=6, ge=1)
     kv_tolerance_pct: float = Field(default=0.0, ge=0)
     require_benefit: bool = True
 
 
 class ServingConfig(FrozenModel):
-    """The whole ``serving:`` section: server, probe selection and per-probe settings."""
+    """The whole ``serving:`` section: server, probe selection and per-probe settings.
+
+    ``deadline_s`` bounds all probes together (seconds after the server is ready; None: no bound),
+    besides each request's own timeout.
+    """
 
     server: ServerConfig
     probes: tuple[ProbeName, ...] = PROBE_ORDER
+    deadline_s: float | None = Field(default=7200.0, gt=0)
     exact: tuple[ExactCase, ...] = ()
     exact_file: Path | None = None
     tool_call: ToolCallCase | None = None
@@ -204,4 +297,23 @@ class ServingConfig(FrozenModel):
     eval: EvalConfig = EvalConfig()
     bench: BenchConfig = BenchConfig()
     ab_metrics: dict[str, MetricRule] = Field(default_factory=dict)
+    ab: ABConfig = ABConfig()
     backport: BackportConfig = BackportConfig()
+
+    @model_validator(mode="after")
+    def _known_ab_metrics(self) -> ServingConfig:
+        rows = {row.name for row in self.bench.rows} or {"decode"}
+        known = set(BENCH_KEYS) | set(ROW_EXTRA_KEYS)
+        unknown = []
+        for key in self.ab_metrics:
+            row, _, name = key.rpartition(".")
+            ok = key in AB_EXTRA_METRICS or (name in known and (not row or row in rows))
+            if not ok:
+                unknown.append(key)
+        if unknown:
+            raise ValueError(
+                f"ab_metrics: unknown metric key(s) {', '.join(sorted(unknown))}; a key is <row>.<bench key> with a "
+                f"row of bench.rows ({', '.join(sorted(rows))}) and a key such as output_throughput, median_tpot_ms, "
+                f"p99_ttft_ms, request_goodput, lost_requests; or one of {', '.join(AB_EXTRA_METRICS)}"
+            )
+        return self

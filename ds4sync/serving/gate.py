@@ -1,8 +1,11 @@
 """The serving gate: start (or attach to) the server, run the probes in order, guard, stop.
 
-After any failed probe the guard runs (process alive, /health 200, a 1-token completion);
-when it fails the server counts as wedged and every later probe is skipped with that reason
-instead of hanging on it. The server log is kept beside the run's other logs.
+After any failed probe the guard runs (process alive and not stopped, /health 200, a 1-token
+completion); when it fails the server counts as wedged and every later probe is skipped with
+that reason instead of hanging on it. All probes share one overall deadline
+(``serving.deadline_s``) besides their per-request timeouts: past it, the probe in progress
+fails and the rest are skipped. Ctrl-C stops the probes and the server, then propagates. The
+server log is kept beside the run's other logs.
 """
 
 from __future__ import annotations
@@ -10,12 +13,40 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ds4sync.core.children import ChildRegistry
+from ds4sync.core.errors import ToolMissingError
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
+from ds4sync.serving.client import Deadline
 from ds4sync.serving.config import ServingConfig
-from ds4sync.serving.results import ProbeResult, ServingResult
-from ds4sync.serving.server import ServerHandle, ServerStartError, guard, start_server, stop_server, wait_ready
+from ds4sync.serving.results import ProbeResult, ServingResult, StartupOutcome
+from ds4sync.serving.server import (
+    ServerHandle,
+    ServerStartError,
+    attach,
+    guard,
+    outcome,
+    start_server,
+    stop_server,
+    wait_ready,
+)
 
 Progress = Callable[[str], None]
+
+
+def _dead(handle: ServerHandle) -> str | None:
+    if handle.proc is not None and handle.proc.poll() is not None:
+        return f"process exited with code {handle.proc.returncode}"
+    return None
+
+
+def _wedge_check(handle: ServerHandle) -> Callable[[], str | None]:
+    def check() -> str | None:
+        result = guard(handle)
+        if result.ok:
+            return None
+        return result.reason if result.reason.startswith("wedged") else f"wedged: {result.reason}"
+
+    return check
 
 
 def run_probe(name: str, config: ServingConfig, handle: ServerHandle, *, out_dir: Path) -> ProbeResult:
@@ -39,11 +70,12 @@ def run_probe(name: str, config: ServingConfig, handle: ServerHandle, *, out_dir
                 else probes.skipped(name, "no reasoning case configured")
             )
         if name == "kv_capacity":
-            return kvcache.probe_kv_capacity(client, handle.log_path, config.kv)
+            log = handle.log_text() if handle.started else None
+            return kvcache.probe_kv_capacity(client, log, config.kv, dead=_dead(handle))
         if name == "recall":
             return longctx.probe_recall(client, config.recall)
         if name == "eval":
-            return evalsuite.probe_eval(client, config.eval)
+            return evalsuite.probe_eval(client, config.eval, wedged=_wedge_check(handle))
         if name == "throughput":
             return bench.probe_throughput(client, config.bench, out_dir=out_dir / "bench")
     raise ValueError(f"unknown probe {name!r}")
@@ -57,65 +89,95 @@ def run_probes(
     out_dir: Path,
     progress: Progress = lambda _m: None,
 ) -> tuple[list[ProbeResult], str | None]:
-    """Run ``names`` in order with the guard after each failure; returns the results and the wedge reason."""
+    """Run ``names`` in order with the guard after each failure; returns the results and the wedge reason.
+
+    Probes after a wedge, or after the handle's deadline passed, are skipped with the reason.
+    """
     results: list[ProbeResult] = []
     wedged: str | None = None
     for name in names:
         if wedged:
             results.append(probes.skipped(name, f"skipped: server unresponsive ({wedged})"))
             continue
+        if handle.deadline is not None and handle.deadline.expired:
+            results.append(
+                probes.skipped(name, f"skipped: the overall deadline of {handle.deadline.limit_s:g} s passed")
+            )
+            continue
         progress(f"probe {name}")
         result = run_probe(name, config, handle, out_dir=out_dir)
         results.append(result)
+        progress(f"probe {name}: {result.status}: {result.summary[:200]}")
         if result.status == "failed":
+            found = result.details.get("wedged")
             check = guard(handle)
-            if not check.ok:
-                wedged = f"after {name}: {check.reason}"
+            if found or not check.ok:
+                wedged = f"after {name}: {found or check.reason}"
                 progress(f"server unresponsive {wedged}; later probes skipped")
     return results, wedged
 
 
 def run_serving_gate(
-    config: ServingConfig, *, out_dir: Path, names: Sequence[str] | None = None, progress: Progress = lambda _m: None
+    config: ServingConfig,
+    *,
+    out_dir: Path,
+    names: Sequence[str] | None = None,
+    progress: Progress = lambda _m: None,
+    registry: ChildRegistry | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ServingResult:
     """The whole serving tier: returns a :class:`ServingResult`; never raises for a failing server.
 
-    ``out_dir`` receives ``server.log`` and ``bench/``. ``names`` narrows ``config.probes``.
+    ``out_dir`` receives ``server.log`` and ``bench/``. ``names`` narrows ``config.probes``. A started
+    server is registered in ``registry`` and its process group id given to ``on_start``.
+
+    Raises:
+        KeyboardInterrupt: after the server was stopped.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = [n for n in config.probes if names is None or n in names]
     log_path = out_dir / "server.log"
-    handle = ServerHandle(config=config.server)
     started = config.server.command is not None
+    handle = attach(config.server)
+    base = {"base_url": config.server.url, "started": started, "server_log": str(log_path) if started else None}
     try:
         if started:
             progress(f"starting server: {' '.join(config.server.argv())}")
-            handle = start_server(config.server, log_path=log_path)
+            handle = start_server(config.server, log_path=log_path, registry=registry)
+            if on_start is not None and handle.proc is not None:
+                on_start(handle.proc.pid)
         progress(f"waiting for {config.server.url}")
-        wait_ready(handle)
+        wait_ready(handle, progress=progress)
         progress(f"ready after {handle.ready_s:.1f} s")
+        handle.deadline = Deadline(config.deadline_s)
         results, wedged = run_probes(config, handle, wanted, out_dir=out_dir, progress=progress)
-    except ServerStartError as exc:
-        reason = f"server did not start ({exc.kind})"
+        ready = outcome(handle, kind="ready")
+    except (ServerStartError, ToolMissingError) as exc:
+        kind = exc.kind if isinstance(exc, ServerStartError) else "tool-missing"
+        found = exc.outcome if isinstance(exc, ServerStartError) else None
+        startup = found or StartupOutcome(started=started, url=config.server.url, kind=kind, message=exc.one_line())
+        code = stop_server(handle)
+        reason = f"server did not start ({kind})"
         return ServingResult(
             status="failed",
-            base_url=config.server.url,
-            started=started,
-            server_log=str(log_path) if started else None,
             startup_error=exc.one_line(),
+            startup=startup.model_copy(update={"stop_exit_code": code}),
             probes=tuple(probes.skipped(n, reason) for n in wanted),
+            **base,
         )
     finally:
-        stop_server(handle)
+        code = stop_server(handle)
     failed = any(r.status == "failed" for r in results)
+    deadline = handle.deadline
     return ServingResult(
         status="failed" if failed else "passed",
-        base_url=config.server.url,
-        started=started,
         cold_boot_s=handle.ready_s,
-        server_log=str(log_path) if started else None,
         wedged=wedged,
+        deadline_s=config.deadline_s,
+        deadline_passed=bool(deadline and deadline.expired),
+        startup=ready.model_copy(update={"stop_exit_code": code}),
         probes=tuple(results),
+        **base,
     )
 
 

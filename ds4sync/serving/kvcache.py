@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.serving.client import OpenAIClient, RequestFailed
@@ -69,15 +68,23 @@ def from_log(text: str) -> KvCapacity | None:
     )
 
 
-def read_capacity(client: OpenAIClient, log_path: Path | None) -> KvCapacity | None:
-    """Capacity from /metrics, else from the server log; merged when each knows a different half."""
-    found = None
+def read_capacity(client: OpenAIClient, log_text: str | None) -> KvCapacity | None:
+    """Capacity from /metrics, else from ``log_text`` (the live server's own log lines); merged when each
+    knows a different half.
+
+    The log is read only when /metrics answered: a server that does not answer proves nothing,
+    and an old log describes an old server.
+
+    Raises:
+        RequestFailed: /metrics did not answer (connection, timeout, HTTP error).
+    """
+    text = client.metrics_text()
     try:
-        found = from_metrics_text(client.metrics_text())
-    except (RequestFailed, ValueError):
+        found = from_metrics_text(text)
+    except ValueError:
         found = None
-    if (found is None or found.tokens is None or found.bytes is None) and log_path and log_path.is_file():
-        logged = from_log(log_path.read_text(encoding="utf-8", errors="replace"))
+    if (found is None or found.tokens is None or found.bytes is None) and log_text:
+        logged = from_log(log_text)
         if logged and found:
             found = KvCapacity(
                 tokens=found.tokens if found.tokens is not None else logged.tokens,
@@ -115,10 +122,21 @@ def compare(current: KvCapacity, baseline: KvBaseline) -> tuple[bool, str]:
     return ok, f"{word} {abs(worst):.2f}% {current.render()} (baseline {was})"
 
 
-def probe_kv_capacity(client: OpenAIClient, log_path: Path | None, baseline: KvBaseline) -> ProbeResult:
-    """The KV-capacity probe: value = tokens (bytes in details), baseline = baseline tokens."""
+def probe_kv_capacity(
+    client: OpenAIClient, log_text: str | None, baseline: KvBaseline, *, dead: str | None = None
+) -> ProbeResult:
+    """The KV-capacity probe: value = tokens (bytes in details), baseline = baseline tokens.
+
+    ``log_text`` is the live server's own log (None when attached); ``dead`` says why the server is
+    known to be gone (the probe then fails without reading anything).
+    """
     start = time.monotonic()
-    current = read_capacity(client, log_path)
+    if dead:
+        return _kv_failed(f"server not running ({dead}); KV capacity not read", baseline, start)
+    try:
+        current = read_capacity(client, log_text)
+    except RequestFailed as exc:
+        return _kv_failed(f"server did not answer /metrics ({exc.kind}: {exc})", baseline, start)
     if current is None:
         return ProbeResult(
             name="kv_capacity",
@@ -144,6 +162,18 @@ def probe_kv_capacity(client: OpenAIClient, log_path: Path | None, baseline: KvB
             "baseline_bytes": baseline.bytes,
             "tolerance_pct": baseline.tolerance_pct,
         },
+    )
+
+
+def _kv_failed(reason: str, baseline: KvBaseline, start: float) -> ProbeResult:
+    return ProbeResult(
+        name="kv_capacity",
+        status="failed",
+        unit="tokens",
+        baseline=_f(baseline.tokens),
+        summary=reason,
+        duration_s=time.monotonic() - start,
+        details={"reason": reason},
     )
 
 

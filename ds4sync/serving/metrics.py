@@ -2,8 +2,10 @@
 
 Names are vLLM v1's (``vllm/v1/metrics/loggers.py``, ``vllm/v1/spec_decode/metrics.py``):
 counters carry a ``_total`` suffix in the text format; ``vllm:kv_cache_usage_perc`` is a
-gauge where 1.0 = 100 %; ``vllm:cache_config_info`` is an info gauge whose labels include
-``kv_cache_size_tokens`` and, on recent vLLM, ``kv_cache_memory_bytes``.
+gauge where 1.0 = 100 % (``vllm:gpu_cache_usage_perc`` on older servers: both are read);
+``vllm:num_requests_running`` / ``vllm:num_requests_waiting`` are the scheduler's gauges;
+``vllm:cache_config_info`` is an info gauge whose labels include ``kv_cache_size_tokens``
+and, on recent vLLM, ``kv_cache_memory_bytes``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from ds4sync.core.model import FrozenModel
 
@@ -31,7 +31,9 @@ COUNTERS = {
     "spec_decode_num_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
     "spec_decode_num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
 }
-KV_USAGE = "vllm:kv_cache_usage_perc"
+KV_USAGE_NAMES = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
 CACHE_INFO = "vllm:cache_config_info"
 
 
@@ -61,6 +63,9 @@ class MetricsSummary(FrozenModel):
     deltas: dict[str, float]
     kv_usage_max_pct: float | None = None
     kv_usage_mean_pct: float | None = None
+    kv_usage_metric: str | None = None
+    running_max: float | None = None
+    waiting_max: float | None = None
     spec_acceptance_rate: float | None = None
     spec_acceptance_length: float | None = None
 
@@ -73,6 +78,8 @@ def parse(text: str, *, at_s: float | None = None) -> Snapshot:
     """
     samples: dict[Key, float] = {}
     labels_of: dict[str, list[Mapping[str, str]]] = {}
+    from prometheus_client.parser import text_string_to_metric_families  # only when metrics are read
+
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
@@ -109,7 +116,10 @@ def summarize(snapshots: list[Snapshot]) -> MetricsSummary:
         return MetricsSummary(samples=0, window_s=0.0, deltas={})
     first, last = snapshots[0], snapshots[-1]
     deltas = {short: d for short, name in COUNTERS.items() if (d := counter_delta(first, last, name)) is not None}
-    usage = [u * 100.0 for s in snapshots if (u := s.total(KV_USAGE)) is not None]
+    usage_name = next((n for n in KV_USAGE_NAMES if any(s.total(n) is not None for s in snapshots)), None)
+    usage = [u * 100.0 for s in snapshots if usage_name and (u := s.total(usage_name)) is not None]
+    running = [v for s in snapshots if (v := s.total(RUNNING)) is not None]
+    waiting = [v for s in snapshots if (v := s.total(WAITING)) is not None]
     drafts, draft_tokens = deltas.get("spec_decode_num_drafts"), deltas.get("spec_decode_num_draft_tokens")
     accepted = deltas.get("spec_decode_num_accepted_tokens")
     rate = accepted / draft_tokens if accepted is not None and draft_tokens else None
@@ -120,6 +130,9 @@ def summarize(snapshots: list[Snapshot]) -> MetricsSummary:
         deltas=deltas,
         kv_usage_max_pct=max(usage) if usage else None,
         kv_usage_mean_pct=sum(usage) / len(usage) if usage else None,
+        kv_usage_metric=usage_name,
+        running_max=max(running) if running else None,
+        waiting_max=max(waiting) if waiting else None,
         spec_acceptance_rate=rate,
         spec_acceptance_length=length,
     )

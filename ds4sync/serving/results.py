@@ -9,7 +9,43 @@ from pydantic import Field
 from ds4sync.core.model import FrozenModel
 
 ProbeStatus = Literal["passed", "failed", "skipped"]
-SCHEMA_VERSION = 1
+StartupKind = Literal["ready", "died", "still-loading", "unreachable", "port-busy", "tool-missing", "interrupted"]
+SCHEMA_VERSION = 2
+
+
+class StartupOutcome(FrozenModel):
+    """How the server's start (or attach) ended.
+
+    ``kind`` ``ready`` or why not; ``ready_s`` the cold-boot seconds (start until /health 200 and
+    the model listed); ``waited_s`` how long ds4sync waited; ``exit_code`` the process's code when
+    it exited (negative: killed by that signal); ``process_state`` its /proc state letter while it
+    ran; ``log_tail`` the server log's last lines; ``stop_exit_code`` the code after ds4sync stopped it.
+    """
+
+    started: bool
+    url: str
+    kind: StartupKind
+    ready_s: float | None = None
+    waited_s: float | None = None
+    exit_code: int | None = None
+    pid: int | None = None
+    process_state: str | None = None
+    message: str = ""
+    log_path: str | None = None
+    log_tail: tuple[str, ...] = ()
+    stop_exit_code: int | None = None
+
+    def brief(self) -> dict[str, Any]:
+        """The JSON contract of ``serving gate --json``'s ``startup``."""
+        return {
+            "started": self.started,
+            "kind": self.kind,
+            "ready_s": self.ready_s,
+            "waited_s": self.waited_s,
+            "exit_code": self.exit_code,
+            "message": self.message,
+            "log_tail": list(self.log_tail),
+        }
 
 
 class ProbeResult(FrozenModel):
@@ -31,19 +67,30 @@ class ProbeResult(FrozenModel):
     def __bool__(self) -> bool:
         return self.status != "failed"
 
+    @property
+    def reason(self) -> str:
+        """Why the probe failed or was skipped ('' when it passed)."""
+        if self.status == "passed":
+            return ""
+        return str(self.details.get("reason") or self.summary)
+
     def brief(self) -> dict[str, Any]:
-        """The documented JSON contract of ``ds4sync gate --tier serving --json``."""
+        """The documented JSON contract of a probe in ``serving gate --json``: numbers, summary and reason."""
         return {
             "name": self.name,
             "status": self.status,
             "value": self.value,
             "baseline": self.baseline,
             "unit": self.unit,
+            "summary": self.summary,
+            "reason": self.reason,
+            "duration_s": round(self.duration_s, 3),
         }
 
 
 class ServingResult(FrozenModel):
-    """A serving gate run: the server it used, each probe's result, and why later probes were skipped.
+    """A serving gate run: the server it used, how it started, each probe's result, and why later probes
+    were skipped (``wedged``: the server stopped answering; ``deadline``: the overall limit passed).
 
     ``status`` is ``failed`` when the server did not start or any probe failed.
     """
@@ -56,6 +103,10 @@ class ServingResult(FrozenModel):
     server_log: str | None = None
     startup_error: str | None = None
     wedged: str | None = None
+    deadline_s: float | None = None
+    deadline_passed: bool = False
+    interrupted: bool = False
+    startup: StartupOutcome | None = None
     probes: tuple[ProbeResult, ...] = ()
 
     def __bool__(self) -> bool:
@@ -67,3 +118,21 @@ class ServingResult(FrozenModel):
         for probe in self.probes:
             out[probe.status] += 1
         return out
+
+    def brief(self) -> dict[str, Any]:
+        """The JSON contract of ``serving gate --json``: status, start-up outcome, wedge and each probe."""
+        return {
+            "status": self.status,
+            "base_url": self.base_url,
+            "started": self.started,
+            "cold_boot_s": self.cold_boot_s,
+            "startup": self.startup.brief() if self.startup else None,
+            "startup_error": self.startup_error,
+            "wedged": self.wedged,
+            "deadline_s": self.deadline_s,
+            "deadline_passed": self.deadline_passed,
+            "interrupted": self.interrupted,
+            "server_log": self.server_log,
+            "counts": self.counts(),
+            "probes": [p.brief() for p in self.probes],
+        }

@@ -43,19 +43,69 @@ def output_dir(ws: Workspace, kind: str, explicit: Path | None = None) -> Path:
     return path
 
 
-def record_result(ws: Workspace, key: str, result: Any) -> str | None:
-    """Write ``result`` (JSON form) to ``record.results[key]`` of the active run and save; returns the run id.
+def children(ws: Workspace) -> Any:
+    """The registry of servers this state dir's commands started; orphans of a killed command are ended first.
 
-    ``backports`` results are kept per upstream SHA (``results["backports"][sha]``).
+    Returns a :class:`~ds4sync.core.children.ChildRegistry` under ``<state>/children``.
+    """
+    from ds4sync.core.children import ChildRegistry
+
+    registry = ChildRegistry(ws.store.root / "children")
+    registry.reap_orphans()
+    return registry
+
+
+def record_ab(ws: Workspace, result: Any, *, out_dir: Path) -> dict[str, Any]:
+    """Keep an A/B result: ``<out_dir>/ab.json``, one line in ``<state>/ab/history.jsonl`` (every run, also
+    outside a sync run: the trend's source), and, in an active run, ``results.ab`` (the latest) and
+    ``results.ab_runs`` (every A/B of the run).
+
+    Returns where it went: ``{"result": path, "history": path, "run_id": id or None}``.
+    """
+    import json
+
+    from ds4sync.core.files import write_json_atomic
+
+    data = result.model_dump(mode="json")
+    write_json_atomic(out_dir / "ab.json", data)
+    history = ws.store.root / "ab" / "history.jsonl"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    entry = {
+        "created_at": data["created_at"],
+        "baseline": data["baseline"],
+        "candidate": data["candidate"],
+        "mode": data["mode"],
+        "verdict": data["verdict"],
+        "pairs": data["pairs"],
+        "seed": data["seed"],
+        "confidence": data["confidence"],
+        "result": str(out_dir / "ab.json"),
+        "metrics": {row.metric: row.brief() for row in result.rows},
+    }
+    with history.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry, default=str) + "\n")
+    record = ws.store.current()
+    run_id = None
+    if record is not None:
+        record.results.ab = result
+        record.results.ab_runs = [*record.results.ab_runs, result]
+        ws.store.save(record)
+        run_id = record.run_id
+    return {"result": str(out_dir / "ab.json"), "history": str(history), "run_id": run_id}
+
+
+def record_result(ws: Workspace, key: str, result: Any) -> str | None:
+    """Write ``result`` (its model) to ``record.results.<key>`` of the active run and save; returns the run id.
+
+    ``backports`` results are kept per upstream SHA (``results.backports[sha]``).
     """
     record = ws.store.current()
     if record is None:
         return None
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     if key == "backports":
-        record.results.setdefault("backports", {})[data["upstream_sha"]] = data
+        record.results.backports[result.upstream_sha] = result
     else:
-        record.results[key] = data
+        setattr(record.results, key, result)
     ws.store.save(record)
     return record.run_id
 
@@ -89,6 +139,7 @@ def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, se
             f"'{ref}' is not a commit here", where=str(ws.repo.path), fix="fetch it first (`git fetch upstream`)"
         )
     cfg = load_serving_config(ws, serving_path)
+    registry = children(ws)
     decision = evaluate_backport(
         ws.repo,
         sha,
@@ -98,6 +149,7 @@ def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, se
         work_dir=output_dir(ws, "backport"),
         python=sys.executable,
         patch_dir=ws.profile / "patches",
+        registry=registry,
     )
     record_result(ws, "backports", decision)
     return decision

@@ -1,9 +1,13 @@
 """Server lifecycle: start from a command (own process group) or attach, wait, guard, stop.
 
 The startup wait tells "still loading" (process alive, /health not yet 200) from "died"
-(process exited), and both errors carry the tail of the server log. After a failed probe
-the guard checks ``/health`` *and* a 1-token completion, because a live ``/health`` can
-mask a wedged engine (the fork's harness learned this the hard way).
+(process exited) and, for an attached server, "unreachable" (nothing answers at the URL); each
+error carries the tail of the server log. Started servers are registered in a
+:class:`~ds4sync.core.children.ChildRegistry` when one is given, so a killed ds4sync leaves no
+server behind, and are stopped with the one stop routine
+(:func:`ds4sync.core.proc.stop_process_group`: the whole group, engine core and workers too).
+After a failed probe the guard checks the process, ``/health`` *and* a 1-token completion,
+because a live ``/health`` can mask a wedged engine.
 """
 
 from __future__ import annotations
@@ -11,61 +15,106 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.files import tail_lines
-from ds4sync.core.proc import kill_group, process_state, spawn
-from ds4sync.serving.client import OpenAIClient, RequestFailed
+from ds4sync.core.proc import group_members, process_state, spawn, stop_process_group
+from ds4sync.serving.client import Deadline, OpenAIClient, RequestFailed
 from ds4sync.serving.config import ServerConfig
+from ds4sync.serving.results import StartupKind, StartupOutcome
 
 LOG_TAIL_LINES = 25
+PROGRESS_EVERY_S = 30.0
+Progress = Callable[[str], None]
 
 
 class ServerStartError(Ds4syncError):
-    """The server did not become ready: ``kind`` is ``died``, ``still-loading`` or ``port-busy``."""
+    """The server did not become ready: ``kind`` is ``died``, ``still-loading``, ``unreachable`` or ``port-busy``.
+
+    ``outcome`` is the start-up outcome as recorded (exit code, seconds waited, log tail).
+    """
 
     exit_code = ExitCode.FAILED
 
     def __init__(
-        self, kind: str, what: str, *, where: str | None = None, fix: str | None = None, log_tail: str = ""
+        self,
+        kind: str,
+        what: str,
+        *,
+        where: str | None = None,
+        fix: str | None = None,
+        log_tail: str = "",
+        outcome: StartupOutcome | None = None,
     ) -> None:
         super().__init__(what, where=where, fix=fix)
         self.kind = kind
         self.log_tail = log_tail
+        self.outcome = outcome
 
 
 @dataclass
 class ServerHandle:
     """A server ds4sync started (``proc`` set) or attached to (``proc`` None).
 
-    ``ready_s`` is the cold-boot time in seconds (start until /health 200 and the model listed).
+    ``ready_s`` is the cold-boot time in seconds (start until /health 200 and the model listed);
+    ``log_offset`` the log's size in bytes when this server started (earlier servers' lines
+    in the same log are never read as this one's).
     """
 
     config: ServerConfig
     log_path: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
     ready_s: float | None = None
+    log_offset: int = 0
+    registry: ChildRegistry | None = None
+    deadline: Deadline | None = None
 
     @property
     def url(self) -> str:
         """The base URL (from the config, the one source of host and port)."""
         return self.config.url
 
+    @property
+    def started(self) -> bool:
+        """Whether ds4sync started this server (False: attached)."""
+        return self.proc is not None
+
     def alive(self) -> bool:
         """Whether the started process still runs (always True when attached)."""
         return self.proc is None or self.proc.poll() is None
 
-    def client(self, *, timeout_s: float | None = None) -> OpenAIClient:
-        """A client for this server."""
-        return OpenAIClient(self.url, self.config.model, timeout_s=timeout_s or self.config.request_timeout_s)
+    def stopped_by_signal(self) -> bool:
+        """Whether a started server's processes are stopped (SIGSTOP, state ``T``): alive, answering nothing."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        return any(process_state(pid) in ("T", "t") for pid in group_members(self.proc.pid))
+
+    def client(self, *, timeout_s: float | None = None, deadline: bool = True) -> OpenAIClient:
+        """A client for this server; its requests are cut to the handle's overall deadline unless ``deadline`` is
+        False (the guard, which must answer even after it)."""
+        return OpenAIClient(
+            self.url,
+            self.config.model,
+            timeout_s=timeout_s or self.config.request_timeout_s,
+            deadline=self.deadline if deadline else None,
+        )
+
+    def log_text(self) -> str:
+        """This server's part of its log ('' when attached or absent)."""
+        if self.log_path is None or not self.log_path.is_file():
+            return ""
+        with self.log_path.open("rb") as handle:
+            handle.seek(self.log_offset)
+            return handle.read().decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
 class GuardResult:
-    """Whether the server still answers: /health status and a 1-token completion."""
+    """Whether the server still answers: process, /health status and a 1-token completion."""
 
     ok: bool
     reason: str
@@ -76,8 +125,10 @@ def log_tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(tail_lines(path, lines))
 
 
-def start_server(config: ServerConfig, *, log_path: Path) -> ServerHandle:
+def start_server(config: ServerConfig, *, log_path: Path, registry: ChildRegistry | None = None) -> ServerHandle:
     """Start the configured command in its own process group, output to ``log_path``; don't wait.
+
+    The group is registered in ``registry`` (when given) until :func:`stop_server` ends it.
 
     Raises:
         ServerStartError: something already answers on the configured host and port (kind ``port-busy``).
@@ -92,52 +143,108 @@ def start_server(config: ServerConfig, *, log_path: Path) -> ServerHandle:
             f"something already answers on {config.url}",
             where=config.url,
             fix="stop it, or set serving.server.port to a free port",
+            outcome=StartupOutcome(started=False, url=config.url, kind="port-busy"),
         )
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    offset = log_path.stat().st_size if log_path.is_file() else 0
     proc = spawn(config.argv(), cwd=config.cwd or Path.cwd(), log_path=log_path, env_overrides=config.env)
-    return ServerHandle(config=config, log_path=log_path, proc=proc)
+    if registry is not None:
+        registry.register(proc.pid, config.argv(), label=f"server {config.url}")
+    return ServerHandle(config=config, log_path=log_path, proc=proc, log_offset=offset, registry=registry)
 
 
-def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None) -> float:
+def attach(config: ServerConfig) -> ServerHandle:
+    """A handle on an already running server at ``config.base_url`` (nothing is started or stopped)."""
+    return ServerHandle(config=config)
+
+
+def outcome(
+    handle: ServerHandle, *, kind: StartupKind, message: str = "", waited_s: float | None = None
+) -> StartupOutcome:
+    """The start-up outcome of ``handle`` as recorded: kind, boot time, exit code, process state, log tail."""
+    code = handle.proc.poll() if handle.proc is not None else None
+    tail = log_tail(handle.log_path) if handle.started else ""
+    return StartupOutcome(
+        started=handle.started,
+        url=handle.url,
+        kind=kind,
+        ready_s=handle.ready_s,
+        waited_s=waited_s,
+        exit_code=code,
+        pid=handle.proc.pid if handle.proc is not None else None,
+        process_state=process_state(handle.proc.pid) if handle.proc is not None and code is None else None,
+        message=message,
+        log_path=str(handle.log_path) if handle.log_path else None,
+        log_tail=tuple(tail.splitlines()),
+    )
+
+
+def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None, progress: Progress | None = None) -> float:
     """Poll until /health is 200 and the model is listed; returns the seconds waited.
 
+    A started server may take ``startup_timeout_s``; an attached one ``attach_timeout_s`` (it
+    should already run). ``progress`` gets a line every 30 s while loading.
+
     Raises:
-        ServerStartError: ``died`` (the process exited; exit code and log tail) or
-            ``still-loading`` (alive at the deadline; process state and log tail).
+        ServerStartError: ``died`` (the process exited; exit code and log tail), ``still-loading``
+            (alive at the deadline; process state and log tail) or ``unreachable`` (attached, and
+            nothing answered at the URL).
     """
     config = handle.config
-    limit = timeout_s or config.startup_timeout_s
+    limit = timeout_s or (config.startup_timeout_s if handle.started else config.attach_timeout_s)
     start = time.monotonic()
+    next_note = start + PROGRESS_EVERY_S
     last = "no answer yet"
-    with handle.client(timeout_s=min(10.0, config.request_timeout_s)) as client:
+    with handle.client(timeout_s=min(10.0, config.request_timeout_s), deadline=False) as client:
         while True:
             if not handle.alive():
                 assert handle.proc is not None
-                tail = log_tail(handle.log_path)
+                waited = time.monotonic() - start
+                what = f"server exited with code {handle.proc.returncode} after {waited:.1f} s while loading"
+                done = outcome(handle, kind="died", message=what, waited_s=waited)
                 raise ServerStartError(
                     "died",
-                    f"server exited with code {handle.proc.returncode} after "
-                    f"{time.monotonic() - start:.1f} s while loading; log tail:\n{tail}",
+                    what,
                     where=str(handle.log_path),
-                    fix="read the server log; fix the command or the build",
-                    log_tail=tail,
+                    fix="read the server log's last lines (shown) and fix the command or the build",
+                    log_tail="\n".join(done.log_tail),
+                    outcome=done,
                 )
             last = _readiness(client, config.model) or "ready"
+            now = time.monotonic()
             if last == "ready":
-                handle.ready_s = time.monotonic() - start
+                handle.ready_s = now - start
                 return handle.ready_s
-            if time.monotonic() - start >= limit:
+            if now - start >= limit:
                 break
+            if progress is not None and now >= next_note:
+                next_note = now + PROGRESS_EVERY_S
+                state = process_state(handle.proc.pid) if handle.proc else None
+                line = (log_tail(handle.log_path, 1) or "(log empty)") if handle.started else last
+                where = f"process {handle.proc.pid} state {state}" if handle.proc else "attached"
+                progress(f"still waiting for {handle.url} after {now - start:.0f} s ({where}): {line[-160:]}")
             time.sleep(config.poll_interval_s)
-    state = process_state(handle.proc.pid) if handle.proc else None
-    tail = log_tail(handle.log_path)
+    waited = time.monotonic() - start
+    if not handle.started:
+        what = f"no server answers at {handle.url} after {limit:g} s (last check: {last})"
+        raise ServerStartError(
+            "unreachable",
+            what,
+            where=handle.url,
+            fix="start the server first, or give serving.server.command so that ds4sync starts it",
+            outcome=outcome(handle, kind="unreachable", message=what, waited_s=waited),
+        )
+    assert handle.proc is not None
+    state = process_state(handle.proc.pid)
+    what = f"server still loading after {limit:g} s (process alive, state {state or '?'}; last check: {last})"
+    done = outcome(handle, kind="still-loading", message=what, waited_s=waited)
     raise ServerStartError(
         "still-loading",
-        f"server still loading after {limit:g} s (process alive, state {state or '?'}; "
-        f"last check: {last}); log tail:\n{tail}",
-        where=str(handle.log_path) if handle.log_path else handle.url,
+        what,
+        where=str(handle.log_path),
         fix="raise serving.server.startup_timeout_s if loading is just slow",
-        log_tail=tail,
+        log_tail="\n".join(done.log_tail),
+        outcome=done,
     )
 
 
@@ -154,44 +261,56 @@ def _readiness(client: OpenAIClient, model: str) -> str | None:
 
 
 def stop_server(handle: ServerHandle) -> int | None:
-    """SIGTERM the server's process group, SIGKILL after ``stop_grace_s``; returns its exit code.
+    """End a started server's whole process group (SIGINT, SIGTERM, SIGKILL, ``stop_grace_s`` apart).
 
-    Attached servers are left alone (returns None).
+    Returns the leader's exit code; attached servers are left alone (returns None).
     """
     if handle.proc is None:
         return None
-    if handle.proc.poll() is None:
-        kill_group(handle.proc, grace_s=handle.config.stop_grace_s)
-    return handle.proc.poll()
+    code = stop_process_group(handle.proc.pid, grace_s=handle.config.stop_grace_s, proc=handle.proc)
+    if handle.registry is not None:
+        handle.registry.forget(handle.proc.pid)
+    return code
 
 
 @contextlib.contextmanager
-def serve(config: ServerConfig, *, log_path: Path, timeout_s: float | None = None) -> Iterator[ServerHandle]:
+def serve(
+    config: ServerConfig,
+    *,
+    log_path: Path,
+    timeout_s: float | None = None,
+    registry: ChildRegistry | None = None,
+    progress: Progress | None = None,
+) -> Iterator[ServerHandle]:
     """Start (or attach to) the server, wait until ready, yield it, and stop what was started.
 
     Raises:
         ServerStartError: see :func:`start_server` and :func:`wait_ready` (the process is stopped first).
     """
-    handle = start_server(config, log_path=log_path) if config.command else ServerHandle(config=config)
+    handle = start_server(config, log_path=log_path, registry=registry) if config.command else attach(config)
     try:
-        wait_ready(handle, timeout_s=timeout_s)
+        wait_ready(handle, timeout_s=timeout_s, progress=progress)
         yield handle
     finally:
         stop_server(handle)
 
 
 def guard(handle: ServerHandle) -> GuardResult:
-    """Is the server still serving? Process alive, /health 200 and a 1-token completion, within ``guard_timeout_s``."""
+    """Is the server still serving? Process alive and not stopped, /health 200 and a 1-token completion,
+    each within ``guard_timeout_s``."""
     if not handle.alive():
         code = handle.proc.returncode if handle.proc else None
         return GuardResult(False, f"server process exited with code {code}")
+    if handle.stopped_by_signal():
+        return GuardResult(False, "wedged: server processes are stopped (state T, e.g. SIGSTOP)")
     limit = handle.config.guard_timeout_s
-    with handle.client(timeout_s=limit) as client:
+    with handle.client(timeout_s=limit, deadline=False) as client:
         try:
             status = client.health()
             if status != 200:
                 return GuardResult(False, f"/health answered {status}")
             client.complete("ping", max_tokens=1, timeout_s=limit)
         except RequestFailed as exc:
-            return GuardResult(False, f"guard failed ({exc.kind}): {exc}")
+            word = "wedged: " if exc.kind == "timeout" else ""
+            return GuardResult(False, f"{word}guard failed ({exc.kind}): {exc}")
     return GuardResult(True, "/health 200 and a 1-token completion answered")

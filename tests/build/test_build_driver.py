@@ -13,13 +13,14 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.native_ext import FILL, SCALED_ADD, DemoExtension, write_demo_extension
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.native.driver import BuildResult
 from ds4sync.native.manifest import Manifest, ModuleSpec, OpSpec, normalize_schema
 from ds4sync.native.phase import outcome_of
 from ds4sync.native.proof import run_proof
+from ds4sync.record import RecordStore, RunRecord
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.slow]
 
@@ -144,12 +145,12 @@ def test_build_in_active_run_records_into_the_run(tmp_path: Path, monkeypatch: p
     code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", str(manifest), "--json"])
     assert code == 0
     record = store.load("run1")
-    build = record.results["build"]
-    assert build["proof"]["summary"] == "1/1 imports, 2/2 op schemas, deps passed"
-    assert build["src"] == str(worktree)
+    build = record.results.build
+    assert build.proof.summary == "1/1 imports, 2/2 op schemas, deps passed"
+    assert build.src == str(worktree)
     assert record.phases["build"].status == "done"
     assert list(worktree.glob("ds4run_ext/_C*.so")) and not list(repo.path.glob("ds4run_ext/_C*.so"))
-    log = Path(build["log_path"]).read_text()
+    log = Path(build.log_path).read_text()
     saved = store.record_path("run1").read_text()
     assert "('HF_TOKEN', '[redacted]')" in log  # kept for the build, hidden in the log
     assert "GITHUB_TOKEN" not in log  # not passed on at all

@@ -10,11 +10,12 @@ import pytest
 import yaml
 
 from ds4sync.config import shipped_profile
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.native_ext import demo_build_section, write_demo_extension
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.native.manifest import load_manifest, write_manifest
 from ds4sync.native.phase import BUILD_PHASES
+from ds4sync.record import RunRecord
 from ds4sync.runner import RunContext, open_workspace, run_phases
 
 pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
@@ -82,12 +83,16 @@ def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuil
         worktree=str(worktree),
         backup_ref="refs/ds4sync/backup/r2",
     )
-    outcome = run_phases(RunContext(ws, record), BUILD_PHASES)
+    said: list[str] = []
+    outcome = run_phases(RunContext(ws, record, said.append), BUILD_PHASES)
     assert outcome.status == "done", outcome.outcome.details if outcome.outcome else None
+    steps = [line for line in said if line.startswith("build: ") and "," not in line]
+    assert steps[1:4] == ["build: venv", "build: toolchain", "build: install"], said  # each step, as it starts
+    assert "build: proof: 2 op schemas" in steps
     saved = ws.store.load("r2")
     assert saved.phases["build"].message == "build passed: 1/1 imports, 2/2 op schemas, deps passed"
-    assert saved.results["build"]["checks"]["op schemas"] == {"passed": 2, "total": 2, "failed": []}
-    assert saved.results["build"]["src"] == str(worktree)
+    assert saved.results.build.checks["op schemas"] == {"passed": 2, "total": 2, "failed": []}
+    assert saved.results.build.src == str(worktree)
 
 
 def test_shipped_manifest_lists_the_ds4_modules_and_fused_ops() -> None:

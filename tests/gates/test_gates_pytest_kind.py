@@ -34,7 +34,7 @@ def test_sample_counts_come_out_exactly(sample: RepoBuilder) -> None:
     assert "calc.add disagrees" in by_node["tests/test_fail.py::test_add_is_wrong"].message
     assert gate.flaky == ("tests/test_flaky.py::test_flaky_once",)
     assert gate.command[:5] == (PYTHON, "-m", "pytest", "-q", "--tb=short")
-    assert "--deselect=tests/test_hang.py" in gate.command and gate.command[-5:-3] == ("-k", "not slow")
+    assert "--deselect=tests/test_hang.py" in gate.command and gate.command[-7:-5] == ("-k", "not slow")
     assert Path(gate.log_path).read_text().count("passed") >= 1
     assert gate.details["display_command"].endswith("-k 'not slow'")
 
@@ -55,10 +55,10 @@ def test_without_reruns_a_flaky_test_is_a_failure(sample: RepoBuilder) -> None:
 
 @pytest.mark.slow
 def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: Path) -> None:
-    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 5"))  # room to reach the hang
+    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 6"))  # room to reach the hang
     result = _run(sample, "hang")
     gate = result.gates[0]
-    assert gate.status == "error" and gate.reason.startswith("timed out after 5s")
+    assert gate.status == "error" and gate.reason.startswith("timed out after 6s")
     # SIGINT first: pytest wrote its JUnit, so the test that finished is counted and the one that hung is named.
     assert Path(gate.details["junit"]).is_file()
     assert gate.counts.passed == 1 and gate.details["tests"] == 1
@@ -97,3 +97,37 @@ def test_malformed_junit_is_an_error(sample: RepoBuilder) -> None:
     write_gates(sample, "unit", "gates:\n  - {name: ok, kind: pytest, run: {paths: [tests/test_pass.py]}}\n")
     gate = _run(sample).gates[0]
     assert gate.status == "error" and "malformed JUnit XML" in gate.reason
+
+
+MISSING_YAML = """\
+tier: unit
+gates:
+  - name: partial
+    kind: pytest
+    run:
+      paths: [tests/test_pass.py, tests/test_not_in_this_tree.py, tests/gone/]
+      missing_paths: skip
+      deselect:
+        - {node: "tests/test_pass.py::test_add", reason: needs a CUDA GPU}
+  - {name: none-here, kind: pytest, run: {paths: [tests/test_nope.py], missing_paths: skip}}
+  - {name: strict, kind: pytest, run: {paths: [tests/test_pass.py, tests/test_nope.py]}}
+"""
+
+
+def test_missing_paths_are_named_and_never_green(sample: RepoBuilder) -> None:
+    write_gates(sample, "unit", MISSING_YAML)
+    gates = {g.name: g for g in _run(sample).gates}
+    partial = gates["partial"]
+    # what exists ran; the gate is incomplete, not passed, and names what it left out
+    assert partial.status == "incomplete" and partial.counts.passed >= 1 and partial.counts.failed == 0
+    assert partial.details["missing_paths"] == ["tests/test_not_in_this_tree.py", "tests/gone/"]
+    assert "2 of 3 test path(s) not in this tree" in partial.reason
+    assert "tests/test_not_in_this_tree.py" not in partial.command
+    # a deselection carries its reason, and pytest's own count says it was left out (never passing)
+    assert partial.details["deselected_reasons"] == {"tests/test_pass.py::test_add": "needs a CUDA GPU"}
+    assert (
+        "--deselect=tests/test_pass.py::test_add" in partial.command and partial.counts.deselected == 3
+    )  # test_add has 3 cases
+    assert gates["none-here"].status == "skipped" and "none of its 1 test path(s)" in gates["none-here"].reason
+    # without missing_paths: skip, pytest itself fails on the missing file
+    assert gates["strict"].status == "error"

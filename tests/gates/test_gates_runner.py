@@ -16,9 +16,10 @@ from sample_project import UNIT_YAML
 
 from ds4sync.cli import main
 from ds4sync.core.proc import pid_alive
-from ds4sync.core.record import ForkRef, RunRecord, UpstreamRef
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.record import RunRecord
 from tests.cli_json import data as cli_data
 
 OK_YAML = """\
@@ -139,7 +140,7 @@ def _pair(
 
 
 def _start_run(repo: RepoBuilder) -> Path:
-    from ds4sync.core.record import RecordStore
+    from ds4sync.record import RecordStore
 
     store = RecordStore(repo.path / ".git" / "ds4sync")
     head = repo.head()
@@ -237,8 +238,8 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
 
 
 def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
-    from ds4sync.core.record import RecordStore
     from ds4sync.gates.phase import GATE_PHASES
+    from ds4sync.record import RecordStore
     from ds4sync.runner import RunContext, open_workspace
 
     write_gates(sample, "unit", OK_YAML)
@@ -248,6 +249,6 @@ def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -
     record = RecordStore(record_path.parent.parent.parent).load(record_path.parent.name)
     outcome = GATE_PHASES[0].run(RunContext(ws=ws, record=record))
     assert outcome.status == "done" and "tier unit: passed" in outcome.message
-    assert [g["status"] for g in record.results["gates"]["unit"]["gates"]] == ["passed", "passed"]
+    assert [g.status for g in record.results.gates["unit"].gates] == ["passed", "passed"]
     write_gates(sample, "unit", "gates:\n  - {name: bad, kind: pytest, run: {paths: [tests/test_fail.py]}}\n")
     assert GATE_PHASES[0].run(RunContext(ws=open_workspace(sample.path), record=record)).status == "failed"

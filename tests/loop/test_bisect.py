@@ -6,7 +6,6 @@ import json
 import math
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,117 +15,19 @@ from ds4sync.cli import main
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.loop.bisect import BisectResult, bisect, search
 from ds4sync.loop.bisect import BisectStep as Step
-from ds4sync.runner import Workspace, open_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history import fast_import
-
-SCHED = "".join(f"LINE_{i} = {i}\n" for i in range(30))
-BASE = {
-    "vllm/hooks.py": "def on_load():\n    return 'loaded'\n",
-    "vllm/sched.py": SCHED,
-    "vllm/version.py": "VERSION = 1\n",
-    "vllm/envs.py": "A = 1\nB = 2\nC = 3\n",
-}
-TWEAKED = SCHED.replace("LINE_15 = 15\n", "LINE_15 = 15\nSCHED_TWEAK = True\n")
-
-# What each kind of planted upstream commit changes.
-BREAK_INVARIANT = {"vllm/hooks.py": "def on_startup():\n    return 'loaded'\n"}
-BREAK_PATCH = {"vllm/sched.py": SCHED.replace("LINE_14 = 14\nLINE_15 = 15\nLINE_16 = 16\n", "LINES_14_TO_16 = ()\n")}
-BREAK_GATE = {"vllm/version.py": "VERSION = 5\n"}
-CONFLICT = {"vllm/envs.py": "A = 1\nB = 'upstream'\nC = 3\n"}
-RESTORE = {"vllm/envs.py": "A = 1\nB = 2\nC = 3\n"}
-
-
-@dataclass
-class History:
-    """A fork repository with upstream's first-parent line on ``main`` and the fork on ``fork``."""
-
-    root: Path
-    base: str
-    upstream: list[str]  # the N upstream commits after base, oldest first
-
-    def workspace(self, *, rules: list[dict] | None = None) -> Workspace:
-        config = self.root / "ds4sync.yaml"
-        config.write_text(yaml.safe_dump({"merge": {"rules": rules or []}}))
-        return open_workspace(
-            self.root,
-            config_path=config,
-            branch="fork",
-            profile=self.root.parent / "profile",
-            state_dir=self.root.parent / "state",
-        )
-
-
-def _patchset(folder: Path, data: dict, patch: str | None = None) -> None:
-    folder.mkdir(parents=True)
-    if patch is not None:
-        (folder / "0001.patch").write_text(patch)
-        data = {**data, "patches": ["0001.patch"]}
-    (folder / "patchset.yaml").write_text(yaml.safe_dump(data))
-
-
-def _profile(root: Path, base_repo: RepoBuilder) -> None:
-    patches = root / "patches"
-    _patchset(
-        patches / "hooks-used",
-        {
-            "id": "hooks-used",
-            "title": "the fork's loader calls upstream's on_load hook",
-            "kind": "fork-feature",
-            "invariants": [
-                {"id": "on-load-hook", "kind": "contains", "files": "vllm/hooks.py", "pattern": r"^def on_load\("}
-            ],
-        },
-    )
-    (base_repo.path / "vllm/sched.py").write_text(TWEAKED)
-    diff = base_repo.repo.git.diff("--", "vllm/sched.py") + "\n"
-    base_repo.repo.git.checkout("--", "vllm/sched.py")
-    _patchset(
-        patches / "sched-tweak",
-        {
-            "id": "sched-tweak",
-            "title": "a carry patch replayed on every sync",
-            "kind": "fork-feature",
-            "invariants": [
-                {
-                    "id": "sched-tweak-flag",
-                    "kind": "contains",
-                    "files": "vllm/sched.py",
-                    "pattern": "^SCHED_TWEAK = True$",
-                }
-            ],
-        },
-        patch=diff,
-    )
-    (root / "gates").mkdir()
-    check = "import runpy, sys; v = runpy.run_path('vllm/version.py')['VERSION']; sys.exit(0 if v < 5 else 1)"
-    (root / "gates" / "unit.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "tier": "unit",
-                "gates": [{"name": "version-check", "kind": "command", "run": {"argv": ["{python}", "-c", check]}}],
-            }
-        )
-    )
-
-
-def make_history(tmp_path: Path, n: int, planted: dict[int, dict]) -> History:
-    """Base, then ``n`` upstream commits on main (``planted[i]`` added to the i-th); the fork edits envs.py."""
-    repo = RepoBuilder(tmp_path / "fork")
-    base = repo.commit(BASE, "base")
-    _profile(tmp_path / "profile", repo)
-    commits = [
-        (f"upstream change {i} (#{1000 + i})", {f"log/{i:04}.txt": f"{i}\n", **planted.get(i, {})}) for i in range(n)
-    ]
-    upstream = fast_import(repo.path, branch="main", parent=base, commits=commits) if n else []
-    repo.repo.git.reset("-q", "--hard", "main")
-    repo.branch("fork", base)
-    repo.commit(
-        {"vllm/envs.py": "A = 1\nB = 'fork'\nC = 3\n", "vllm/fork_feature.py": "ENABLED = True\n"}, "fork feature"
-    )
-    repo.checkout("main")
-    return History(repo.path, base, upstream)
+from history import (
+    BREAK_GATE,
+    BREAK_INVARIANT,
+    BREAK_PATCH,
+    CONFLICT,
+    CONFLICT_ELSEWHERE,
+    HOOKS,
+    RESTORE,
+    History,
+    make_history,
+)
 
 
 def run(
@@ -161,8 +62,10 @@ def test_culprit_of_each_tree_kind_found_within_the_bound(
     assert result.evaluations <= bound(n) and result.evaluations == len(result.steps)
     assert all(s.mode == "tree" for s in result.steps)  # no worktree for a step without conflicts or gates
     # every step's verdict is right for its commit: bad at or after the culprit, good before it
+    assert result.steps[1].upstream_sha == history.base and result.steps[1].verdict == "good"
     for step in result.steps:
-        assert step.verdict == ("bad" if history.upstream.index(step.upstream_sha) >= k else "good")
+        position = history.upstream.index(step.upstream_sha) if step.upstream_sha != history.base else -1
+        assert step.verdict == ("bad" if position >= k else "good")
 
 
 def test_a_second_bisect_is_served_from_the_cache(tmp_path: Path) -> None:
@@ -189,12 +92,14 @@ def test_an_unresolvable_conflict_is_skipped_and_the_culprit_still_found(tmp_pat
     assert result.first_bad.upstream_sha == history.upstream[45]
     skipped = [s for s in result.steps if s.verdict == "skip"]
     assert [s.upstream_sha for s in skipped] == [history.upstream[31]]
-    assert "vllm/envs.py" in skipped[0].reason and skipped[0].mode == "worktree"
+    assert "vllm/hooks.py" in skipped[0].reason and skipped[0].mode == "worktree"
     assert result.evaluations <= bound(64) + len(skipped)
 
 
 def test_skips_next_to_the_culprit_make_it_ambiguous_not_wrong(tmp_path: Path) -> None:
-    history = make_history(tmp_path, 64, {31: {**CONFLICT, **BREAK_INVARIANT}, 32: RESTORE})
+    broken = HOOKS.replace("def on_load():", "def on_startup():")
+    conflict_and_break = {"vllm/hooks.py": broken.replace("VALUE = 'base'", "VALUE = 'upstream'")}
+    history = make_history(tmp_path, 64, {31: conflict_and_break, 32: {"vllm/hooks.py": broken}})
     result = run(history)
     assert result.status == "ambiguous" and result.first_bad is None
     assert result.suspects == (history.upstream[31], history.upstream[32])
@@ -203,7 +108,7 @@ def test_skips_next_to_the_culprit_make_it_ambiguous_not_wrong(tmp_path: Path) -
 
 def test_a_rule_settles_the_conflict_in_a_worktree_step(tmp_path: Path) -> None:
     history = make_history(tmp_path, 64, {31: CONFLICT, 32: RESTORE, 45: BREAK_INVARIANT})
-    result = run(history, rules=[{"glob": "vllm/envs.py", "strategy": "ours"}])
+    result = run(history, rules=[{"glob": "vllm/hooks.py", "strategy": "ours"}])
     assert result.first_bad is not None and result.first_bad.upstream_sha == history.upstream[45]
     step31 = next(s for s in result.steps if s.upstream_sha == history.upstream[31])
     assert step31.verdict == "good" and step31.mode == "worktree"
@@ -289,6 +194,8 @@ def test_search_alone_is_logarithmic_for_every_culprit_position() -> None:
             status, _steps, index = search([str(i) for i in range(n)], evaluate)
             assert (status, index) == ("found", k)
             assert len(calls) <= math.ceil(math.log2(n)) + 1 if n > 1 else len(calls) == 1
+            status, _steps, _ = search([str(i) for i in range(n)], evaluate, good=str(-1))
+            assert status == "found" and len(calls) <= 2 * (math.ceil(math.log2(n)) + 2)
 
 
 def test_generated_history_is_real_git(tmp_path: Path) -> None:
@@ -301,3 +208,65 @@ def test_generated_history_is_real_git(tmp_path: Path) -> None:
         check=True,
     )
     assert log.stdout.splitlines()[0] == "upstream change 4 (#1004)"
+
+
+def test_patchset_filter_bisects_one_feature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = make_history(tmp_path, 16, {5: BREAK_PATCH, 11: BREAK_INVARIANT})
+    common = ["--repo", str(history.root), "--branch", "fork", "--profile", str(tmp_path / "profile")]
+    common += ["--state-dir", str(tmp_path / "state"), "--good", history.base, "--bad", history.upstream[-1], "--json"]
+    assert main(["bisect", *common, "--patchset", "hooks-used"]) == 0
+    only_hooks = json.loads(capsys.readouterr().out)["data"]
+    assert only_hooks["first_bad"]["upstream_sha"] == history.upstream[11]
+    assert main(["bisect", *common]) == 0
+    everything = json.loads(capsys.readouterr().out)["data"]
+    assert everything["first_bad"]["upstream_sha"] == history.upstream[5]
+    assert main(["bisect", *common, "--patchset", "no-such"]) == 2
+    assert "no patch-set no-such" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_a_conflict_in_a_file_no_check_reads_is_evaluated_in_the_index(tmp_path: Path) -> None:
+    history = make_history(tmp_path, 64, {31: CONFLICT_ELSEWHERE, 45: BREAK_INVARIANT})
+    result = run(history)
+    assert result.first_bad is not None and result.first_bad.upstream_sha == history.upstream[45]
+    assert all(s.mode == "tree" and s.verdict != "skip" for s in result.steps)
+    later = [s for s in result.steps if s.upstream_sha in history.upstream[31:]]
+    assert later and all("1 conflicts in files the checks do not read" in s.reason for s in later)
+    assert result.evaluations <= bound(64)
+
+
+def test_a_fork_broken_at_good_has_no_upstream_culprit(tmp_path: Path) -> None:
+    """The fork itself lost the hook: every candidate is bad, and blaming the first one would be wrong."""
+    history = make_history(tmp_path, 32, {})
+    fork = RepoBuilder(history.root)
+    fork.checkout("fork")
+    fork.commit({"vllm/hooks.py": HOOKS.replace("def on_load():", "def on_start():")}, "fork drops the hook")
+    fork.checkout("main")
+    result = run(history)
+    assert result.status == "good-fails" and result.first_bad is None and result.evaluations == 2
+    assert [s.verdict for s in result.steps] == ["bad", "bad"]
+    assert "no upstream culprit" in result.culprit_line()
+
+
+def test_a_failed_nightly_names_the_culprit_in_its_record_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = make_history(tmp_path, 30, {20: BREAK_INVARIANT})
+    RepoBuilder(history.root).repo.git.remote("add", "upstream", str(history.root))
+    config = {
+        "upstream": {"remote": "upstream", "ref": "main"},
+        "fork": {"branch": "fork"},
+        "profile": str(tmp_path / "profile"),
+        "state_dir": str(tmp_path / "state"),
+        "nightly": {"bisect_on_failure": True},
+    }
+    (history.root / "ds4sync.yaml").write_text(yaml.safe_dump(config))
+    code = main(["nightly", "--repo", str(history.root)])
+    captured = capsys.readouterr()
+    assert code == 4, captured.err  # replay stops: the metadata-only patch-set needs adapting by a person
+    (record_path,) = (tmp_path / "state" / "runs").glob("*/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "needs-person" and record["phases"]["replay"]["status"] == "needs-person"
+    (note,) = [n for n in record["notes"] if n.startswith("bisect:")]
+    assert history.upstream[20][:12] in note and "#1020" in note and "on-load-hook" in note
+    assert note in (record_path.parent / "report.md").read_text()
+    assert "#1020" in captured.out + captured.err

@@ -11,8 +11,9 @@ from ruamel.yaml import YAML
 
 from ds4sync.cli import main
 from ds4sync.core.errors import ConfigError, StateError
-from ds4sync.loop.deploy import StanzaPaths, check_unchanged, deploy, deployed_runs, rollback
+from ds4sync.loop.deploy import check_unchanged, deploy, deployed_runs, rollback
 from ds4sync.loop.nightly import run_nightly
+from ds4sync.loop.results import StanzaPaths
 from ds4sync.runner import open_workspace
 from tests.scenarios import BRANCH, lines, make_pair
 
@@ -86,12 +87,12 @@ def test_deploy_switches_only_the_trees_paths_and_keeps_comments(tmp_path: Path)
     assert comments_spaced(swap.read_text()) == comments_spaced(expected)
     assert "--kv-cache-dtype" in result.flags and "--reasoning-parser" in result.flags and len(result.flags) == 8
     assert deployed_runs(ws) == {record.run_id}
-    assert ws.store.load(record.run_id).results["deploy"]["new"]["tree"] == new_tree
+    assert ws.store.load(record.run_id).results.deploy.new.tree == new_tree
 
 
 def test_rollback_restores_the_stanza_and_the_fork_branch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pair, ws, swap, record = promoted_fork(tmp_path)
-    promoted = ws.store.load(record.run_id).results["promote"]
+    promoted = ws.store.load(record.run_id).results.promote
     assert main(["deploy", "--repo", str(pair.repo)]) == 0
     assert "8 serving flags unchanged" in capsys.readouterr().out
 
@@ -100,7 +101,7 @@ def test_rollback_restores_the_stanza_and_the_fork_branch(tmp_path: Path, capsys
     assert YAML().load(swap.read_text()) == YAML().load(SWAP)
     text = swap.read_text()
     assert "# compile and kernel caches" in text and "# never unload" in text and "# the DeepSeek V4 fork" in text
-    assert ws.repo.branch_head(BRANCH) == promoted["old_head"]
+    assert ws.repo.branch_head(BRANCH) == promoted.old_head
     assert deployed_runs(ws) == set()
     with pytest.raises(StateError, match="no deploy of deepseek-v4"):
         rollback(ws)

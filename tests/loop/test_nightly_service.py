@@ -14,7 +14,10 @@ from ds4sync.cli import main
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.proc import pid_alive
 from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchanged_since_last_sync
+from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
+from ds4sync.publish.results import PublishResult
 from ds4sync.runner import open_workspace
+from tests.cli_json import data
 from tests.scenarios import BRANCH, lines, make_pair
 
 SLEEPER = """\
@@ -50,6 +53,9 @@ def test_nothing_moved_is_a_quiet_skip_without_fetching(tmp_path: Path, capsys: 
     assert main(["promote", "--repo", str(pair.repo)]) == 0
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
     assert "nothing moved" in capsys.readouterr().out and run_count(pair) == 1
+    assert main(["nightly", "--json", "--repo", str(pair.repo)]) == 0
+    night = data(capsys.readouterr().out)
+    assert night["skipped"] is True and night["run_id"] is None and night["pr_url"] is None
 
 
 @pytest.mark.parametrize("side", ["upstream", "fork"])
@@ -98,10 +104,10 @@ def test_time_budget_stops_running_gates_and_records_them_incomplete(
     record = open_workspace(pair.repo).store.latest()
     assert record is not None and record.status == "needs-person"
     assert record.phase("gate").message.startswith("time budget reached")
-    by_name = {g["name"]: g for g in record.results["gates"]["unit"]["gates"]}
-    assert by_name["quick"]["status"] == "passed"
-    assert by_name["slow"]["status"] == "incomplete" and "time budget" in by_name["slow"]["reason"]
-    assert by_name["slow"]["failures"][0]["env_category"] == "time-budget"
+    by_name = {g.name: g for g in record.results.gates["unit"].gates}
+    assert by_name["quick"].status == "passed"
+    assert by_name["slow"].status == "incomplete" and "time budget" in by_name["slow"].reason
+    assert by_name["slow"].failures[0].env_category == "time-budget"
     assert not pid_alive(int(pid_file.read_text()))  # stopped, not left running
     # The next night does not bury it: it waits for a person (resume), exit 4.
     assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.NEEDS_PERSON
@@ -125,12 +131,23 @@ def test_pruning_keeps_n_and_every_run_a_rollback_ref_or_open_pr_points_at(tmp_p
     # The third's pushed head is an open PR at the newest duplicate-work check.
     for record, pr in ((third, 7), (fourth, None)):
         fresh = ws.store.load(record.run_id)
-        fresh.results["publish"] = {
-            "status": "published" if pr else "refused",
-            "head_branch": "sync/fork-upstream" if pr else "x",
-            "pr_number": pr,
-            "duplicate_check": {"head_branch": "other", "open_prs": [{"number": 7, "head": "sync/fork-upstream"}]},
-        }
+        check = DuplicateCheck(
+            repo="acme/vllm",
+            checked_at="2026-01-01T00:00:00+00:00",
+            head_branch="other",
+            base="main",
+            upstream_commits=1,
+            open_prs=(OpenPull(number=7, title="sync", head="sync/fork-upstream"),),
+        )
+        fresh.results.publish = PublishResult(
+            status="published" if pr else "refused",
+            repo="acme/vllm",
+            remote="origin",
+            head_branch="sync/fork-upstream" if pr else "x",
+            base="main",
+            pr_number=pr,
+            duplicate_check=check,
+        )
         ws.store.save(fresh)
 
     pruned = prune_runs(ws, keep=1)
@@ -177,3 +194,21 @@ def test_nightly_install_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert sorted(p.suffix for p in target.iterdir()) == [".service", ".timer"]
     assert main(["nightly", "install", "--repo", str(pair.repo)]) == ExitCode.USAGE
     assert main(["nightly", "install", "--cron", "--repo", str(pair.repo), "--at", "24:00"]) == ExitCode.USAGE
+
+
+def test_a_failed_sync_keeps_failing_while_nothing_moves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    failing = {"name": "broken", "kind": "command", "run": {"argv": ["{python}", "-c", "raise SystemExit(1)"]}}
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": [failing]}))
+    configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    capsys.readouterr()
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert "nothing moved since run" in out and "(failed)" in out
+    assert run_count(pair) == 1
+    # Upstream moves on: a new sync (the sync branch of the failed run is another upstream's).
+    pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED and run_count(pair) == 2

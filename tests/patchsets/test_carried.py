@@ -291,3 +291,27 @@ def test_shipped_catalogue_holds_nothing_vacuously(tmp_path: Path) -> None:
         if r.status == "holds" and r.kind != "file_absent"
     ]
     assert held == []
+
+
+def test_an_ambiguous_abbreviated_since_counts_when_any_candidate_is_in_history(tmp_path: Path) -> None:
+    """Two commits share a 4-digit prefix: the prefix names no single commit, yet the feature is carried."""
+    builder = RepoBuilder(tmp_path / "amb")
+    head = builder.commit({"a.txt": "a\n"}, "base")
+    repo = GitRepo(builder.path)
+    tree = repo.out("rev-parse", f"{head}^{{tree}}")
+    seen: dict[str, str] = {}
+    pair = None
+    for i in range(5000):  # commit-tree only: dangling commits, none in head's history
+        sha = repo.out("commit-tree", tree, "-p", head, "-m", f"c{i}")
+        if sha[:4] in seen:
+            pair = (seen[sha[:4]], sha)
+            break
+        seen[sha[:4]] = sha
+    assert pair is not None
+    in_history, _other = pair
+    repo.run("update-ref", "refs/heads/main", in_history)
+    assert repo.resolve_commit(in_history[:4]) is None  # ambiguous: git names no commit
+    has = history_lookup(repo, in_history)
+    assert has(in_history[:4]) is True
+    assert history_lookup(repo, head)(in_history[:4]) is False  # neither candidate is in head's history
+    assert has("ffffffffffffffffffffffffffffffffffffffff") is None

@@ -13,7 +13,7 @@ from ds4sync.runner import open_workspace
 
 
 def _statuses(outcome) -> dict[str, str]:
-    return {e["id"]: e["status"] for e in outcome.record.results["replay"]["entries"]}
+    return {e.id: e.status for e in outcome.record.results.replay.entries}
 
 
 def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
     assert statuses["sm120-attention-logging"] == "adapted"
     text = (Path(second.record.worktree) / demo_attention()).read_text()
     assert "import math\nimport logging\n" in text
-    assert second.record.results["verify"]["totals"]["violated"] == 0
+    assert second.record.results.verify.totals["violated"] == 0
 
 
 def demo_attention() -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import RecordStore
+from ds4sync.record import RecordStore
 from ds4sync.runner import open_workspace
 from tests.cli_json import data as cli_data
 
@@ -97,13 +97,14 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     scratch = next(ps for ps in verify["patchsets"] if ps["id"] == "larger-scratch")
     assert scratch["status"] == "landed-upstream" and scratch["invariants"][0]["status"] == "violated"
     record = _record(sc)
-    assert record.status == "done" and record.results["verify"]["totals"]["violated"] == 0
+    assert record.status == "done" and record.results.verify.totals["violated"] == 0
 
     old = (sc.patches / "softcap" / "0001-SM120-Logit-softcap.patch").read_text()
     yaml_path = sc.patches / "softcap" / "patchset.yaml"
     before = "# reviewed by the DS4 maintainers\n" + yaml_path.read_text()
     yaml_path.write_text(before)
-    assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
+    assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path), "--json"]) == 0
+    assert cli_data(capsys.readouterr().out)["id"] == "softcap"
     after = yaml_path.read_text()
     # round trip: the comment survives and only the lines of `patches:` change
     assert after.startswith("# reviewed by the DS4 maintainers\n")
@@ -203,4 +204,4 @@ def test_malformed_patchset_stops_replay_for_a_person_and_resume_goes_on(sc: Sce
     assert record.phases["replay"].message.startswith(f"{path}: kind: Input should be")
     path.write_text(good)
     assert main(["resume", "--repo", str(sc.fork.path)]) == 4
-    assert _record(sc).results["replay"]["pending"] == "softcap"
+    assert _record(sc).results.replay.pending == "softcap"

@@ -51,7 +51,7 @@ def test_one_message_per_night_with_what_happened(tmp_path: Path, httpserver: HT
     assert "Needs a person:" in message and "phase resolve:" in message and "a.py" in message
     assert f"run {night.record.run_id}" in message
     record = ws.store.load(night.record.run_id)
-    assert record.results["notify"]["sent"] is True
+    assert record.results.notify.sent is True
     # The next night: nothing moved, the run still waits; one message again (no new run).
     night = run_nightly(ws)
     assert night.exit_code == ExitCode.NEEDS_PERSON and len(httpserver.log) == 2
@@ -68,7 +68,7 @@ def test_quiet_skip_sends_nothing_unless_asked(tmp_path: Path, httpserver: HTTPS
     first = run_nightly(ws)
     assert first.exit_code == ExitCode.OK and len(httpserver.log) == 1
     sent = json.loads(httpserver.log[0][0].get_data(as_text=True))
-    assert sent["type"] == "success" and "- Merge: 1 upstream commits" in sent["message"]
+    assert sent["type"] == "success" and "- Merge: 1 upstream commit into fork" in sent["message"]
     assert run_nightly(ws).skipped and len(httpserver.log) == 1
     path.write_text(yaml.safe_dump({**config, "notify": {"urls": [endpoint(httpserver)], "on_skip": True}}))
     assert run_nightly(open_workspace(pair.repo)).skipped and len(httpserver.log) == 2

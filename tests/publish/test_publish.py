@@ -155,9 +155,9 @@ def test_opens_a_draft_pr_after_the_duplicate_work_check(tmp_path: Path, httpser
     assert "carries 1 of this sync's 2 upstream commits" in body and "targets main, not fork" in body
     # The branch is on the fork's remote, at the sync's merge commit.
     assert remote_head(remote, HEAD) == ws.repo.branch_head(record.sync_branch)
-    result = record.results["publish"]
-    assert result["status"] == "published" and result["action"] == "opened" and result["pr_number"] == 51
-    assert [p["relation"] for p in result["duplicate_check"]["open_prs"]] == ["unrelated", "unrelated", "duplicate"]
+    result = record.results.publish
+    assert result.status == "published" and result.action == "opened" and result.pr_number == 51
+    assert [p.relation for p in result.duplicate_check.open_prs] == ["unrelated", "unrelated", "duplicate"]
     # The report on disk now names the PR.
     report = (ws.store.run_dir(record.run_id) / "report.md").read_text()
     assert "Published as https://github.com/acme/vllm/pull/51" in report
@@ -183,7 +183,7 @@ def test_updates_the_open_pr_of_the_same_sync_with_a_comment(tmp_path: Path, htt
     assert "## Duplicate-work check" in patched["body"] and "#60 is this sync's own PR" in patched["body"]
     comment = body_of(httpserver.log[2][0])["body"]
     assert comment.startswith(f"Pushed {ws.repo.branch_head(record.sync_branch)[:12]} to `{HEAD}`")
-    assert record.results["publish"]["action"] == "updated"
+    assert record.results.publish.action == "updated"
     assert remote_head(remote, HEAD) == ws.repo.branch_head(record.sync_branch)
 
 
@@ -213,7 +213,7 @@ def test_a_422_already_exists_updates_that_pr(tmp_path: Path, httpserver: HTTPSe
 
     httpserver.check_assertions()
     assert outcome.status == "done", outcome.message
-    assert record.results["publish"]["pr_number"] == 61 and record.results["publish"]["action"] == "updated"
+    assert record.results.publish.pr_number == 61 and record.results.publish.action == "updated"
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ def test_forge_refusals_stop_for_a_person(
     httpserver.check_assertions()
     assert len(httpserver.log) == 1  # a refusal is not retried
     assert outcome.status == "needs-person" and expect in outcome.message
-    assert record.results["publish"]["status"] == "refused"
+    assert record.results.publish.status == "refused"
     assert remote_head(remote, HEAD) is None  # nothing pushed before the forge said yes
     assert TOKEN not in outcome.message
 
@@ -263,7 +263,7 @@ def test_rate_limit_waits_for_the_reset_time(tmp_path: Path, httpserver: HTTPSer
     assert outcome.status == "done", outcome.message
     # The retry came after the reset second named by the reply, and the wait is recorded.
     assert stamps[0] >= reset - 0.05
-    waits = record.results["publish"]["waits_s"]
+    waits = record.results.publish.waits_s
     assert len(waits) == 1 and 0 < waits[0] <= 1.5
 
 
@@ -279,7 +279,7 @@ def test_rate_limit_reset_too_far_away_is_unavailable_not_a_wait(tmp_path: Path,
 
     assert len(httpserver.log) == 1
     assert outcome.status == "needs-person" and "rate-limited" in outcome.message
-    assert record.results["publish"]["status"] == "unavailable"
+    assert record.results.publish.status == "unavailable"
 
 
 def test_server_errors_are_retried_with_backoff(tmp_path: Path, httpserver: HTTPServer) -> None:
@@ -295,7 +295,7 @@ def test_server_errors_are_retried_with_backoff(tmp_path: Path, httpserver: HTTP
 
     httpserver.check_assertions()
     assert outcome.status == "done", outcome.message
-    assert record.results["publish"]["waits_s"] == [0.01, 0.02]
+    assert record.results.publish.waits_s == (0.01, 0.02)
 
 
 def test_server_errors_past_the_retries_are_unavailable(tmp_path: Path, httpserver: HTTPServer) -> None:
@@ -305,7 +305,7 @@ def test_server_errors_past_the_retries_are_unavailable(tmp_path: Path, httpserv
     outcome = publish(ws, record)
 
     assert len(httpserver.log) == 3
-    assert outcome.status == "needs-person" and record.results["publish"]["status"] == "unavailable"
+    assert outcome.status == "needs-person" and record.results.publish.status == "unavailable"
 
 
 def test_a_remote_branch_someone_else_pushed_to_is_not_overwritten(tmp_path: Path, httpserver: HTTPServer) -> None:
@@ -348,7 +348,7 @@ def test_resume_runs_publish_after_report(tmp_path: Path, httpserver: HTTPServer
     ws = open_workspace(pair.repo)
     record = ws.store.latest()
     assert record is not None and list(record.phases)[-2:] == ["report", "publish"]
-    assert record.results["publish"]["pr_number"] == 90
+    assert record.results.publish.pr_number == 90
 
 
 def test_an_unreachable_forge_is_unavailable_and_the_next_night_retries(tmp_path: Path, httpserver: HTTPServer) -> None:
@@ -362,7 +362,22 @@ def test_an_unreachable_forge_is_unavailable_and_the_next_night_retries(tmp_path
     outcome = publish(ws, record)
 
     assert outcome.status == "needs-person" and "cannot reach the forge" in outcome.message
-    assert record.results["publish"]["status"] == "unavailable"
+    assert record.results.publish.status == "unavailable"
     from ds4sync.loop.nightly import _retryable, exit_code
 
     assert _retryable(record) and exit_code(record) == 6
+
+
+def test_secondary_rate_limit_honours_retry_after(tmp_path: Path, httpserver: HTTPServer) -> None:
+    ws, _, record = merged(tmp_path, httpserver, labels=[])
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json(
+        {"message": "You have exceeded a secondary rate limit"}, status=429, headers={"retry-after": "1"}
+    )
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json([])
+    httpserver.expect_ordered_request(f"{API}/pulls", method="POST").respond_with_json({"number": 71}, status=201)
+
+    outcome = publish(ws, record)
+
+    httpserver.check_assertions()
+    assert outcome.status == "done", outcome.message
+    assert record.results.publish is not None and record.results.publish.waits_s == (1.0,)

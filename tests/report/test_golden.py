@@ -54,8 +54,3 @@ def test_json_summary_validates_against_the_published_schema(templates: Path) ->
     broken["validation"]["tiers"][0]["gates"][0]["passed"] = "many"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
-
-
-def test_committed_example_is_the_rich_record_rendered(templates: Path) -> None:
-    example = ROOT / "reports" / "examples" / "example-pr.md"
-    assert example.read_text(encoding="utf-8") == render_report(rich_record(), templates_dir=templates, public=True)

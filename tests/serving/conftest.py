@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servinghelp import HERE, OFFLINE_ENV, server_config, serving_python
+from servinghelp import HERE, OFFLINE_ENV, progress, server_config, serving_python
 
 from ds4sync.core.proc import run
 from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
@@ -52,7 +52,7 @@ def vllm_server(
     log = tmp_path_factory.mktemp("vllm-session") / "server.log"
     handle = start_server(server_config(vllm_python, tiny_model), log_path=log)
     try:
-        wait_ready(handle)
+        wait_ready(handle, progress=progress)
         yield handle
     finally:
         stop_server(handle)

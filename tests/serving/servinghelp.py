@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 
 from ds4sync.serving.config import ServerConfig
@@ -24,6 +25,8 @@ OFFLINE_ENV = {
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "VLLM_LOGGING_LEVEL": "INFO",
+    # /reset_prefix_cache, which the A/B calls before every measured run
+    "VLLM_SERVER_DEV_MODE": "1",
     "OMP_NUM_THREADS": "2",
     # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
     "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
@@ -40,6 +43,26 @@ def serving_python() -> Path | None:
     explicit = os.environ.get("DS4SYNC_SERVING_PYTHON")
     path = Path(explicit) if explicit else ROOT / ".venv-serving" / "bin" / "python"
     return path if path.is_file() else None
+
+
+def startup_limit_s() -> float:
+    """How long a test waits for a vLLM CPU server: 600 s on an idle machine, more when it is loaded.
+
+    A tiny model boots in about 50 s on two idle cores; the limit scales with the load average per core
+    (a shared machine), up to 30 minutes. Progress is printed meanwhile (see :func:`progress`).
+    """
+    load = os.getloadavg()[0] / max(1, os.cpu_count() or 1)
+    return min(1800.0, 600.0 * max(1.0, load))
+
+
+def progress(message: str) -> None:
+    """Start-up progress on stderr (shown with ``pytest -s``, and in the output of a failing test)."""
+    print(f"[serving] {message}", file=sys.stderr, flush=True)
+
+
+def bench_command(python: Path) -> tuple[str, ...]:
+    """The default bench command, ``vllm bench serve``, from the serving environment."""
+    return (str(python.parent / "vllm"), "bench", "serve")
 
 
 def free_port() -> int:
@@ -89,7 +112,7 @@ def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerC
         "port": free_port(),
         "model": MODEL_NAME,
         "env": OFFLINE_ENV,
-        "startup_timeout_s": 240,
+        "startup_timeout_s": startup_limit_s(),
         "poll_interval_s": 0.5,
         "stop_grace_s": 20,
         "request_timeout_s": 120,

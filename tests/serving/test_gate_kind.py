@@ -35,12 +35,16 @@ def test_probes_become_counts_failures_and_details(tmp_path: Path) -> None:
     assert result.status == "failed" and result.kind == "serving"
     assert (result.counts.passed, result.counts.failed, result.counts.skipped) == (1, 1, 1)
     assert result.failures[0].node_id == "srv::exact" and "0/1 exact" in result.failures[0].message
-    assert result.details["probes"][0] == {
+    health = dict(result.details["probes"][0])
+    assert health.pop("duration_s") >= 0
+    assert health == {
         "name": "health",
         "status": "passed",
         "value": 1.0,
         "baseline": 1.0,
         "unit": "ok",
+        "summary": "health 200; model 'm' listed",
+        "reason": "",
     }
 
 

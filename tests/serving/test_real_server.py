@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from servinghelp import MODEL_NAME, REASONING_OUTPUTS, server_config, vllm_command
+from servinghelp import MODEL_NAME, REASONING_OUTPUTS, progress, server_config, vllm_command
 
 from ds4sync.cli import main
-from ds4sync.core.proc import pid_alive
-from ds4sync.core.record import ForkRef, RecordStore, RunRecord, UpstreamRef
+from ds4sync.core.proc import group_members, pid_alive
+from ds4sync.core.record import ForkRef, UpstreamRef
+from ds4sync.record import RecordStore, RunRecord
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.config import (
     BenchConfig,
@@ -94,9 +97,9 @@ def test_kv_capacity_from_metrics_and_log_agree(vllm_server: ServerHandle) -> No
     with vllm_server.client() as client:
         from_metrics = kvcache.from_metrics_text(client.metrics_text())
         same = kvcache.probe_kv_capacity(
-            client, vllm_server.log_path, KvBaseline(tokens=from_metrics.tokens, bytes=from_metrics.bytes)
+            client, vllm_server.log_text(), KvBaseline(tokens=from_metrics.tokens, bytes=from_metrics.bytes)
         )
-        bigger = kvcache.probe_kv_capacity(client, vllm_server.log_path, KvBaseline(tokens=from_metrics.tokens + 1))
+        bigger = kvcache.probe_kv_capacity(client, vllm_server.log_text(), KvBaseline(tokens=from_metrics.tokens + 1))
     from_log = kvcache.from_log(vllm_server.log_path.read_text())
     assert from_metrics.tokens == from_log.tokens > 0
     assert from_metrics.bytes == 1024**3  # VLLM_CPU_KVCACHE_SPACE=1 (GiB)
@@ -125,29 +128,60 @@ def test_recall_prompt_reaches_its_size_without_truncation(vllm_server: ServerHa
     assert result.status == ("passed" if details["correct"] else "failed")  # random weights rarely recall
 
 
-def test_throughput_rows_through_vllm_bench(
-    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
+def test_throughput_rows_through_the_default_vllm_bench_command(
+    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the default command, `vllm bench serve`, from the serving environment on PATH
+    monkeypatch.setenv("PATH", f"{vllm_python.parent}{os.pathsep}{os.environ['PATH']}")
     config = BenchConfig(
-        command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")),
         tokenizer=str(tiny_model),
-        metrics_interval_s=0.5,
+        metrics_interval_s=0.2,
         timeout_s=300,
+        goodput={"ttft": 60_000, "tpot": 60_000},
         rows=(
-            BenchRow(name="decode", input_len=32, output_len=16, num_prompts=4, concurrency=2),
+            BenchRow(
+                name="decode",
+                input_len=32,
+                output_len=16,
+                num_prompts=4,
+                concurrency=2,
+                max_waiting=0,
+                limits={"p99_ttft_ms": {"baseline": 120_000, "tolerance_pct": 0}},
+            ),
+            BenchRow(
+                name="strict",
+                input_len=32,
+                output_len=16,
+                num_prompts=4,
+                concurrency=2,
+                limits={"p50_tpot_ms": {"baseline": 0.001, "tolerance_pct": 10}},
+            ),
             BenchRow(name="too-long", input_len=5000, output_len=8, num_prompts=2),
         ),
     )
+    assert config.command == ("vllm", "bench", "serve")
     with vllm_server.client() as client:
         result = bench.probe_throughput(client, config, out_dir=tmp_path)
     rows = {r["name"]: r for r in result.details["rows"]}
     decode = rows["decode"]
     assert decode["ok"], decode["detail"]
-    assert decode["metrics"]["completed"] == 4 and decode["metrics"]["total_output_tokens"] == 64
+    m = decode["metrics"]
+    assert m["completed"] == 4 and m["total_output_tokens"] == 64 and m["lost_requests"] == 0
+    for lat in ("ttft", "tpot", "itl", "e2el"):
+        assert m[f"p50_{lat}_ms"] <= m[f"p90_{lat}_ms"] <= m[f"p95_{lat}_ms"] <= m[f"p99_{lat}_ms"]
+    assert m["request_goodput"] == pytest.approx(m["request_throughput"])  # generous SLOs: every request good
+    assert m["preemptions"] == 0 and m["waiting_max"] == 0 and 1 <= m["running_max"] <= 2
     assert decode["server_metrics"]["deltas"]["generation_tokens"] == 64
-    assert result.value == decode["metrics"]["output_throughput"] > 0
+    assert decode["prefix_cache"] == "reset" and decode["checks"][0]["key"] == "p99_ttft_ms"
+    # a percentile past its baseline fails its row, with the key and the change named
+    assert (
+        not rows["strict"]["ok"]
+        and "p50_tpot_ms" in rows["strict"]["detail"]
+        and "past the 10% limit" in rows["strict"]["detail"]
+    )
+    assert result.value == m["output_throughput"] > 0
     assert not rows["too-long"]["ok"] and result.status == "failed"  # prompts over max-model-len are rejected
-    assert result.details["failed_rows"] == ["too-long"]
+    assert result.details["failed_rows"] == ["strict", "too-long"]
 
 
 def test_startup_failure_is_reported_as_died_with_the_log_tail(
@@ -157,7 +191,7 @@ def test_startup_failure_is_reported_as_died_with_the_log_tail(
     bad = config.model_copy(update={"command": (*config.command, "--dtype", "no-such-dtype")})
     handle = start_server(bad, log_path=tmp_path / "server.log")
     with pytest.raises(ServerStartError) as info:
-        wait_ready(handle)
+        wait_ready(handle, progress=progress)
     assert info.value.kind == "died" and "no-such-dtype" in info.value.log_tail
     assert "exited with code" in info.value.what
 
@@ -189,11 +223,11 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         vllm_python, tiny_model, "--reasoning-parser", "deepseek_r1", "--structured-outputs-config", REASONING_OUTPUTS
     )
     config = server_config(
-        vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3, stop_grace_s=2
+        vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3, stop_grace_s=10
     )
     handle = start_server(config, log_path=tmp_path / "server.log")
     try:
-        wait_ready(handle)
+        wait_ready(handle, progress=progress)
         assert guard(handle).ok
         thinking = {"temperature": 0, "max_tokens": 40, "structured_outputs": {"regex": "<think>[a-z]{3,8}</think>56"}}
         case = ReasoningCase(
@@ -205,14 +239,28 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         assert routed.status == "passed", routed.summary
         assert routed.details["content"] == "56" and routed.details["reasoning"]
         assert wrong_field.status == "failed" and "no reasoning in reasoning_content" in wrong_field.summary
-        os.killpg(handle.proc.pid, signal.SIGSTOP)  # alive but answering nothing: a wedge
-        serving = ServingConfig(server=config, exact=(forced("a", "42", "42"),))
-        results, wedged = run_probes(serving, handle, ["exact", "kv_capacity", "health"], out_dir=tmp_path)
+        # SIGSTOP the whole server during an eval of 5,000 requests (3 s each: hours without a wedge check)
+        from ds4sync.serving.client import Deadline
+
+        serving = ServingConfig(
+            server=config,
+            eval=EvalConfig(cases=(forced("a", "42", "42"),), repeat=5000, concurrency=2, max_tokens=8, timeout_s=3),
+        )
+        handle.deadline = Deadline(120)
+        stopper = threading.Timer(1.0, os.killpg, (handle.proc.pid, signal.SIGSTOP))
+        stopper.start()
+        start = time.monotonic()
+        results, wedged = run_probes(serving, handle, ["eval", "kv_capacity", "health"], out_dir=tmp_path)
+        took = time.monotonic() - start
+        stopper.join()
         assert [r.status for r in results] == ["failed", "skipped", "skipped"]
-        assert wedged is not None and wedged.startswith("after exact: guard failed (timeout)")
+        assert wedged is not None and wedged.startswith("after eval: wedged: server processes are stopped"), wedged
+        assert took < 30, took  # one request timeout and the guard, not 5,000 timeouts
+        assert results[0].details["not_run"] > 4000
     finally:
-        stop_server(handle)  # SIGTERM is not delivered to stopped processes: this needs the SIGKILL
-    assert handle.proc.returncode == -signal.SIGKILL
+        pid = handle.proc.pid
+        stop_server(handle)  # stopped processes get SIGCONT after SIGINT: the group ends without SIGKILL
+    assert group_members(pid) == []
 
 
 def test_cli_gate_json_attached_and_recorded(
@@ -257,32 +305,12 @@ def test_cli_gate_json_attached_and_recorded(
     data = cli_data(capsys.readouterr().out)
     assert code == 0 and data["run_id"] == "r1" and data["status"] == "passed"
     assert [p["name"] for p in data["probes"]] == ["health", "exact", "kv_capacity"]
-    assert all(set(p) == {"name", "status", "value", "baseline", "unit"} for p in data["probes"])
+    assert all(
+        set(p) == {"name", "status", "value", "baseline", "unit", "summary", "reason", "duration_s"}
+        for p in data["probes"]
+    )
+    assert data["startup"]["kind"] == "ready" and data["startup"]["started"] is False and data["wedged"] is None
     kv = data["probes"][2]
     assert kv["unit"] == "tokens" and kv["baseline"] == 1 and kv["value"] > 1
-    recorded = store.load("r1").results["serving"]
-    assert recorded["probes"][1]["details"]["cases"][0]["content"] == "187"
-
-
-def test_live_ab_runs_interleaved_bench_rows(
-    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
-) -> None:
-    from ds4sync.serving.ab import run_ab
-
-    config = BenchConfig(
-        command=(str(vllm_python), str(HERE / "vllm_bench_shim.py")),
-        tokenizer=str(tiny_model),
-        metrics_interval_s=0.5,
-        timeout_s=300,
-        rows=(BenchRow(name="d", input_len=16, output_len=16, num_prompts=4, concurrency=2),),
-    )
-    result = run_ab(
-        [vllm_server.url], [vllm_server.url], pairs=2, out_dir=tmp_path, bench_config=config, model=MODEL_NAME
-    )
-    assert result.order == ("A", "B", "B", "A")
-    assert {r.metric for r in result.rows} == {"d.output_throughput", "d.median_tpot_ms", "d.median_ttft_ms"}
-    assert all(
-        r.pairs == 2 and r.verdict in ("improvement", "neutral", "regression", "inconclusive") for r in result.rows
-    )
-    steps = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("step"))
-    assert steps == ["step00-A", "step01-B", "step02-B", "step03-A"]
+    recorded = store.load("r1").results.serving
+    assert recorded.probes[1].details["cases"][0]["content"] == "187"

@@ -12,21 +12,26 @@ environment-only rule counts in ``env_only`` and makes the gate ``incomplete``.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import shutil
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ds4sync.core.files import redact_file
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import is_secret_name
-from ds4sync.gates.definition import Gate
-from ds4sync.gates.envrules import classify
+from ds4sync.gates import pytest_counts
+from ds4sync.gates.definition import EnvFailureRule, Gate
+from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -35,19 +40,31 @@ MAX_MESSAGE = 2000
 SLOWEST = 10
 
 
+class Deselect(FrozenModel):
+    """One ``--deselect`` with the reason it is left out (``needs a CUDA GPU``), shown in the result."""
+
+    node: str
+    reason: str
+
+
 class Spec(FrozenModel):
     """The ``run:`` section of a pytest gate.
 
     ``paths``: test files, folders or node ids; ``k``/``m``: pytest's ``-k``/``-m``
-    expressions; ``deselect``: node ids or paths for ``--deselect``; ``maxfail``;
-    ``workers``: ``-n`` for pytest-xdist; ``args``: inserted right after ``-m pytest``;
-    ``python``: interpreter for this gate (default: the target environment's).
+    expressions; ``deselect``: node ids or paths for ``--deselect`` (or ``{node, reason}``);
+    ``maxfail``; ``workers``: ``-n`` for pytest-xdist; ``args``: inserted right after
+    ``-m pytest``; ``python``: interpreter for this gate (default: the target environment's).
+    ``missing_paths``: ``error`` (default: pytest fails on a path the tree lacks) or ``skip``
+    (such paths are left out and named in the result's reason and details; a gate that then
+    passes is ``incomplete``, never ``passed``; none left: ``skipped``), for a suite run on
+    trees older than some of its files.
     """
 
     paths: tuple[str, ...] = Field(min_length=1)
     k: str | None = None
     m: str | None = None
-    deselect: tuple[str, ...] = ()
+    deselect: tuple[str | Deselect, ...] = ()
+    missing_paths: Literal["error", "skip"] = "error"
     maxfail: int | None = Field(default=None, ge=1)
     workers: int | str | None = None
     args: tuple[str, ...] = ("-q",)
@@ -62,7 +79,7 @@ def build_argv(spec: Spec, python: str, *, node_ids: tuple[str, ...] | None = No
     if spec.maxfail:
         argv.append(f"--maxfail={spec.maxfail}")
     argv += list(spec.paths)
-    argv += [f"--deselect={item}" for item in spec.deselect]
+    argv += [f"--deselect={item if isinstance(item, str) else item.node}" for item in spec.deselect]
     if spec.k:
         argv += ["-k", spec.k]
     if spec.m:
@@ -83,12 +100,31 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
     python = spec.python or ctx.python
+    missing = (
+        [p for p in spec.paths if not (ctx.cwd / p.split("::")[0]).exists()] if spec.missing_paths == "skip" else []
+    )
+    reasons = {d.node: d.reason for d in spec.deselect if isinstance(d, Deselect)}
+    if missing:
+        kept = tuple(p for p in spec.paths if p not in missing)
+        if not kept:
+            return GateResult(
+                name=gate.name,
+                tier=gate.tier,
+                kind="pytest",
+                required=gate.definition.required,
+                status="skipped",
+                reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
+                cwd=str(ctx.cwd),
+                details={"missing_paths": missing},
+            )
+        spec = spec.model_copy(update={"paths": kept})
     xml = ctx.log_path(gate, "xml")
     log = ctx.log_path(gate)
     base = build_argv(spec, python)
-    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1"]
+    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
     env = ctx.env_overrides(gate)
-    res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
+    counts_json = ctx.log_path(gate, "counts.json")
+    res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
     common: dict[str, Any] = dict(
         name=gate.name,
         tier=gate.tier,
@@ -102,6 +138,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         duration_s=res.duration_s,
         details={"display_command": shlex.join(base), "junit": str(xml)},
     )
+    if missing:
+        common["details"]["missing_paths"] = missing
+    if reasons:
+        common["details"]["deselected_reasons"] = reasons
     if res.timed_out or res.interrupted:
         return _stopped(gate, res, xml, ctx, common)
     # pytest wrote it: a failure text can quote a secret
@@ -109,10 +149,13 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
-        return GateResult(status="error", reason=f"{exc} (pytest exit {res.returncode})", **common)
-    deselected = summary_counts(res.output).get("deselected", 0)
-    failures, counts = _tally(gate, cases, res.output, deselected)
-    flaky: list[str] = []
+        said = cause_line(res.output)  # e.g. "No module named pytest": why no XML was written
+        return GateResult(
+            status="error", reason=f"{exc} (pytest exit {res.returncode}{': ' + said if said else ''})", **common
+        )
+    summary, xpassed = pytest_summary(counts_json, res.output)
+    failures, counts = _tally(gate, cases, summary, xpassed)
+    flaky = [c.node_id for c in cases if c.flaky and c.outcome == "passed"]  # pytest-rerunfailures
     real = [f for f in failures if not f.env_category]
     for attempt in range(1, gate.definition.rerun_failures + 1):
         if not real:
@@ -128,7 +171,11 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
             "flaky": len(flaky),
         }
     )
-    status, reason = _status(res.returncode, counts, cases)
+    status, reason = _status(res.returncode, counts, cases, startup=_startup_rule(gate, res.output, cases))
+    if missing:
+        # a partial suite is never a green: passed becomes incomplete, the missing paths are named
+        reason += f"; {len(missing)} of {len(spec.paths) + len(missing)} test path(s) not in this tree"
+        status = "incomplete" if status == "passed" else status
     common["details"]["tests"] = len(cases)
     slowest = sorted(cases, key=lambda c: c.duration_s, reverse=True)[:SLOWEST]
     common["details"]["slowest"] = [[c.node_id, round(c.duration_s, 3)] for c in slowest]
@@ -147,11 +194,12 @@ def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str,
         cases = [c for c in read_junit(xml) if c.node_id]  # the interrupted test has an empty <testcase/>
     except JUnitError:
         cases = []
-    failures, counts = _tally(gate, cases, res.output, 0)
+    failures, counts = _tally(gate, cases, {})
     hung = hung_test(res.output, ctx.cwd)
     failures.append(TestFailure(node_id=hung or "(unknown test)", kind="error", message=f"{what} while this test ran"))
+    real = [f for f in failures if not f.env_category]
     counts = counts.model_copy(
-        update={"errors": counts.errors + 1, "failed": sum(f.kind == "failure" for f in failures)}
+        update={"errors": sum(f.kind == "error" for f in real), "failed": sum(f.kind == "failure" for f in real)}
     )
     common["details"]["tests"] = len(cases)
     reason = f"{what}; still running: {hung or 'unknown test'} ({len(cases)} tests finished)"
@@ -202,29 +250,90 @@ def hung_test(output: str, cwd: Any) -> str | None:
     return "::".join([rel, *chain])
 
 
-def _tally(gate: Gate, cases: list[CaseResult], log_text: str, deselected: int) -> tuple[list[TestFailure], TestCounts]:
+def _plugin_env(counts_json: Path, env: dict[str, str]) -> dict[str, str]:
+    """PYTHONPATH (the gate's own, else the inherited one, after ours) and the file the plugin writes."""
+    folder = counts_json.parent / "_pytest_plugin"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pytest_counts.__file__, folder / f"{pytest_counts.MODULE}.py")
+    inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    path = os.pathsep.join(p for p in (str(folder), inherited) if p)
+    return {"PYTHONPATH": path, pytest_counts.ENV: str(counts_json)}
+
+
+def pytest_summary(counts_json: Path, output: str) -> tuple[dict[str, int], frozenset[str]]:
+    """pytest's own counts and xpassed node ids: from the plugin's file, else from the printed summary line."""
+    try:
+        data = json.loads(counts_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    line = data.get("line") if isinstance(data, dict) else None
+    xpassed = frozenset(data.get("xpassed") or ()) if isinstance(data, dict) else frozenset()
+    if isinstance(line, str):
+        return summary_counts(f"{line} in 0s"), xpassed
+    return summary_counts(output), xpassed
+
+
+def _tally(
+    gate: Gate, cases: list[CaseResult], summary: dict[str, int], xpassed_ids: frozenset[str] = frozenset()
+) -> tuple[list[TestFailure], TestCounts]:
+    """Counts of logical tests; each failure is classified on its own message and traceback only.
+
+    ``summary`` is pytest's own summary: it gives ``deselected``, and ``xpassed`` when the
+    xpassed node ids are not known (an xpass is a plain passing ``<testcase>`` in JUnit).
+    """
     failures: list[TestFailure] = []
-    passed = skipped = env_only = 0
+    tally = dict.fromkeys(("passed", "skipped", "xfailed", "xpassed", "flaky", "env_only"), 0)
     for case in cases:
-        if case.outcome == "passed":
-            passed += 1
-        elif case.outcome == "skipped":
-            skipped += 1
-        else:
-            rule = classify(gate.rules, failure_text=f"{case.message}\n{case.text}", log_text=log_text)
-            env_only += rule is not None
-            failures.append(
-                TestFailure(
-                    node_id=case.node_id,
-                    kind="error" if case.outcome == "error" else "failure",
-                    message=(case.message or case.text)[:MAX_MESSAGE],
-                    duration_s=case.duration_s,
-                    env_category=rule.category if rule else None,
-                    env_rule=rule.name if rule else None,
-                )
+        if case.outcome == "passed" and case.node_id in xpassed_ids:
+            tally["xpassed"] += 1
+            continue
+        if case.outcome in ("passed", "skipped", "xfailed"):
+            tally["flaky" if case.flaky and case.outcome == "passed" else case.outcome] += 1
+            continue
+        rule = classify(gate.rules, failure_text=_case_text(case))
+        tally["env_only"] += rule is not None
+        failures.append(
+            TestFailure(
+                node_id=case.node_id,
+                kind="error" if case.outcome == "error" else "failure",
+                message=_message(case)[:MAX_MESSAGE],
+                duration_s=case.duration_s,
+                env_category=rule.category if rule else None,
+                env_rule=rule.name if rule else None,
             )
-    counts = TestCounts(passed=passed, skipped=skipped, deselected=deselected, env_only=env_only)
+        )
+    unnamed = 0 if xpassed_ids else min(summary.get("xpassed", 0), tally["passed"])
+    xpassed = tally["xpassed"] + unnamed
+    counts = TestCounts(
+        passed=tally["passed"] - unnamed,
+        skipped=tally["skipped"],
+        xfailed=tally["xfailed"],
+        xpassed=xpassed,
+        flaky=tally["flaky"],
+        deselected=summary.get("deselected", 0),
+        env_only=tally["env_only"],
+    )
     return failures, counts
+
+
+def _case_text(case: CaseResult) -> str:
+    """What an environment-only rule may match for one test: its own messages and traceback."""
+    return "\n".join([case.message, case.text, *case.attached])
+
+
+def _message(case: CaseResult) -> str:
+    text = case.message or case.text
+    if case.collection:
+        errors = [line[1:].strip() for line in case.text.splitlines() if line.startswith("E ")]
+        text = f"collection error in {case.node_id}: {errors[-1] if errors else case.text.strip()}"
+    if case.attached:
+        text += "".join(f"; also {note}" for note in case.attached)
+    return text
+
+
+def _startup_rule(gate: Gate, output: str, cases: list[CaseResult]) -> EnvFailureRule | None:
+    """The rule matching the gate's own start-up failure (pytest ran no test), else None."""
+    return classify_startup(gate.rules, log_text=output) if not cases else None
 
 
 def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tuple[str, ...], attempt: int) -> set[str]:
@@ -236,14 +345,20 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
     if res.timed_out or res.interrupted:
         return set()
     try:
-        return {case.node_id for case in read_junit(xml) if case.outcome == "passed"}
+        return {case.node_id for case in read_junit(xml) if case.outcome in ("passed", "xfailed")}
     except JUnitError:
         return set()
 
 
-def _status(returncode: int | None, counts: TestCounts, cases: list[CaseResult]) -> tuple[GateStatus, str]:
+def _status(
+    returncode: int | None, counts: TestCounts, cases: list[CaseResult], *, startup: EnvFailureRule | None = None
+) -> tuple[GateStatus, str]:
     if counts.failed or counts.errors:
         return "failed", counts.summary()
+    if startup is not None and returncode not in (0, 5):
+        return "incomplete", f"the gate could not start: {startup.category} ({startup.name}), pytest exit {returncode}"
+    if returncode == 1 and not counts.env_only and not counts.flaky:
+        return "error", "pytest exited 1 but the JUnit XML has no failing test"
     if returncode in (3, 4) or (returncode == 2 and not cases):
         return "error", f"pytest exit {returncode} ({_EXIT_MEANING[returncode]})"
     if not cases:

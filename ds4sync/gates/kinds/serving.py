@@ -12,7 +12,8 @@ Example (``gates/serving.yaml``)::
 
 ``run`` may also hold the section inline (``serving: {...}``); with neither, the runner's
 ``ctx.extra["serving_config"]`` is used, else the ``serving:`` section of ``ds4sync.yaml`` in
-the checkout. Each
+the checkout. A started server's process group goes to ``ctx.on_start`` (so the runner can stop it on
+Ctrl-C) and into ``ctx.extra["child_registry"]`` when that is a ChildRegistry. Each
 probe counts as one test: passed, failed or skipped; a server that does not start makes the
 gate ``error``. Details carry every probe as ``{name, status, value, baseline, unit}``.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ds4sync.config import CONFIG_NAME, load_config
+from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.gates.definition import Gate
@@ -75,12 +77,24 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     except ConfigError as exc:
         return GateResult(status="error", reason=exc.one_line(), **common)
     out_dir = ctx.log_dir / f"{gate.tier}-{gate.name}"
-    result = run_serving_gate(config, out_dir=out_dir, names=spec.probes, progress=ctx.on_line or (lambda _m: None))
+    registry = ctx.extra.get("child_registry")
+    result = run_serving_gate(
+        config,
+        out_dir=out_dir,
+        names=spec.probes,
+        progress=ctx.on_line or (lambda _m: None),
+        registry=registry if isinstance(registry, ChildRegistry) else None,
+        on_start=ctx.on_start,
+    )
     counts = result.counts()
     failures = tuple(
         TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary) for p in result.probes if p.status == "failed"
     )
-    details = {"probes": [p.brief() for p in result.probes], "serving": result.model_dump(mode="json")}
+    details = {
+        "probes": [p.brief() for p in result.probes],
+        "startup": result.startup.brief() if result.startup else None,
+        "serving": result.model_dump(mode="json"),
+    }
     common.update(
         command=config.server.argv() or (),
         log_path=result.server_log,

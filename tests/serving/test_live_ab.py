@@ -1,0 +1,206 @@
+"""A/B and backport evaluation between real vLLM CPU servers, and a ds4sync killed during a probe.
+
+- same vs same: two identical servers, attached, judged twice: never a verdict either way;
+- a slowed candidate (``--max-num-seqs 1`` at concurrency 4) through ``backport evaluate`` between two
+  real trees whose server command reads its flags from the tree: a regression, so excluded with reasons;
+- kill -9 of ``ds4sync serving gate`` in the middle of its eval: the next command ends the orphaned
+  server's whole process group (engine core and workers included).
+
+Small shapes and few pairs keep the live time bounded (``benchmarks/bench_ab_live.py`` does 10+ runs).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from servinghelp import (
+    MODEL_NAME,
+    OFFLINE_ENV,
+    ROOT,
+    bench_command,
+    free_port,
+    progress,
+    server_config,
+    startup_limit_s,
+)
+
+from ds4sync.cli import main
+from ds4sync.core.proc import group_members
+from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.serving.ab import run_ab
+from ds4sync.serving.config import BenchConfig, BenchRow
+from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
+from tests.cli_json import data as cli_data
+
+# Each test boots one or two servers (about a minute each on two idle cores) and runs `vllm bench serve`
+# a dozen times: more than pytest's default limit on a loaded machine.
+pytestmark = [pytest.mark.serving, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+ROW = {"name": "c4", "input_len": 16, "output_len": 32, "num_prompts": 8, "concurrency": 4}
+
+
+def _bench(vllm_python: Path, tiny_model: Path) -> BenchConfig:
+    return BenchConfig(
+        command=bench_command(vllm_python),
+        tokenizer=str(tiny_model),
+        metrics_interval_s=0.5,
+        timeout_s=300,
+        num_warmups=2,
+        rows=(BenchRow.model_validate(ROW),),
+    )
+
+
+@pytest.fixture(scope="module")
+def twin_server(
+    vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
+    """A second server with the session server's exact configuration, on its own port."""
+    handle = start_server(
+        server_config(vllm_python, tiny_model), log_path=tmp_path_factory.mktemp("twin") / "server.log"
+    )
+    try:
+        wait_ready(handle, progress=progress)
+        yield handle
+    finally:
+        stop_server(handle)
+
+
+def test_same_vs_same_is_not_a_verdict(
+    vllm_server: ServerHandle, twin_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    verdicts = []
+    for run in range(1):  # benchmarks/bench_ab_live.py runs ten and more
+        result = run_ab(
+            [vllm_server.url],
+            [twin_server.url],
+            pairs=3,
+            out_dir=tmp_path / f"run{run}",
+            bench_config=_bench(vllm_python, tiny_model),
+            model=MODEL_NAME,
+            seed=100 + run,
+            progress=progress,
+        )
+        verdicts.append(result.verdict)
+        assert result.mode == "attached" and result.pairs == 3 and result.lost == {"baseline": 0, "candidate": 0}
+        assert sorted(result.order) == ["A"] * 3 + ["B"] * 3
+        assert {r.metric for r in result.rows} == {"c4.output_throughput", "c4.median_tpot_ms", "c4.median_ttft_ms"}
+        assert all(r.verdict in ("neutral", "inconclusive") for r in result.rows), result.lines()
+        # every measured run drew its own prompts and reset the prefix cache first
+        assert len({s.seed for s in result.steps}) == 6 and {s.prefix_cache for s in result.steps} == {"reset"}
+        assert all(s.ok for s in result.steps)
+    assert set(verdicts) <= {"neutral", "inconclusive"}, verdicts
+
+
+SERVE = """
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+flags = open(os.path.join(here, "server.args")).read().split()
+argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *sys.argv[1:], *flags]
+os.execv(sys.executable, argv)
+"""
+
+
+def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
+    vllm_python: Path, tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    builder = RepoBuilder(tmp_path / "fork")
+    builder.commit({"serve.py": SERVE, "server.args": "--max-num-seqs 8\n"}, "server that reads its flags")
+    builder.branch("sync/main-x")
+    builder.commit({"README": "fork\n"}, "fork change")
+    builder.checkout("main")
+    builder.branch("upstream")
+    slower = builder.commit({"server.args": "--max-num-seqs 1\n"}, "Upstream: one sequence at a time")
+    builder.checkout("main")
+    base = server_config(vllm_python, tiny_model)
+    flags = list(base.command[3:])  # the session server's flags, but --max-num-seqs comes from the tree
+    at = flags.index("--max-num-seqs")
+    del flags[at : at + 2]
+    command = [str(vllm_python), "{worktree}/serve.py", *flags]
+    serving = {
+        "server": {
+            **base.model_dump(mode="json", exclude={"command", "port"}),
+            "command": command,
+            "port": free_port(),
+            "startup_timeout_s": startup_limit_s(),
+        },
+        "bench": _bench(vllm_python, tiny_model).model_dump(mode="json"),
+        "ab": {"servers": "both", "warmup_runs": 1},
+        "backport": {"pairs": 3},
+    }
+    cfg = tmp_path / "serving.yaml"
+    cfg.write_text(yaml.safe_dump({"serving": serving}))
+    code = main(
+        [
+            *("backport", "evaluate", slower, "--onto", "sync/main-x", "--serving-config", str(cfg)),
+            *("--repo", str(builder.path), "--state-dir", str(tmp_path / "state"), "--json"),
+        ]
+    )
+    decision = cli_data(capsys.readouterr().out)
+    assert code == 0 and decision["decision"] == "exclude", decision["reasons"]
+    ab = decision["ab"]
+    assert ab["mode"] == "started-both" and ab["verdict"] == "regression"
+    rows = {r["metric"]: r for r in ab["rows"]}
+    tok = rows["c4.output_throughput"]
+    assert tok["verdict"] == "regression" and tok["ci_high_pct"] < 0 and tok["mean_delta_pct"] < -20
+    assert any(r.startswith("slowed c4.output_throughput by") for r in decision["reasons"])
+    assert "kv_cache_tokens" in {r["metric"] for r in ab["reported"]}  # both servers' KV capacity read, unchanged
+    state_children = tmp_path / "state" / "children"
+    assert not state_children.exists() or not list(state_children.iterdir())
+
+
+def test_kill_9_during_a_probe_leaves_no_server(vllm_python: Path, tiny_model: Path, tmp_path: Path) -> None:
+    base = server_config(vllm_python, tiny_model)
+    serving = {
+        "server": {**base.model_dump(mode="json"), "command": list(base.command)},
+        "probes": ["health", "eval"],
+        "eval": {
+            "cases": [{"name": "a", "messages": [{"role": "user", "content": "hi"}], "expect": "x"}],
+            "repeat": 2000,
+            "concurrency": 2,
+            "max_tokens": 16,
+        },
+    }
+    cfg = tmp_path / "serving.yaml"
+    cfg.write_text(yaml.safe_dump({"serving": serving}))
+    repo = RepoBuilder(tmp_path / "repo")
+    repo.commit({"a.txt": "a"}, "init")
+    state = tmp_path / "state"
+    argv = [
+        *(sys.executable, "-m", "ds4sync.cli", "serving", "gate", "--repo", str(repo.path)),
+        *("--serving-config", str(cfg), "--state-dir", str(state)),
+    ]
+    env = {**os.environ, **OFFLINE_ENV, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # progress lines; the eval's requests are in flight once it starts
+        progress(line.rstrip())
+        if "probe eval" in line:
+            break
+    [entry] = list((state / "children").glob("*.json"))
+    pgid = int(entry.stem)
+    members = group_members(pgid)
+    assert len(members) >= 3, members  # API server, engine core, worker (and a resource tracker)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert len(group_members(pgid)) >= 3  # the server outlived ds4sync
+    # the next command (here: a gate against a dead URL) ends the orphaned group first
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(
+        yaml.safe_dump(
+            {
+                "serving": {
+                    "server": {"base_url": f"http://127.0.0.1:{free_port()}", "model": "m", "attach_timeout_s": 1}
+                }
+            }
+        )
+    )
+    code = main(["serving", "gate", "--repo", str(repo.path), "--serving-config", str(dead), "--state-dir", str(state)])
+    assert code == 1
+    assert group_members(pgid) == [] and not list((state / "children").glob("*.json"))
