@@ -141,7 +141,7 @@ def open_workspace(
     repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
     register_secret_names(config.redact.env)
-    root = Path(state_dir or config.state_dir or (repo.common_dir / "ds4sync"))
+    root = Path(state_dir or config.state_dir or (repo.common_dir / "ds4sync")).absolute()
     if root.exists() and not root.is_dir():
         raise ConfigError(
             "the state dir is not a folder",

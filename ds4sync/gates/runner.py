@@ -183,8 +183,11 @@ def scratch_worktree(ws: Workspace):
         if stash:
             scratch.run("reset", "--quiet", head)  # HEAD as in the checkout, its changes left in the tree
         untracked = repo.run("ls-files", "-z", "--others", "--exclude-standard", strip=False)[1]
+        state = ws.store.root.resolve()
         for rel in filter(None, untracked.split("\0")):
             source, copy = repo.path / rel, path / rel
+            if source.resolve().is_relative_to(state):
+                continue  # the state dir inside the checkout (a CI artefact folder) is not the checkout's
             if source.is_file() and not source.is_symlink():
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, copy)
