@@ -276,7 +276,7 @@ def _after(ws: Workspace, night: NightlyResult, *, progress: Progress | None) ->
     if record is not None and record.status == "done" and ws.config.nightly.promote:
         from ds4sync.loop.promote import blockers, promote
 
-        reasons = blockers(record)
+        reasons = blockers(record, required_tiers=ws.config.gates.required_for_promote, repo=ws.repo)
         if reasons:
             notes.append(f"not promoted: {'; '.join(reasons)}")
         else:
