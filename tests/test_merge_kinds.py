@@ -470,3 +470,26 @@ def test_gitrepo_blob_reading_ignores_a_leaked_git_dir(tmp_path: Path, monkeypat
     assert repo.blob_bytes("HEAD", "a.py") == lines("mine").encode()
     assert repo.path == pair.repo.resolve() and repo.head() == head
     assert repo.git_dir == (pair.repo / ".git").resolve()
+
+
+def test_the_report_says_recorded_exactly_for_the_new_store_entries(tmp_path: Path, capsys) -> None:
+    pair = make_pair(
+        tmp_path,
+        {"f.py": lines("a"), "m.py": lines("m")},
+        [{"f.py": lines("up"), "m.py": None}],
+        [{"f.py": lines("fork"), "m.py": lines("m", "fork")}],
+    )
+    config, store = store_config(tmp_path)
+    args = ("--repo", str(pair.repo), "--config", str(config))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    worktree = Path(cli_data(out)["worktree"])
+    (worktree / "f.py").write_text(lines("fork", "up"))
+    git(worktree, "rm", "-q", "m.py")  # a modify/delete: rerere has nothing to record
+    code, out, err = run_cli(capsys, "resume", *args, "--json")
+    assert code == 0, err
+    record = json.loads(Path(cli_data(out)["record"]).read_text())
+    report = Path(record["results"]["report"]["path"]).read_text()
+    assert "Resolved by a person and recorded for the next sync (1): `f.py`" in report
+    assert "not recordable by rerere" in report and "`m.py`" in report
+    assert len(list(store.iterdir())) == 1
+    assert "1 resolution" in record["phases"]["commit"]["message"]

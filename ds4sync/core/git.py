@@ -748,6 +748,25 @@ class GitRepo(PatchVerbs):
         """The exact bytes of a blob (``<rev>:<path>`` or ``:<stage>:<path>``)."""
         return self.run_bytes("cat-file", "blob", spec)[1]
 
+    def blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of many blobs in one ``git cat-file --batch``: oid -> content (missing ones left out)."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        out = self.run_bytes("cat-file", "--batch", stdin=("\n".join(wanted) + "\n").encode())[1]
+        found: dict[str, bytes] = {}
+        pos = 0
+        for oid in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[1] == b"missing":
+                continue
+            size = int(header[2])
+            found[oid] = out[pos : pos + size]
+            pos += size + 1
+        return found
+
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""
         if (self.path / path).exists() or (self.path / path).is_symlink():

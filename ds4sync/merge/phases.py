@@ -275,7 +275,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     sha = wt.commit(message)
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
-    note = f", {new} resolutions recorded to the shared store" if new else ""
+    note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 
 

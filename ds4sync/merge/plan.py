@@ -145,7 +145,7 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
             lambda: (repo.count_commits(upstream_sha, fork_sha), repo.count_commits(fork_sha, upstream_sha))
         )
         conflicts = predicted.result().conflicts
-        eol = pool.submit(lambda: {c.path for c in conflicts if _eol_only(repo, c)})
+        eol = pool.submit(_eol_only_paths, repo, conflicts)
         overlaps = _overlaps(
             pool, repo, merge_base, upstream_sha, fork_sha, upstream_moves.result(), fork_moves.result(), conflicts
         )
@@ -226,17 +226,22 @@ def _overlaps(
     return tuple(rows)
 
 
-def _eol_only(repo: GitRepo, conflict: Conflict) -> bool:
-    """Whether a content conflict disappears once CRLF line endings are normalised to LF."""
-    if conflict.kind != "content":
-        return False
-    oids = {stage: oid for stage, _mode, oid in conflict.stages}
-    if set(oids) != {1, 2, 3}:
-        return False
-    blobs = {stage: repo.blob(oid) for stage, oid in oids.items()}
-    if not any(b"\r\n" in blob for blob in blobs.values()):
-        return False
-    return repo.merge_file_clean(*(blobs[s].replace(b"\r\n", b"\n") for s in (2, 1, 3)))
+def _eol_only_paths(repo: GitRepo, conflicts: tuple[Conflict, ...]) -> set[str]:
+    """Content conflicts that disappear once CRLF line endings are normalised to LF (blobs read in one batch)."""
+    triples = {
+        c.path: {stage: oid for stage, _mode, oid in c.stages}
+        for c in conflicts
+        if c.kind == "content" and {s for s, _m, _o in c.stages} == {1, 2, 3}
+    }
+    blobs = repo.blobs(oid for oids in triples.values() for oid in oids.values())
+    found = set()
+    for path, oids in triples.items():
+        data = {stage: blobs.get(oid, b"") for stage, oid in oids.items()}
+        if not any(b"\r\n" in blob for blob in data.values()):
+            continue
+        if repo.merge_file_clean(*(data[s].replace(b"\r\n", b"\n") for s in (2, 1, 3))):
+            found.add(path)
+    return found
 
 
 _HINTS = {

@@ -145,7 +145,14 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
     if summary is None:
         return None
     conflicts = tuple(
-        ConflictView(path=c.path, kind=c.kind, resolution=c.resolution or "unresolved", rule=c.rule)
+        ConflictView(
+            path=c.path,
+            kind=c.kind,
+            resolution=c.resolution or "unresolved",
+            rule=c.rule,
+            stored_as=c.stored_as,
+            store_entry=c.store_entry,
+        )
         for c in summary.conflicts
     )
     return MergeView(
@@ -180,7 +187,8 @@ def integration_view(
     return IntegrationView(
         rules=tuple(RuleUse(rule=r, paths=tuple(p)) for r, p in rules.items()),
         recorded=tuple(c.path for c in conflicts if c.resolution == "recorded"),
-        person=tuple(c.path for c in conflicts if c.resolution == "person"),
+        person=tuple(c.path for c in conflicts if c.resolution == "person" and c.stored_as),
+        person_unrecorded=tuple(c.path for c in conflicts if c.resolution == "person" and not c.stored_as),
         unresolved=tuple(c.path for c in conflicts if c.resolution == "unresolved"),
         patchsets=patchsets,
         patchset_tally=tally(p.status for p in patchsets),

@@ -78,12 +78,19 @@ class Tally(View):
 
 
 class ConflictView(View):
-    """One conflicted path, its kind and how it was resolved (``rule`` names the rule)."""
+    """One conflicted path, its kind and how it was resolved (``rule`` names the rule).
+
+    ``stored_as``: the shared-store entry a person's resolution was recorded to (None when
+    rerere keeps no record of that kind, e.g. modify/delete); ``store_entry``: the entry a
+    ``recorded`` resolution was replayed from.
+    """
 
     path: str
     kind: str
     resolution: str
     rule: str | None = None
+    stored_as: str | None = None
+    store_entry: str | None = None
 
 
 class OverlapView(View):
@@ -163,6 +170,7 @@ class IntegrationView(View):
     rules: tuple[RuleUse, ...] = ()
     recorded: tuple[str, ...] = ()
     person: tuple[str, ...] = ()
+    person_unrecorded: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     patchsets: tuple[PatchsetView, ...] = ()
     patchset_tally: tuple[Tally, ...] = ()

@@ -56,8 +56,18 @@ def merge_summary(*, committed: bool = True, unresolved: int = 0) -> MergeSummar
     """A merge with conflicts of every kind and resolution, and semantic overlaps."""
     conflicts = [
         ConflictEntry(path="vllm/v1/attention/backends/mla/flashmla_sparse.py", kind="content", resolution="recorded"),
-        ConflictEntry(path="vllm/model_executor/models/deepseek_v4.py", kind="content", resolution="person"),
-        ConflictEntry(path="vllm/v1/kv_offload/cpu/manager.py", kind="content", resolution="person"),
+        ConflictEntry(
+            path="vllm/model_executor/models/deepseek_v4.py",
+            kind="content",
+            resolution="person",
+            stored_as="patches/resolutions/0000000000000000000000000000000000000001",
+        ),
+        ConflictEntry(
+            path="vllm/v1/kv_offload/cpu/manager.py",
+            kind="content",
+            resolution="person",
+            stored_as="patches/resolutions/0000000000000000000000000000000000000002",
+        ),
         ConflictEntry(path="vllm/config/compilation.py", kind="content", resolution="recorded"),
         ConflictEntry(
             path="vllm/v1/worker/eager_scratch_pool.py",
@@ -68,7 +78,12 @@ def merge_summary(*, committed: bool = True, unresolved: int = 0) -> MergeSummar
         ConflictEntry(
             path="requirements/cuda.txt", kind="content", resolution="rule", rule="requirements/*.txt -> union"
         ),
-        ConflictEntry(path="vllm/entrypoints/openai/protocol.py", kind="rename/modify", resolution="person"),
+        ConflictEntry(
+            path="vllm/entrypoints/openai/protocol.py",
+            kind="rename/modify",
+            resolution="person",
+            stored_as="patches/resolutions/0000000000000000000000000000000000000003",
+        ),
         ConflictEntry(path="csrc/moe/topk_softplus_sqrt.cu", kind="content", resolution="recorded"),
     ]
     for index in range(unresolved):
@@ -500,7 +515,12 @@ FOLLOWUPS: list[dict[str, Any]] = [
                 fork_commits=44,
                 merge_commit="6a40b7ecef3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b",
                 conflicts=(
-                    ConflictEntry(path="vllm/v1/core/kv_cache_coordinator.py", kind="content", resolution="person"),
+                    ConflictEntry(
+                        path="vllm/v1/core/kv_cache_coordinator.py",
+                        kind="content",
+                        resolution="person",
+                        stored_as="patches/resolutions/0000000000000000000000000000000000000004",
+                    ),
                     ConflictEntry(path="vllm/config/compilation.py", kind="content", resolution="recorded"),
                 ),
                 remerge_diff_paths=(
