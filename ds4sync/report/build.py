@@ -55,7 +55,7 @@ from ds4sync.serving.results import ServingResult
 
 #: The fields of RunResults the report reads (each must have a writer: tests/report/test_writers.py).
 READS: frozenset[str] = frozenset(
-    {"merge", "replay", "verify", "build", "gates", "serving", "ab", "backports", "publish", "promote"}
+    {"merge", "replay", "verify", "build", "gates", "serving", "ab", "backports", "publish"}
 )
 _PATCHSET_REVIEW = {
     "needs-adaptation": "needs adaptation before the sync can go on",

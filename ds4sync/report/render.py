@@ -90,7 +90,9 @@ def render_report(
     if fmt == "json":
         # Redact the structure again, not the text, so the JSON stays valid.
         return json.dumps(redact_data(summary_json(view), public=public, hosts=hosts), indent=2) + "\n"
-    text = redact(tidy_markdown(render_template(templates_dir, _TEMPLATES[kind], view=view)), public=public, hosts=hosts)
+    text = redact(
+        tidy_markdown(render_template(templates_dir, _TEMPLATES[kind], view=view)), public=public, hosts=hosts
+    )
     return html_page(text, title=redact(view.title, public=public, hosts=hosts)) if fmt == "html" else text
 
 
