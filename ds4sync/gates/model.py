@@ -184,6 +184,13 @@ class TierResult(FrozenModel):
 _CAUSE_RE = re.compile(r"(Error\b|Exception\b|No module named|error:|^E\s|assert|FAILED|Killed|Segmentation fault)")
 
 
+def cause_line(text: str) -> str:
+    """The line of a command's output that says why it failed: the last error-looking line, else the last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    hits = [line for line in lines if _CAUSE_RE.search(line)]
+    return (hits or lines or [""])[-1][:200]
+
+
 def failure_cause(gate: GateResult) -> str:
     """One line saying why ``gate`` is not green: its reason plus the cause its output or log names.
 
@@ -197,9 +204,7 @@ def failure_cause(gate: GateResult) -> str:
         from ds4sync.core.files import tail_lines
 
         text = "\n".join((text, *tail_lines(Path(gate.log_path), 40)))
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    hits = [line for line in lines if _CAUSE_RE.search(line)]
-    line = (hits or lines or [""])[-1][:200]
+    line = cause_line(text)
     reason = gate.reason or gate.status
     if not line or line in reason:
         return reason

@@ -183,14 +183,19 @@ class _Build:
             "venv": str(self.venv or Path(self.python).parent.parent),
             "repo": str(repo),
             "src": str(src),
+            "cpus": str(os.cpu_count() or 1),
         }
         self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
         self.secrets = _secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
         self.use_uv = _use_uv(profile, self.env)
-        install = _pip_install(
-            self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+        install = (
+            [expand(a, self.values) for a in profile.install_run]
+            if profile.install_run
+            else _pip_install(
+                self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+            )
         )
         self.common: dict = {
             "profile": name,
@@ -291,7 +296,8 @@ class _Build:
         return None
 
     def install(self) -> bool:
-        """The install command (editable, no build isolation, no deps by default); an overlay instead."""
+        """The install command (editable, no build isolation, no deps by default; or the profile's
+        install_run); an overlay instead."""
         if self.profile.overlay is not None:
             return self.overlay(self.profile.overlay)
         argv = list(self.common["command"])

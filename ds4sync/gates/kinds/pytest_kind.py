@@ -29,7 +29,7 @@ from ds4sync.gates.definition import EnvFailureRule, Gate
 from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -147,7 +147,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
-        return GateResult(status="error", reason=f"{exc} (pytest exit {res.returncode})", **common)
+        said = cause_line(res.output)  # e.g. "No module named pytest": why no XML was written
+        return GateResult(
+            status="error", reason=f"{exc} (pytest exit {res.returncode}{': ' + said if said else ''})", **common
+        )
     summary, xpassed = pytest_summary(counts_json, res.output)
     failures, counts = _tally(gate, cases, summary, xpassed)
     flaky = [c.node_id for c in cases if c.flaky and c.outcome == "passed"]  # pytest-rerunfailures
