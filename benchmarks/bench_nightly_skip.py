@@ -99,12 +99,17 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(done.stderr.decode()[-400:])
 
-        base_s, ours_s, cli_s = (_median(fn, args.repeats) for fn in (baseline, ours, cli))
+        def startup() -> None:
+            env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+            subprocess.run([sys.executable, "-m", "ds4sync.cli", "--help"], capture_output=True, env=env, check=True)
+
+        base_s, ours_s, cli_s, help_s = (_median(fn, args.repeats) for fn in (baseline, ours, cli, startup))
     print(f"no-change nightly, median of {args.repeats} (3,000 files, 200 upstream commits):")
     print(f"  baseline (lock + fetch + compare + sync branch taken): {base_s * 1000:8.1f} ms")
     ratio = ours_s / base_s
     print(f"  ours     (ls-remote + compare with the last run)      : {ours_s * 1000:8.1f} ms   ratio {ratio:.2f}x")
     print(f"  cli      (ds4sync nightly, start-up included)         : {cli_s * 1000:8.1f} ms")
+    print(f"  start-up (ds4sync --help, for scale)                  : {help_s * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -194,3 +194,21 @@ def test_nightly_install_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert sorted(p.suffix for p in target.iterdir()) == [".service", ".timer"]
     assert main(["nightly", "install", "--repo", str(pair.repo)]) == ExitCode.USAGE
     assert main(["nightly", "install", "--cron", "--repo", str(pair.repo), "--at", "24:00"]) == ExitCode.USAGE
+
+
+def test_a_failed_sync_keeps_failing_while_nothing_moves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    failing = {"name": "broken", "kind": "command", "run": {"argv": ["{python}", "-c", "raise SystemExit(1)"]}}
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": [failing]}))
+    configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    capsys.readouterr()
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert "nothing moved since run" in out and "(failed)" in out
+    assert run_count(pair) == 1
+    # Upstream moves on: a new sync (the sync branch of the failed run is another upstream's).
+    pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED and run_count(pair) == 2
