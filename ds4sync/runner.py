@@ -97,6 +97,9 @@ class Phase:
     name: str
     run: PhaseFn
     result_key: str | None = None
+    #: Called once the runner stopped and saved the run's final status, for each done phase that has
+    #: one (the report rewrites itself so that it states the status the run ended with).
+    after_run: Callable[[RunContext], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,7 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status
             store.save(record)
+            _after_run(ctx, phases)
             return RunOutcome(record, phase.name, outcome)
         store.save(record)
         if phase.name == stop_after:
@@ -315,7 +319,14 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
     remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
     record.status = "paused" if remaining else "done"
     store.save(record)
+    _after_run(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:
+    for phase in phases:
+        if phase.after_run is not None and ctx.record.phase(phase.name).status == "done":
+            phase.after_run(ctx)
 
 
 def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:

@@ -289,7 +289,7 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
         else "build: not configured (install torch==2.13.0 and g++ to build the demo's native ops)"
     )
     for tier, tier_result in second.record.results.gates.items():
-        result.lines.append(f"gates {tier}: {tier_result.status} ({tier_result.totals().summary()})")
+        result.lines.append(f"gates {tier}: {tier_result.line()}")
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",

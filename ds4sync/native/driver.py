@@ -26,7 +26,7 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import REDACTED, BuildProfile, OverlaySpec, compose_build_env, expand, is_secret
-from ds4sync.native.proof import ProofResult, run_proof
+from ds4sync.native.proof import ArchProof, ProofResult, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
 SCHEMA_VERSION = 1
@@ -68,6 +68,7 @@ class BuildResult(FrozenModel):
     steps: tuple[StepResult, ...] = ()
     failed_step: str | None = None
     proof: ProofResult | None = None
+    archs: ArchProof | None = None
     summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
     message: str = ""
     checks: dict[str, dict] = Field(
