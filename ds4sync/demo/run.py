@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
 import yaml
 
 from ds4sync.core.errors import ExitCode, StateError
+from ds4sync.core.git import clone_repository
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.record import RunRecord
@@ -121,7 +121,7 @@ def build_upstream(path: Path) -> tuple[RepoBuilder, dict[str, str]]:
 
 def build_fork(path: Path, upstream: Path, base: str) -> RepoBuilder:
     """The fork: a clone of upstream with the fork branch and its carry commits."""
-    git.Repo.clone_from(str(upstream), str(path), origin="upstream")
+    clone_repository(upstream, path, origin="upstream")
     fork = RepoBuilder(path)
     fork.branch(FORK_BRANCH, base)
     fork.commit(
