@@ -168,3 +168,35 @@ def test_demo_runs_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     first = store.load(store.run_ids()[0])
     first_report = render_report(first, templates_dir=ROOT / "reports")
     assert f"`{first.run_id}` ({first.status})" in first_report
+
+
+def _normal(text: str, workdir: Path) -> str:
+    """A report with what differs between two demo runs (paths, SHAs, run ids, times, durations) blanked."""
+    import re
+
+    text = text.replace(str(workdir), "<demo>").replace("/tmp/ds4sync-demo", "<demo>")
+    text = re.sub(r"\S*/bin/python\S*", "<python>", text)
+    text = re.sub(r"\b\d{8}-\d{6}-[0-9a-f]{10}\b", "<run>", text)
+    text = re.sub(r"\b[0-9a-f]{7,40}\b", "<sha>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\+00:00|Z)", "<time>", text)
+    text = re.sub(r"\b\d{8}\b", "<date>", text)
+    return re.sub(r"\d+\.\d s\b", "<s>", text)
+
+
+@pytest.mark.slow
+def test_shipped_examples_are_the_demos_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file in reports/examples is a demo run's report (paths, SHAs, times aside) or says it is synthetic."""
+    workdir = tmp_path / "demo"
+    assert main(["demo", "--workdir", str(workdir)]) == 0
+    capsys.readouterr()
+    store = RecordStore(workdir / "fork" / ".git" / "ds4sync")
+    fresh = {
+        "demo-pr.md": render_report(store.load(store.run_ids()[-1]), templates_dir=TEMPLATES, public=True),
+        "demo-loop-pr.md": (workdir / "loop" / "forge" / "pr-opened.md").read_text(),
+    }
+    for example in sorted((ROOT / "reports" / "examples").glob("*.md")):
+        text = example.read_text()
+        if "synthetic" in text.splitlines()[0].lower():
+            continue
+        assert example.name in fresh, f"{example.name}: not a demo report and its first line does not say synthetic"
+        assert _normal(text, workdir) == _normal(fresh[example.name], workdir), example.name
