@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.record import PhaseState, now_iso
-from ds4sync.record import RecordStore, RunRecord
+
+if TYPE_CHECKING:  # `plan` opens a workspace without loading the record models (every phase's result)
+    from ds4sync.record import RecordStore, RunRecord
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 
@@ -45,10 +48,17 @@ class Workspace:
 
     repo: GitRepo
     config: Config
-    store: RecordStore
+    state_dir: Path
     profile: Path
     fork_branch: str | None
     profile_explicit: bool = False
+
+    @cached_property
+    def store(self) -> RecordStore:
+        """The run records, logs and lock under ``state_dir`` (loaded on first use)."""
+        from ds4sync.record import RecordStore
+
+        return RecordStore(self.state_dir)
 
     @property
     def resolutions_dir(self) -> Path:
@@ -59,7 +69,7 @@ class Workspace:
         """
         if self.profile_explicit:
             return self.profile / self.config.merge.resolutions_dir
-        return self.store.root / "resolutions"
+        return self.state_dir / "resolutions"
 
 
 @dataclass
@@ -87,6 +97,9 @@ class Phase:
     name: str
     run: PhaseFn
     result_key: str | None = None
+    #: Called once the runner stopped and saved the run's final status, for each done phase that has
+    #: one (the report rewrites itself so that it states the status the run ended with).
+    after_run: Callable[[RunContext], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ def open_workspace(
     return Workspace(
         repo=repo,
         config=config,
-        store=RecordStore(Path(root)),
+        state_dir=Path(root),
         profile=Path(chosen or shipped_profile()),
         fork_branch=branch or config.fork.branch,
         profile_explicit=chosen is not None,
@@ -298,6 +311,7 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status
             store.save(record)
+            _after_run(ctx, phases)
             return RunOutcome(record, phase.name, outcome)
         store.save(record)
         if phase.name == stop_after:
@@ -305,7 +319,14 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
     remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
     record.status = "paused" if remaining else "done"
     store.save(record)
+    _after_run(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:
+    for phase in phases:
+        if phase.after_run is not None and ctx.record.phase(phase.name).status == "done":
+            phase.after_run(ctx)
 
 
 def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:

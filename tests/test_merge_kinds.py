@@ -470,3 +470,75 @@ def test_gitrepo_blob_reading_ignores_a_leaked_git_dir(tmp_path: Path, monkeypat
     assert repo.blob_bytes("HEAD", "a.py") == lines("mine").encode()
     assert repo.path == pair.repo.resolve() and repo.head() == head
     assert repo.git_dir == (pair.repo / ".git").resolve()
+
+
+def test_the_report_says_recorded_exactly_for_the_new_store_entries(tmp_path: Path, capsys) -> None:
+    pair = make_pair(
+        tmp_path,
+        {"f.py": lines("a"), "m.py": lines("m")},
+        [{"f.py": lines("up"), "m.py": None}],
+        [{"f.py": lines("fork"), "m.py": lines("m", "fork")}],
+    )
+    config, store = store_config(tmp_path)
+    args = ("--repo", str(pair.repo), "--config", str(config))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    worktree = Path(cli_data(out)["worktree"])
+    (worktree / "f.py").write_text(lines("fork", "up"))
+    git(worktree, "rm", "-q", "m.py")  # a modify/delete: rerere has nothing to record
+    code, out, err = run_cli(capsys, "resume", *args, "--json")
+    assert code == 0, err
+    record = json.loads(Path(cli_data(out)["record"]).read_text())
+    report = Path(record["results"]["report"]["path"]).read_text()
+    assert "Resolved by a person and recorded for the next sync (1): `f.py`" in report
+    assert "not recordable by rerere" in report and "`m.py`" in report
+    assert len(list(store.iterdir())) == 1
+    assert "1 resolution" in record["phases"]["commit"]["message"]
+
+
+def test_a_conflict_git_reports_only_in_its_messages_stops_for_a_person(tmp_path: Path, capsys) -> None:
+    """A directory rename split: `git merge` fails, `git ls-files -u` is empty; it must not be committed unseen."""
+    pair = make_pair(
+        tmp_path,
+        {"d/x.py": lines("x"), "d/y.py": lines("y")},
+        [],
+        [{"d/new.py": lines("the fork's new file")}],
+    )
+    up = pair.upstream.path
+    (up / "e").mkdir()
+    (up / "f").mkdir()
+    git(up, "mv", "d/x.py", "e/x.py")
+    git(up, "mv", "d/y.py", "f/y.py")
+    git(up, "commit", "-q", "-m", "upstream splits d")
+    git(pair.repo, "fetch", "-q", "upstream")
+    args = ("--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    code, out, _ = run_cli(capsys, "plan", "upstream/main", *args)
+    assert [(c["path"], c["kind"]) for c in cli_data(out)["conflicts"]] == [("d", "directory rename split")]
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)
+    data = cli_data(out)
+    assert code == 4 and [(c["path"], c["resolution"]) for c in data["conflicts"]] == [("d", "unresolved")]
+    assert git(Path(data["worktree"]), "ls-files", "-u") == ""  # git keeps no index record of it
+    code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
+    assert code == 0 and [c["resolution"] for c in cli_data(out)["conflicts"]] == ["person"]
+
+
+def test_a_submodule_conflict_is_named_and_resolved_by_staging_a_commit(tmp_path: Path, capsys) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [], [])
+    up_sha, fork_sha = "3" * 40, "2" * 40
+    gitlink(pair.upstream.path, "sub", up_sha)
+    git(pair.upstream.path, "commit", "-q", "-m", "upstream moves sub")
+    git(pair.repo, "checkout", "-q", BRANCH)
+    gitlink(pair.repo, "sub", fork_sha)
+    git(pair.repo, "commit", "-q", "-m", "fork moves sub")
+    git(pair.repo, "checkout", "-q", "main")
+    git(pair.repo, "fetch", "-q", "upstream")
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    data = cli_data(out)
+    assert code == 4 and [(c["path"], c["kind"]) for c in data["conflicts"]] == [("sub", "submodule")]
+    assert fork_sha[:12] in data["conflicts"][0]["hint"] and up_sha[:12] in data["conflicts"][0]["hint"]
+    worktree = Path(data["worktree"])
+    code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 4 and "sub (submodule)" in err
+    git(worktree, "update-index", "--cacheinfo", f"160000,{fork_sha},sub")  # what the hint says
+    code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
+    assert code == 0
+    assert git(pair.repo, "ls-tree", cli_data(out)["merge_commit"], "sub").split()[2] == fork_sha

@@ -97,7 +97,7 @@ def _workspace(
     ws = open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
     from ds4sync.cli import logs
 
-    logs.attach_run_log(ws.store.root)
+    logs.attach_run_log(ws.state_dir)
     return ws
 
 

@@ -17,6 +17,7 @@ from ds4sync.cli._app import (
     app,
     done,
     err,
+    fail,
     kernels_app,
     out,
 )
@@ -42,6 +43,16 @@ def gate(
     bench: Annotated[
         bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks (never served from the cache).")
     ] = False,
+    executor: Annotated[
+        str | None, typer.Option("--executor", help="local, or ray (default: gates.executor in ds4sync.yaml).")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="The Ray cluster (default: gates.ray_address).")
+    ] = None,
+    merge_results: Annotated[
+        list[Path] | None,
+        typer.Option("--merge-results", help="Read results produced elsewhere (CI artefacts) into the run instead."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
@@ -51,6 +62,9 @@ def gate(
 
     ws = _workspace(repo, config, None, state_dir, profile)
     record = ws.store.current()
+    if merge_results:
+        _merge_results(ws, record, merge_results, json_out=json_out)
+        return
     options = TierOptions(
         tier=tier,
         names=tuple(names or ()),
@@ -61,6 +75,8 @@ def gate(
         use_cache=not (no_cache or bench),
         python=python,
         bench=bench,
+        executor=executor,
+        address=address,
     )
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if json_out:
@@ -84,13 +100,13 @@ def gate(
 def kernels_check(
     op: Annotated[
         list[str] | None,
-        typer.Option(
-            "--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: the first four)."
-        ),
+        typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: all)."),
     ] = None,
     candidate: Annotated[
         str | None,
-        typer.Option("--candidate", help="module:function[@adapter] to check instead of our kernels (one --op)."),
+        typer.Option(
+            "--candidate", help="module:function[@adapter] or deepgemm, checked instead of our kernels (one --op)."
+        ),
     ] = None,
     bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
     device: Annotated[
@@ -147,3 +163,27 @@ def _render_kernels(result) -> None:
             )
         out.print(bench)
     out.print("[green]kernels: ok[/]" if result.ok else "[red]kernels: FAILED[/]")
+
+
+def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
+    from ds4sync.core.git import GitRepo
+    from ds4sync.gates.collect import check_commit, merge_into, read_results
+
+    if record is None:
+        fail("no active run to merge gate results into (start one with `ds4sync merge`)")
+    found = read_results(paths)
+    if not found:
+        fail(f"no gate results in {', '.join(map(str, paths))}")
+    head = GitRepo(Path(record.worktree)).head()
+    with ws.store.lock("gate --merge-results"):
+        fresh = ws.store.load(record.run_id)
+        for file, result in found:
+            check_commit(file, result, head)
+            fresh.results.gates[result.tier] = merge_into(fresh.results.gates.get(result.tier), result)
+        path = ws.store.save(fresh)
+    merged = {t: r.status for t, r in fresh.results.gates.items()}
+    done(
+        json_out,
+        {"merged": [str(f) for f, _ in found], "tiers": merged, "record": str(path)},
+        text=lambda: out.print(f"merged {len(found)} result file(s) into {path}: {merged}", markup=False),
+    )

@@ -64,7 +64,9 @@ class Conflict:
     ``modify/delete`` is modified in the fork and deleted upstream, a
     ``delete/modify`` the reverse. ``related`` holds the other paths of the same
     conflict (the two new names of a rename/rename, the old path of a file location).
-    ``stages`` maps index stage (1 base, 2 ours, 3 theirs) to ``(mode, oid)``.
+    ``stages`` maps index stage (1 base, 2 ours, 3 theirs) to ``(mode, oid)``; it is empty
+    for a conflict git reports only in its messages (a directory rename split: ``git merge``
+    fails, ``git ls-files -u`` lists nothing).
     """
 
     path: str
@@ -110,6 +112,7 @@ def parse_merge_tree(out: str, *, ours: str, theirs: str, ours_label: str | None
         i += 1
     i += 1
     kinds: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    message_only: list[tuple[str, str, tuple[str, ...]]] = []
     while i < len(parts) and parts[i].isdigit():
         count = int(parts[i])
         paths = tuple(parts[i + 1 : i + 1 + count])
@@ -118,6 +121,8 @@ def parse_merge_tree(out: str, *, ours: str, theirs: str, ours_label: str | None
         kind = _kind_of(kind_type, message, ours=ours)
         if kind is None:
             continue
+        if not any(p in stages for p in paths):
+            message_only.append((kind, message.strip(), paths))  # git says conflict, the index holds none
         for path in paths:
             known = kinds.get(path)
             if known is None or _KIND_ORDER.get(kind, 99) < _KIND_ORDER.get(known[0], 99):
@@ -141,6 +146,8 @@ def parse_merge_tree(out: str, *, ours: str, theirs: str, ours_label: str | None
                 tuple(sorted(entries)),
             )
         )
+    for kind, message, paths in message_only:
+        conflicts.append(Conflict(relabel(paths[0]), kind, relabel(message), tuple(relabel(p) for p in paths[1:])))
     return MergeTreeResult(tree, tuple(conflicts))
 
 

@@ -77,6 +77,11 @@ class GateDef(FrozenModel):
     env_failures: tuple[EnvFailureRule, ...] = ()
     rerun_failures: int = Field(default=0, ge=0, le=5)
     devices: int = Field(default=0, ge=0)
+    gpu_kind: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="GPU kind the gate needs (e.g. sm120): a Ray custom resource, a CI queue or runner label",
+    )
 
     @field_validator("env", mode="before")
     @classmethod

@@ -1,4 +1,14 @@
-"""Environment-only failure classification: the first rule whose pattern matches wins."""
+"""Environment-only failure classification, per failing test: the first rule whose pattern matches wins.
+
+A rule looks at one failure at a time: the failing test case's own message and traceback
+(:func:`classify`), never the whole log of the gate, so one gated-model failure cannot turn the
+other failures of the same gate into environment-only ones. A rule with ``where: log`` (or
+``any``) also looks at the gate's own start-up output, but only when the gate failed before
+any test ran (:func:`classify_startup`): pytest could not start, a command gate's one check.
+
+:data:`HF_GATED` is what huggingface_hub and its HTTP clients (httpx, requests) raise for a
+gated, private or unauthorised model repository; a 401/403 from any other host is not it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,29 @@ from collections.abc import Iterable
 
 from ds4sync.gates.definition import EnvFailureRule
 
+#: A gated / unauthorised model hub repository, as huggingface_hub, transformers, httpx and requests word it.
+HF_GATED = (
+    r"\b(?:GatedRepoError|RepositoryNotFoundError)\b"
+    r"|Cannot access gated repo for url https?://(?:[\w-]+\.)*huggingface\.co/"
+    r"|You are trying to access a gated repo"
+    r"|Access to model \S+ is restricted"
+    r"|\b40[13] Client Error: [^\n]*? for url: https?://(?:[\w-]+\.)*huggingface\.co/"
+    r"|Client error '40[13] [^']*' for url 'https?://(?:[\w-]+\.)*huggingface\.co/"
+)
 
-def classify(rules: Iterable[EnvFailureRule], *, failure_text: str, log_text: str = "") -> EnvFailureRule | None:
-    """The first rule matching this failure (its message and traceback) or the gate's log, else None."""
-    return next((rule for rule in rules if rule.matches(failure_text=failure_text, log_text=log_text)), None)
+
+def classify(rules: Iterable[EnvFailureRule], *, failure_text: str) -> EnvFailureRule | None:
+    """The first rule (``where: failure`` or ``any``) matching one failure's own message and traceback."""
+    return next(
+        (r for r in rules if r.where in ("failure", "any") and r.matches(failure_text=failure_text)),
+        None,
+    )
+
+
+def classify_startup(rules: Iterable[EnvFailureRule], *, log_text: str) -> EnvFailureRule | None:
+    """The first rule matching the output of a gate that failed before any test ran (any ``where``).
+
+    The output is then the failure itself (pytest could not start, or a command gate's one
+    check failed), so a ``failure`` rule may match it as well as a ``log`` one.
+    """
+    return next((r for r in rules if r.matches(failure_text=log_text, log_text=log_text)), None)

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 from ds4sync.core.errors import Ds4syncError, ToolMissingError
 from ds4sync.core.model import FrozenModel
 
-KERNEL_OPS = ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")  # the last two: only when named
+KERNEL_OPS = ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")  # all in the default set
 
 
 class KernelSuiteError(Ds4syncError):
@@ -175,12 +175,13 @@ def run_kernel_suite(
     scale: str | None = None,
     repeats: int | None = None,
 ) -> KernelSuiteResult:
-    """Check ``ops`` (default all four) against the torch references, optionally benchmarking them.
+    """Check ``ops`` (default all six) against the torch references, optionally benchmarking them.
 
     Args:
-        ops: subset of prefill, decode, topk, routing (the default set), mhc_pre, mhc_post.
-        candidate: ``module:function[@adapter]`` or ``file.py:function[@adapter]`` checked instead of our
-            kernels (one op). Adapters: native, deepgemm, vllm-triton, vllm-topk.
+        ops: subset of prefill, decode, topk, routing, mhc_pre, mhc_post (default: all).
+        candidate: ``module:function[@adapter]``, ``file.py:function[@adapter]`` or ``deepgemm`` (the
+            installed ``deep_gemm`` package), checked instead of our kernels (one op). Adapters: native,
+            deepgemm, vllm-triton, vllm-topk.
         bench: also time each case (GPU only) against the reference, with roofline placement.
         device: "cuda" or "cpu" (default: cuda when available; cpu runs the interpreter on the ci grid).
         scale, repeats: grid scale ("ci" or "full") and determinism repeats (defaults by device).

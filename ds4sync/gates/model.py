@@ -28,10 +28,13 @@ GREEN: frozenset[str] = frozenset({"passed", "cached", "skipped"})
 class TestCounts(FrozenModel):
     """Per-test counts of one gate run.
 
+    One logical test counts once: a test that fails and then errors in teardown is one
+    failure (the error attached to it), a test rerun until it passed is one ``flaky``.
     ``failed`` and ``errors`` hold only real failures; a failure matched by an
     environment-only rule counts in ``env_only`` instead, a test that failed and then
-    passed on rerun counts in ``flaky`` (not in ``passed``). ``deselected`` comes from
-    pytest's own summary line (``-k`` and ``--deselect``).
+    passed on rerun counts in ``flaky`` (not in ``passed``). ``xfailed`` and ``xpassed`` are
+    pytest's expected failures that failed / passed (a strict xpass is ``failed``).
+    ``deselected`` and ``xpassed`` come from pytest's own summary line (JUnit marks neither).
     """
 
     __test__ = False  # not a pytest test class
@@ -43,6 +46,15 @@ class TestCounts(FrozenModel):
     deselected: int = 0
     env_only: int = 0
     flaky: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def tests(self) -> int:
+        """Logical tests that ran (deselected ones did not)."""
+        return (
+            self.passed + self.failed + self.errors + self.skipped + self.env_only + self.flaky + self.xfailed
+        ) + self.xpassed
 
     def summary(self) -> str:
         """pytest-style text such as ``309 passed, 25 deselected`` (zeros left out)."""
@@ -51,6 +63,8 @@ class TestCounts(FrozenModel):
             ("failed", self.failed),
             ("errors", self.errors),
             ("skipped", self.skipped),
+            ("xfailed", self.xfailed),
+            ("xpassed", self.xpassed),
             ("deselected", self.deselected),
             ("env-only", self.env_only),
             ("flaky", self.flaky),
@@ -147,6 +161,20 @@ class TierResult(FrozenModel):
             return "failed"
         return "incomplete" if blocking else "passed"
 
+    def line(self) -> str:
+        """The tier in one line, the same wherever it is shown (phase message, demo, report).
+
+        ``passed: 3 gates (3 passed); tests: 2 passed``: the tier's status, its gates by
+        status, then the tests summed over them (a gate with no tests, e.g. a diff check,
+        adds a gate and no test).
+        """
+        by_status: dict[str, int] = {}
+        for gate in self.gates:
+            by_status[gate.status] = by_status.get(gate.status, 0) + 1
+        gates = ", ".join(f"{n} {s}" for s, n in by_status.items())
+        count = len(self.gates)
+        return f"{self.status}: {count} gate{'s' * (count != 1)} ({gates or 'none'}); tests: {self.totals().summary()}"
+
     def totals(self) -> TestCounts:
         """Counts summed over every gate (cached gates count what they counted when they ran)."""
         fields = TestCounts.model_fields
@@ -154,6 +182,13 @@ class TierResult(FrozenModel):
 
 
 _CAUSE_RE = re.compile(r"(Error\b|Exception\b|No module named|error:|^E\s|assert|FAILED|Killed|Segmentation fault)")
+
+
+def cause_line(text: str) -> str:
+    """The line of a command's output that says why it failed: the last error-looking line, else the last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    hits = [line for line in lines if _CAUSE_RE.search(line)]
+    return (hits or lines or [""])[-1][:200]
 
 
 def failure_cause(gate: GateResult) -> str:
@@ -169,9 +204,7 @@ def failure_cause(gate: GateResult) -> str:
         from ds4sync.core.files import tail_lines
 
         text = "\n".join((text, *tail_lines(Path(gate.log_path), 40)))
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    hits = [line for line in lines if _CAUSE_RE.search(line)]
-    line = (hits or lines or [""])[-1][:200]
+    line = cause_line(text)
     reason = gate.reason or gate.status
     if not line or line in reason:
         return reason

@@ -26,6 +26,7 @@ from ds4sync.core.proc import stop_process_group
 from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate
+from ds4sync.gates.executors import GateExecutor
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
@@ -50,6 +51,8 @@ class TierOptions:
     python: str | None = None
     target: Path | None = None
     bench: bool = False  # kernel gates: also benchmark (passed to kinds as ``ctx.extra["bench"]``)
+    executor: str | None = None  # "local" or "ray" (default: gates.executor in ds4sync.yaml)
+    address: str | None = None  # the Ray cluster (default: gates.ray_address)
     deadline: float | None = None  # time.monotonic() past which running gates are stopped (nightly budget)
 
 
@@ -187,6 +190,7 @@ def run_tier(
         ),
         deadline=options.deadline,
     )
+    plan.executor = _executor(ws, options, repo)
     results = plan.execute(decisions)
     return TierResult(
         tier=options.tier,
@@ -223,6 +227,7 @@ class _Plan:
     context: GateContext
     deadline: float | None = None
     over_budget: threading.Event = field(default_factory=threading.Event)
+    executor: GateExecutor | None = None  # None: run here; else e.g. a RayExecutor
 
     def execute(self, decisions: list[Selected]) -> list[GateResult]:
         results: dict[str, GateResult] = {}
@@ -298,6 +303,8 @@ class _Plan:
         need = gate.definition.devices
         if self.over_budget.is_set():
             return self._stopped(gate, "not started")
+        if self.executor is not None:  # the cluster schedules GPUs and GPU kinds itself
+            return self._finish(gate, key, self._remote(gate, why))
         if self.children.cancelled.is_set():
             return _plain(gate, "error", "interrupted before it started")
         if need > self.devices.total:
@@ -319,11 +326,20 @@ class _Plan:
             if self.children.cancelled.is_set():
                 return _plain(gate, "error", "interrupted before it started")
             result = self._execute(gate, tuple(devices or ()), why)
+        return self._finish(gate, key, result)
+
+    def _finish(self, gate: Gate, key: str | None, result: GateResult) -> GateResult:
         if key and result.status == "passed":
             result = result.model_copy(update={"cache_key": key})
             self.cache.put(key, result)
         self.emit(GateEvent(gate.name, "finished", result=result))
         return result
+
+    def _remote(self, gate: Gate, why: str) -> GateResult:
+        assert self.executor is not None
+        self.emit(GateEvent(gate.name, "started"))
+        result = self.executor.run(gate, self.context)
+        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
 
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
         counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
@@ -418,3 +434,28 @@ def _upstream_ref(ws: Workspace, repo: GitRepo) -> str | None:
         if ref and repo.resolve_commit(ref):
             return ref
     return None
+
+
+def _executor(ws: Workspace, options: TierOptions, repo: GitRepo) -> GateExecutor | None:
+    """The executor asked for (``--executor``, else ``gates.executor``): None runs gates here.
+
+    Raises:
+        ConfigError: a Ray run of a checkout with uncommitted changes (the nodes see commits only).
+    """
+    settings = ws.config.gates
+    kind = options.executor or settings.executor
+    if kind == "local":
+        return None
+    if kind != "ray":
+        raise ConfigError(f"unknown executor '{kind}'", where="--executor", fix="use local or ray")
+    from ds4sync.gates.executors import RayExecutor
+
+    dirty = repo.status_porcelain()
+    if dirty:
+        raise ConfigError(
+            f"{repo.path} has uncommitted changes ({len(dirty)} paths): Ray nodes run committed trees only",
+            where="--executor ray",
+            fix="commit them, or run the gates here",
+        )
+    source = settings.ray_source or str(repo.path)
+    return RayExecutor(options.address or settings.ray_address, source, repo.head()).connect()

@@ -6,6 +6,8 @@ Run-all patterns are vLLM's (``.buildkite/ci_config.yaml``): a changed file that
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
@@ -48,3 +50,8 @@ class GatesConfig(BaseModel):
     gpus: tuple[str, ...] = ()
     run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS
     run_all_exclude_patterns: tuple[str, ...] = VLLM_RUN_ALL_EXCLUDE_PATTERNS
+    executor: Literal["local", "ray"] = Field(default="local", description="where gates run: here, or a Ray cluster")
+    ray_address: str = Field(default="auto", description="the Ray cluster's address (``host:port`` or ``auto``)")
+    ray_source: str | None = Field(
+        default=None, description="path or URL every Ray node clones the repository from (default: this checkout)"
+    )

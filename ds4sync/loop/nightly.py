@@ -10,11 +10,12 @@ through the one stop routine, and records them incomplete.
 
 Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
 
-    0  synced and green (published, promoted when configured), or nothing moved
-    1  a gate, build or invariant failed
+    0  synced and green (published, promoted when configured), or nothing moved since a green sync
+    1  a gate, build or invariant failed (also each night after, while nothing moved)
     2  bad config, arguments or repository state
     3  internal error (traceback saved)
-    4  a person must act (conflict, patch-set adaptation, refused push, forge refused, duplicate work)
+    4  a person must act (conflict, patch-set adaptation, refused push, forge refused the token or repo)
+       (possible duplicate work is flagged in the PR and the notification; the night stays 0)
     5  the time budget ran out: gates recorded incomplete; `ds4sync resume` continues
     6  the forge or a notification target was unreachable or rate-limited: try again later
 """
@@ -99,7 +100,10 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
         asked = ref or ws.config.upstream.ref
         quiet = unchanged_since_last_sync(ws, asked)
         if quiet is not None:
-            return NightlyResult(None, quiet, ExitCode.OK, skipped=True)
+            # Nothing to do; but a last sync that failed still fails: the alarm stays on until something moves.
+            last = _last_sync(ws)
+            code = ExitCode.FAILED if last is not None and last.status == "failed" else ExitCode.OK
+            return NightlyResult(None, quiet, code, skipped=True)
         try:
             try:
                 outcome = start_merge(ws, asked, progress=progress, fetch=True, deadline=deadline)
@@ -388,7 +392,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     if record is None:
         kind = "info" if night.exit_code == ExitCode.OK else "warning"
         return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=night.message, kind=kind)
-    view = build_view(record.model_dump(mode="json"), public=True)
+    view = build_view(record, public=True)
     status = {
         ExitCode.OK: "green",
         ExitCode.FAILED: "FAILED",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, check_user_ref
 from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
-from ds4sync.record import RunRecord
 from ds4sync.runner import (
     Phase,
     RunContext,
@@ -20,6 +20,9 @@ from ds4sync.runner import (
     resolve_upstream_ref,
     run_phases,
 )
+
+if TYPE_CHECKING:
+    from ds4sync.record import RunRecord
 
 Progress = Callable[[str], None]
 
@@ -87,6 +90,7 @@ def start_merge(
                 fix="nothing to do; pick a newer upstream ref",
             )
         from ds4sync.merge.phases import backup_branch_name
+        from ds4sync.record import RunRecord
 
         run_id = make_run_id(upstream_sha)
         suffix = 1

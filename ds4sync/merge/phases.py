@@ -87,7 +87,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
     replay = merge_with_store(wt, record.upstream.sha, store, cache)
     unmerged = set(wt.unmerged_paths())
-    lost = sorted({c.path for c in summary.conflicts} - unmerged - set(replay.replayed))
+    lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
     if lost:
         errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
         raise GitError(
@@ -149,6 +149,8 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
 def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged: set[str]) -> ConflictEntry:
     if conflict.resolution in ("recorded", "rule", "person"):
         return conflict
+    if not conflict.in_index:
+        return conflict.model_copy(update={"resolution": "unresolved"})  # only a person can look at it
     if conflict.path not in unmerged and not any(p in unmerged for p in conflict.related):
         return conflict.model_copy(update={"resolution": "person"})  # staged by a person after a kill
     if conflict.resolution == "unresolved":
@@ -275,7 +277,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     sha = wt.commit(message)
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
-    note = f", {new} resolutions recorded to the shared store" if new else ""
+    note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 
 

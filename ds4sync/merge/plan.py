@@ -32,7 +32,9 @@ class ConflictEntry(BaseModel):
     ``rule``), ``person`` (resolved by hand and staged), ``unresolved`` (waiting for a
     person), None in a plan. ``conflict_id`` is rerere's id of the conflict
     (``<hash>`` or ``<hash>.<variant>``); ``stored_as`` the shared-store entry a person's
-    resolution was recorded to. ``eol_only``: the sides differ only in line endings;
+    resolution was recorded to. ``in_index``: False for a conflict git reports only in
+    its messages (nothing in ``git ls-files -u``; a person must look). ``eol_only``: the
+    sides differ only in line endings;
     ``hint`` says what git needs from a person for this kind.
     """
 
@@ -45,6 +47,7 @@ class ConflictEntry(BaseModel):
     related: tuple[str, ...] = ()
     message: str = ""
     hint: str = ""
+    in_index: bool = True
     eol_only: bool = False
     conflict_id: str | None = None
     store_entry: str | None = None
@@ -145,7 +148,7 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
             lambda: (repo.count_commits(upstream_sha, fork_sha), repo.count_commits(fork_sha, upstream_sha))
         )
         conflicts = predicted.result().conflicts
-        eol = pool.submit(lambda: {c.path for c in conflicts if _eol_only(repo, c)})
+        eol = pool.submit(_eol_only_paths, repo, conflicts)
         overlaps = _overlaps(
             pool, repo, merge_base, upstream_sha, fork_sha, upstream_moves.result(), fork_moves.result(), conflicts
         )
@@ -166,6 +169,7 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
                 related=c.related,
                 message=c.message,
                 eol_only=c.path in eol_paths,
+                in_index=bool(c.stages),
                 hint=EOL_HINT if c.path in eol_paths else kind_hint(c),
             )
             for c in conflicts
@@ -226,17 +230,22 @@ def _overlaps(
     return tuple(rows)
 
 
-def _eol_only(repo: GitRepo, conflict: Conflict) -> bool:
-    """Whether a content conflict disappears once CRLF line endings are normalised to LF."""
-    if conflict.kind != "content":
-        return False
-    oids = {stage: oid for stage, _mode, oid in conflict.stages}
-    if set(oids) != {1, 2, 3}:
-        return False
-    blobs = {stage: repo.blob(oid) for stage, oid in oids.items()}
-    if not any(b"\r\n" in blob for blob in blobs.values()):
-        return False
-    return repo.merge_file_clean(*(blobs[s].replace(b"\r\n", b"\n") for s in (2, 1, 3)))
+def _eol_only_paths(repo: GitRepo, conflicts: tuple[Conflict, ...]) -> set[str]:
+    """Content conflicts that disappear once CRLF line endings are normalised to LF (blobs read in one batch)."""
+    triples = {
+        c.path: {stage: oid for stage, _mode, oid in c.stages}
+        for c in conflicts
+        if c.kind == "content" and {s for s, _m, _o in c.stages} == {1, 2, 3}
+    }
+    blobs = repo.blobs(oid for oids in triples.values() for oid in oids.values())
+    found = set()
+    for path, oids in triples.items():
+        data = {stage: blobs.get(oid, b"") for stage, oid in oids.items()}
+        if not any(b"\r\n" in blob for blob in data.values()):
+            continue
+        if repo.merge_file_clean(*(data[s].replace(b"\r\n", b"\n") for s in (2, 1, 3))):
+            found.add(path)
+    return found
 
 
 _HINTS = {
@@ -256,7 +265,9 @@ _HINTS = {
     "beside it ({related}): keep one, then `git add`/`git rm` each path",
     "file location": "added inside a directory the other side renamed; git put it at {path} (was {related}): "
     "keep it there with `git add {path}`, or move it with `git mv` and stage",
-    "directory rename split": "a renamed directory went to several places: move the file, then `git add` it",
+    "directory rename split": "the other side split {path} into several directories and git could not tell "
+    "where the new files go (it records nothing in the index): move them with `git mv` if needed, then "
+    "`ds4sync resume`",
     "directory rename collision": "a directory rename collides with another path: move one, then `git add`",
     "submodule": "pick the submodule commit: `git update-index --cacheinfo 160000,<commit>,{path}`{sides}",
 }

@@ -26,7 +26,7 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import REDACTED, BuildProfile, OverlaySpec, compose_build_env, expand, is_secret
-from ds4sync.native.proof import ProofResult, run_proof
+from ds4sync.native.proof import ArchProof, ProofResult, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
 SCHEMA_VERSION = 1
@@ -68,6 +68,7 @@ class BuildResult(FrozenModel):
     steps: tuple[StepResult, ...] = ()
     failed_step: str | None = None
     proof: ProofResult | None = None
+    archs: ArchProof | None = None
     summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
     message: str = ""
     checks: dict[str, dict] = Field(
@@ -182,14 +183,19 @@ class _Build:
             "venv": str(self.venv or Path(self.python).parent.parent),
             "repo": str(repo),
             "src": str(src),
+            "cpus": str(os.cpu_count() or 1),
         }
         self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
         self.secrets = _secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
         self.use_uv = _use_uv(profile, self.env)
-        install = _pip_install(
-            self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+        install = (
+            [expand(a, self.values) for a in profile.install_run]
+            if profile.install_run
+            else _pip_install(
+                self.python, [expand(a, self.values) for a in profile.install_args], use_uv=self.use_uv, env=self.env
+            )
         )
         self.common: dict = {
             "profile": name,
@@ -290,7 +296,8 @@ class _Build:
         return None
 
     def install(self) -> bool:
-        """The install command (editable, no build isolation, no deps by default); an overlay instead."""
+        """The install command (editable, no build isolation, no deps by default; or the profile's
+        install_run); an overlay instead."""
         if self.profile.overlay is not None:
             return self.overlay(self.profile.overlay)
         argv = list(self.common["command"])

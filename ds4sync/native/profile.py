@@ -103,6 +103,10 @@ class BuildProfile(FrozenModel):
     pre_steps: tuple[BuildStep, ...] = ()
     installer: Literal["auto", "uv", "pip"] = "auto"
     install_args: tuple[str, ...] = DEFAULT_INSTALL
+    install_run: tuple[str, ...] = Field(
+        default=(),
+        description="a command run instead of the pip install (e.g. one CMake target built and installed into {src})",
+    )
     install_timeout_s: float = 4 * 3600.0
     requires: tuple[str, ...] = Field(default=("gcc",), description="tools that must exist: nvcc gcc g++ cmake ninja")
     requires_torch: bool = True

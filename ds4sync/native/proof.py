@@ -97,6 +97,28 @@ class ProofResult(FrozenModel):
         return [item for item in self.items if item.status == "failed"]
 
 
+class ArchProof(FrozenModel):
+    """The GPU architectures a build compiled for, against what its profile asked.
+
+    ``asked``: the profile's ``TORCH_CUDA_ARCH_LIST`` (normalised: ``12.0a``, ``9.0``);
+    ``built``: read from the build's own output (nvcc ``-gencode``/``-arch`` flags, CMake's
+    arch messages) and, when ``cuobjdump`` is installed, from the cubins in the built
+    libraries (``source`` says which); ``missing``: asked but not built; ``skipped_kernels``:
+    what the build said it did not build for lack of a matching arch. ``ok``: nothing missing.
+    """
+
+    asked: tuple[str, ...] = ()
+    built: tuple[str, ...] = ()
+    source: str = ""
+    missing: tuple[str, ...] = ()
+    skipped_kernels: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether every asked arch was built (nothing asked: nothing to prove)."""
+        return not self.missing
+
+
 def run_proof(
     python: str,
     manifest: Manifest,

@@ -109,10 +109,6 @@ class Forge:
         )
 
     # -- calls ------------------------------------------------------------------------------
-    def repository(self) -> dict[str, Any]:
-        """The repository (checks the token can see it)."""
-        return self._call("GET", "")
-
     def open_pulls(self) -> list[dict[str, Any]]:
         """Every open pull request (all pages), newest update first."""
         pulls: list[dict[str, Any]] = []

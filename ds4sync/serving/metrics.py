@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from ds4sync.core.model import FrozenModel
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -80,6 +78,8 @@ def parse(text: str, *, at_s: float | None = None) -> Snapshot:
     """
     samples: dict[Key, float] = {}
     labels_of: dict[str, list[Mapping[str, str]]] = {}
+    from prometheus_client.parser import text_string_to_metric_families  # only when metrics are read
+
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)

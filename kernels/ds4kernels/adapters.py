@@ -8,11 +8,13 @@ Canonical calls (keyword arguments as built by :mod:`grid`):
 - mhc_pre: ``f(x, fn, scale, base, iters, hc_eps, rms_eps) -> (y, post, comb)``
 - mhc_post: ``f(x, residual, post, comb) -> [T, n, d]``
 
-A candidate is ``module:function`` (or ``path/to/file.py:function``), optionally ``@adapter`` to map a
+A candidate is ``module:function`` (or ``path/to/file.py:function``, or the name ``deepgemm``), optionally
+``@adapter`` to map a
 foreign signature: ``native`` (the canonical call), ``deepgemm`` (``fp8_mqa_logits(q, (k, sf), w, ks, ke,
 clean_logits=False)``; ``fp8_paged_mqa_logits(q, kv, w, lens, table, schedule_meta, max_ctx, clean_logits=False)``
 with ``get_paged_mqa_logits_metadata`` from the same module), ``vllm-triton`` (``fp8_mqa_logits_triton(q, (k, sf),
-w, ks, ke)``; ``fp8_paged_mqa_logits_triton(q, kv, w, lens[B], table, max_model_len)``, the 1-D causal API) and
+w, ks, ke)``; ``fp8_paged_mqa_logits_triton(q, kv, w, lens[B, next_n], table, max_model_len)``, the DS4 fork's
+SM12x fallbacks, which read the lengths as one per row) and
 ``vllm-topk`` (``top_k_per_row_prefill(logits, starts, ends, out, rows, stride0, stride1, k)`` into a -1 buffer).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +39,8 @@ class Impl:
     Attributes:
         clean: writes -inf outside the ranges (so masks are checked exactly).
         skip: case tags it cannot take (those cases are reported as skipped, with the reason).
-        graph_safe: no host sync inside, so benchmarks may time it as CUDA-graph replays.
+        graph_safe: no host sync inside, so benchmarks time it as CUDA-graph replays (a capture that
+            fails falls back to eager timing, and the row says which).
     """
 
     name: str
@@ -56,8 +60,28 @@ OURS = {
 }
 
 
+def _triton_utils_shim() -> dict:
+    """Stand-in ``vllm`` / ``vllm.triton_utils`` modules (``tl``, ``triton``, ``LOG2E``) for loading one
+    of vLLM's Triton files from a checkout when vLLM itself is not importable here."""
+    import math
+    import types
+
+    import triton
+    import triton.language as tl
+
+    pkg = types.ModuleType("vllm")
+    pkg.__path__ = []
+    utils = types.ModuleType("vllm.triton_utils")
+    utils.tl, utils.triton, utils.LOG2E = tl, triton, math.log2(math.e)
+    pkg.triton_utils = utils
+    return {"vllm": pkg, "vllm.triton_utils": utils}
+
+
 def load_callable(spec: str) -> Callable:
-    """Resolve ``module:function`` or ``file.py:function``. Raises ValueError with a one-line reason."""
+    """Resolve ``module:function`` or ``file.py:function``. Raises ValueError with a one-line reason.
+
+    A file that imports ``vllm.triton_utils`` (vLLM's Triton kernels, read from a fork checkout) loads
+    without vLLM installed: a stand-in for that one module is visible only while the file executes."""
     target, _, attr = spec.rpartition(":")
     if not target or not attr:
         raise ValueError(f"candidate {spec!r} must look like module:function or path/file.py:function")
@@ -67,7 +91,15 @@ def load_callable(spec: str) -> Callable:
             raise ValueError(f"candidate file {target} does not exist")
         mod_spec = importlib.util.spec_from_file_location(f"ds4cand_{path.stem}", path)
         module = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(module)
+        shim = {}
+        if "vllm.triton_utils" in path.read_text(errors="replace") and importlib.util.find_spec("vllm") is None:
+            shim = _triton_utils_shim()
+        sys.modules.update(shim)
+        try:
+            mod_spec.loader.exec_module(module)
+        finally:
+            for name in shim:
+                sys.modules.pop(name, None)
     else:
         module = importlib.import_module(target)
     fn = getattr(module, attr, None)
@@ -83,6 +115,7 @@ def _deepgemm(op: str, fn: Callable, spec: str) -> Impl:
             lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"], clean_logits=False),
             clean=False,
             skip=frozenset({"bf16-in", "bf16-out"}),
+            graph_safe=True,
         )
     if op == "decode":
         module = importlib.import_module(fn.__module__)
@@ -102,7 +135,7 @@ def _deepgemm(op: str, fn: Callable, spec: str) -> Impl:
                 clean_logits=False,
             )
 
-        return Impl(spec, call, clean=False)
+        return Impl(spec, call, clean=False, graph_safe=True)
     raise ValueError(f"adapter deepgemm has no mapping for op {op}")
 
 
@@ -113,20 +146,21 @@ def _vllm_triton(op: str, fn: Callable, spec: str) -> Impl:
             lambda a: fn(a["q"], (a["k"], a["k_sf"]), a["weights"], a["ks"], a["ke"]),
             clean=False,
             skip=frozenset({"bf16-in", "bf16-out"}),
+            graph_safe=True,
         )
-    if op == "decode":  # 1-D causal API: row t of sequence b sees ctx_b - next_n + t + 1 keys
+    if op == "decode":  # context_lens [B, next_n]: the fork's kernels read it as (B, -1), one length per row
         return Impl(
             spec,
             lambda a: fn(
                 a["q"],
                 a["kv_cache"],
                 a["weights"],
-                a["context_lens"][:, -1].contiguous(),
+                a["context_lens"],
                 a["block_table"],
                 a["max_context_len"],
             ),
             clean=False,
-            skip=frozenset({"ragged"}),
+            graph_safe=True,
         )
     raise ValueError(f"adapter vllm-triton has no mapping for op {op}")
 
@@ -147,8 +181,23 @@ def _vllm_topk(op: str, fn: Callable, spec: str) -> Impl:
 ADAPTERS = {"deepgemm": _deepgemm, "vllm-triton": _vllm_triton, "vllm-topk": _vllm_topk}
 
 
+# Named candidates: one word for a peer library, mapped to its function for each op it implements.
+NAMED = {
+    "deepgemm": {"prefill": "deep_gemm:fp8_mqa_logits@deepgemm", "decode": "deep_gemm:fp8_paged_mqa_logits@deepgemm"},
+}
+
+
 def candidate(op: str, spec: str) -> Impl:
-    """Build the Impl for ``--candidate module:function[@adapter]`` on ``op``."""
+    """Build the Impl for ``--candidate module:function[@adapter]`` (or a name in :data:`NAMED`, e.g.
+    ``deepgemm``: the installed ``deep_gemm`` package's function for ``op``) on ``op``.
+
+    Raises:
+        ValueError: unknown name/adapter, or a named peer without that op (one line, with what it has).
+    """
+    if spec in NAMED:
+        if op not in NAMED[spec]:
+            raise ValueError(f"candidate {spec} has no {op} kernel; it has {', '.join(NAMED[spec])}")
+        spec = NAMED[spec][op]
     target, _, adapter = spec.partition("@")
     fn = load_callable(target)
     if not adapter or adapter == "native":

@@ -7,10 +7,10 @@ import json
 
 import torch
 
-from . import decode, prefill, routing, topk
+from . import decode, mhc, prefill, routing, topk
 from .bench import _time_us, case_cost
 from .check import CHECKS
-from .grid import decode_cases, prefill_cases, routing_cases, topk_cases
+from .grid import decode_cases, mhc_pre_cases, prefill_cases, routing_cases, topk_cases
 
 PREFILL = [
     dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
@@ -36,7 +36,32 @@ DECODE = [
         (8, 64, True, 8, 3),
     )
 ]
-TOPK = [dict(BLOCK=b, num_warps=w) for b, w in ((4096, 16), (2048, 8), (1024, 4), (512, 2), (1024, 2))]
+TOPK = [
+    dict(SAMPLE=sm, BLOCK=b, num_warps=w)
+    for sm, b, w in (
+        (True, 1024, 4),
+        (True, 2048, 8),
+        (True, 1024, 8),
+        (True, 4096, 16),
+        (True, 8192, 16),
+        (False, 4096, 16),
+    )
+]
+MHC_PRE = [dict(FUSED=True, BLOCK_T=16, BLOCK_K=128, BLOCK_D=256, num_warps=4)] + [
+    dict(SPLIT=sp, BLOCK_T=bt, BLOCK_K=bk, BT2=bt2, BLOCK_D=bd, num_warps=w, PRECISION=pr)
+    for sp, bt, bk, bt2, bd, w, pr in (
+        (0, 16, 128, 8, 256, 4, "tf32x3"),
+        (0, 16, 64, 8, 256, 4, "tf32x3"),
+        (0, 16, 128, 8, 256, 4, "tf32x2"),
+        (0, 16, 64, 8, 256, 4, "tf32x2"),
+        (2, 64, 32, 8, 256, 4, "tf32x3"),
+        (2, 64, 32, 8, 256, 4, "tf32x2"),
+        (2, 64, 64, 8, 256, 4, "tf32x2"),
+        (4, 64, 32, 8, 256, 4, "tf32x2"),
+        (2, 128, 32, 8, 256, 8, "tf32x2"),
+        (1, 64, 32, 8, 256, 4, "tf32x2"),
+    )
+]
 ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
 
 TARGETS = {
@@ -46,10 +71,21 @@ TARGETS = {
         DECODE,
         ("bench-B32-n1-ctx8192", "bench-B64-n1-ctx32768", "bench-B64-n2-ctx32768", "bench-B256-n2-ctx8192"),
     ),
-    "topk": (topk.topk_per_row, TOPK, ("bench-R128-C32768-K1024", "bench-R4096-C8192-K2048")),
+    "topk": (
+        topk.topk_per_row,
+        TOPK,
+        ("bench-R256-C32768-K2048", "bench-R4096-C32768-K2048"),
+    ),
+    "mhc_pre": (mhc.mhc_pre, MHC_PRE, ("bench-T137-d4096", "T137-d7168", "bench-T8192-d4096")),
     "routing": (routing.route, ROUTE, ("bench-T8192-E256-top6", "bench-T8192-E384-top6", "bench-hash-T8192-E256")),
 }
-CASES = {"prefill": prefill_cases, "decode": decode_cases, "topk": topk_cases, "routing": routing_cases}
+CASES = {
+    "prefill": prefill_cases,
+    "decode": decode_cases,
+    "topk": topk_cases,
+    "routing": routing_cases,
+    "mhc_pre": mhc_pre_cases,
+}
 
 
 def run_sweep(ops=None, device: str = "cuda") -> list[dict]:
@@ -121,6 +157,8 @@ def tuning_key(op: str, a: dict) -> str:
         return f"n{a['q'].shape[1]}"
     if op == "topk":
         return "many" if a["logits"].shape[0] >= 1024 else "few"
+    if op == "mhc_pre":
+        return "small" if a["x"].shape[0] <= 1024 else "large"
     return routing.route_key(a["logits"].shape[0], a["logits"].shape[1], a["tid2eid"] is not None)
 
 

@@ -86,7 +86,9 @@ def test_config_rejects_unknown_build_key(tmp_path: Path) -> None:
 
 
 def test_unknown_profile_lists_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"no build profile named 'sm100' \(known: cpu-overlay, sm120, sm90\)"):
+    with pytest.raises(
+        ConfigError, match=r"no build profile named 'sm100' \(known: cpu-overlay, sm120, sm90, sm90-moe\)"
+    ):
         select_profile(load_profiles(shipped_profile(), BuildConfig()), "sm100")
 
 

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-EXPECTED_MAIN = {"passed": 6, "failed": 1, "errors": 0, "skipped": 2, "deselected": 4, "env_only": 2, "flaky": 1}
+EXPECTED_MAIN = {
+    "passed": 6,
+    "failed": 1,
+    "errors": 0,
+    "skipped": 2,
+    "deselected": 4,
+    "env_only": 2,
+    "flaky": 1,
+    "xfailed": 0,
+    "xpassed": 0,
+}
 
 _FILES: dict[str, str] = {
     ".gitignore": "__pycache__/\n.pytest_cache/\n*.pyc\n",

@@ -53,3 +53,85 @@ def test_bad_junit_is_an_error(tmp_path: Path, content: str) -> None:
 def test_missing_junit_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(JUnitError, match="not written"):
         read_junit(tmp_path / "absent.xml")
+
+
+CASE = '<testcase classname="tests.test_a" name="{name}" file="tests/test_a.py" time="0.1"{body}'
+
+
+def _suite(*cases: str, nested: bool = False, out: str = "") -> str:
+    inner = "".join(cases)
+    if nested:
+        inner = f'<testsuite name="inner">{inner}</testsuite>'
+    return f'<?xml version="1.0"?><testsuites><testsuite name="pytest">{inner}{out}</testsuite></testsuites>'
+
+
+def _case(name: str, child: str = "") -> str:
+    return CASE.format(name=name, body=f">{child}</testcase>" if child else " />")
+
+
+def test_the_only_failure_of_a_nested_suite_counts(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text(_suite(_case("test_ok"), _case("test_bad", '<failure message="boom">tb</failure>'), nested=True))
+    assert [(c.node_id, c.outcome) for c in read_junit(path)] == [
+        ("tests/test_a.py::test_ok", "passed"),
+        ("tests/test_a.py::test_bad", "failed"),
+    ]
+
+
+def test_a_huge_system_out_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    big = "x" * (12 * 1024 * 1024)  # above lxml's 10 MB text-node limit
+    path.write_text(_suite(_case("test_ok", f"<system-out>{big}</system-out>")))
+    assert [c.outcome for c in read_junit(path)] == ["passed"]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (_suite(_case("test_ok"))[:-30], "malformed JUnit XML"),  # truncated mid-file
+        (_suite(_case("test_ok", "<system-out>a\x00b</system-out>")), "malformed JUnit XML"),  # a NUL byte
+        ("<testsuites/>", "no <testsuite>"),
+    ],
+)
+def test_broken_junit_says_why(tmp_path: Path, content: str, reason: str) -> None:
+    path = tmp_path / "r.xml"
+    path.write_text(content)
+    with pytest.raises(JUnitError, match=reason):
+        read_junit(path)
+
+
+def test_oversize_junit_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ds4sync.gates.junit as junit
+
+    path = tmp_path / "r.xml"
+    path.write_text(_suite(_case("test_ok")))
+    monkeypatch.setattr(junit, "MAX_JUNIT_BYTES", 10)
+    with pytest.raises(JUnitError, match="too large"):
+        read_junit(path)
+
+
+def test_parsing_does_not_depend_on_lxml(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.xml"
+    path.write_text(_suite(_case("test_ok", "<system-out>" + "y" * (11 * 1024 * 1024) + "</system-out>")))
+    probe = (
+        "import sys; sys.modules['lxml'] = None; sys.modules['lxml.etree'] = None\n"
+        "from pathlib import Path; from ds4sync.gates.junit import read_junit\n"
+        f"print([c.outcome for c in read_junit(Path({str(path)!r}))], 'lxml' in sys.modules and sys.modules['lxml'])"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['passed'] None"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("1 failed, 1 passed in 0.11s\n9 passed in 0.01s is what we hoped\n", {"failed": 1, "passed": 1}),
+        ("== 1 failed, 2 passed, 3 rerun in 0.2s ==", {"failed": 1, "passed": 2, "rerun": 3}),
+        ("1 passed, 1 xfailed, 1 xpassed in 1.0s (0:00:01)", {"passed": 1, "xfailed": 1, "xpassed": 1}),
+    ],
+)
+def test_only_a_line_in_pytests_format_is_the_summary(output: str, expected: dict[str, int]) -> None:
+    assert summary_counts(output) == expected

@@ -17,6 +17,7 @@ from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchang
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
 from ds4sync.runner import open_workspace
+from tests.cli_json import data
 from tests.scenarios import BRANCH, lines, make_pair
 
 SLEEPER = """\
@@ -52,6 +53,9 @@ def test_nothing_moved_is_a_quiet_skip_without_fetching(tmp_path: Path, capsys: 
     assert main(["promote", "--repo", str(pair.repo)]) == 0
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
     assert "nothing moved" in capsys.readouterr().out and run_count(pair) == 1
+    assert main(["nightly", "--json", "--repo", str(pair.repo)]) == 0
+    night = data(capsys.readouterr().out)
+    assert night["skipped"] is True and night["run_id"] is None and night["pr_url"] is None
 
 
 @pytest.mark.parametrize("side", ["upstream", "fork"])
@@ -190,3 +194,21 @@ def test_nightly_install_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert sorted(p.suffix for p in target.iterdir()) == [".service", ".timer"]
     assert main(["nightly", "install", "--repo", str(pair.repo)]) == ExitCode.USAGE
     assert main(["nightly", "install", "--cron", "--repo", str(pair.repo), "--at", "24:00"]) == ExitCode.USAGE
+
+
+def test_a_failed_sync_keeps_failing_while_nothing_moves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    failing = {"name": "broken", "kind": "command", "run": {"argv": ["{python}", "-c", "raise SystemExit(1)"]}}
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": [failing]}))
+    configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    capsys.readouterr()
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED
+    out = capsys.readouterr().out
+    assert "nothing moved since run" in out and "(failed)" in out
+    assert run_count(pair) == 1
+    # Upstream moves on: a new sync (the sync branch of the failed run is another upstream's).
+    pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
+    assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED and run_count(pair) == 2

@@ -23,8 +23,10 @@ def sc(tmp_path: Path) -> Scenario:
 
 def test_patches_new_captures_commits_with_scaffolded_invariants(sc: Scenario, capsys) -> None:
     rev_range = f"{sc.shas['base']}..carry-bounds"
-    code = main(["patches", "new", "bounds-check", "--from", rev_range, "--repo", str(sc.fork.path)])
-    assert code == 0, capsys.readouterr().err
+    code = main(["patches", "new", "bounds-check", "--from", rev_range, "--repo", str(sc.fork.path), "--json"])
+    created = cli_data(capsys.readouterr().out)
+    assert code == 0 and created["id"] == "bounds-check" and Path(created["folder"]) == sc.patches / "bounds-check"
+    assert [Path(p).name for p in created["patches"]] == ["0001-SM120-Token-ID-bounds-in-route.patch"]
     ps = load_patchset(sc.patches / "bounds-check")
     assert ps.title == "[SM120] Token-ID bounds in route()" and ps.kind == "fork-feature"
     assert ps.patches == ("0001-SM120-Token-ID-bounds-in-route.patch",)

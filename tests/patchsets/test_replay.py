@@ -103,7 +103,8 @@ def test_adapted_tree_passes_verify_and_refresh_round_trips(sc: Scenario, capsys
     yaml_path = sc.patches / "softcap" / "patchset.yaml"
     before = "# reviewed by the DS4 maintainers\n" + yaml_path.read_text()
     yaml_path.write_text(before)
-    assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path)]) == 0
+    assert main(["patches", "refresh", "softcap", "--repo", str(sc.fork.path), "--json"]) == 0
+    assert cli_data(capsys.readouterr().out)["id"] == "softcap"
     after = yaml_path.read_text()
     # round trip: the comment survives and only the lines of `patches:` change
     assert after.startswith("# reviewed by the DS4 maintainers\n")

@@ -366,3 +366,29 @@ def test_an_unreachable_forge_is_unavailable_and_the_next_night_retries(tmp_path
     from ds4sync.loop.nightly import _retryable, exit_code
 
     assert _retryable(record) and exit_code(record) == 6
+
+
+def test_secondary_rate_limit_honours_retry_after(tmp_path: Path, httpserver: HTTPServer) -> None:
+    ws, _, record = merged(tmp_path, httpserver, labels=[])
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json(
+        {"message": "You have exceeded a secondary rate limit"}, status=429, headers={"retry-after": "1"}
+    )
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json([])
+    httpserver.expect_ordered_request(f"{API}/pulls", method="POST").respond_with_json({"number": 71}, status=201)
+
+    outcome = publish(ws, record)
+
+    httpserver.check_assertions()
+    assert outcome.status == "done", outcome.message
+    assert record.results.publish is not None and record.results.publish.waits_s == (1.0,)
+
+
+def test_a_missing_remote_stops_for_a_person_before_any_pr(tmp_path: Path, httpserver: HTTPServer) -> None:
+    ws, _, record = merged(tmp_path, httpserver, remote="nosuchremote")
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json([])
+
+    outcome = publish(ws, record)
+
+    assert outcome.status == "needs-person" and "nosuchremote" in outcome.message
+    assert record.results.publish is not None and record.results.publish.status == "push-rejected"
+    assert [(r.method, r.path) for r, _ in httpserver.log] == [("GET", f"{API}/pulls")]

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
-from ds4sync.gates.envrules import classify
+from ds4sync.gates.envrules import classify_startup
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, TestCounts, TestFailure
 
@@ -80,7 +80,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     if not problems:
         return GateResult(status="passed", reason=f"exit {res.returncode}", counts=TestCounts(passed=1), **common)
     text = "; ".join(problems)
-    rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
+    rule = classify_startup(gate.rules, log_text=res.output)
     failure = TestFailure(
         node_id=gate.name,
         message=f"{text}\n{res.output[-TAIL_CHARS:]}",

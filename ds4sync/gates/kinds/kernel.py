@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
-from ds4sync.gates.envrules import classify
+from ds4sync.gates.envrules import classify_startup
 from ds4sync.gates.kernelsuite import KERNEL_OPS, KernelSuiteResult
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
@@ -103,7 +103,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     try:
         result = KernelSuiteResult.model_validate_json(json_out.read_text())
     except (OSError, ValidationError) as exc:
-        rule = classify(gate.rules, failure_text=res.output, log_text=res.output)
+        rule = classify_startup(gate.rules, log_text=res.output)
         status: GateStatus = "incomplete" if rule else "error"
         reason = f"exit {res.returncode}, no suite result ({type(exc).__name__})"
         failure = TestFailure(

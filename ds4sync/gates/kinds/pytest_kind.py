@@ -12,19 +12,24 @@ environment-only rule counts in ``env_only`` and makes the gate ``incomplete``.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import shutil
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.gates.definition import Gate
-from ds4sync.gates.envrules import classify
+from ds4sync.gates import pytest_counts
+from ds4sync.gates.definition import EnvFailureRule, Gate
+from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -114,9 +119,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     xml = ctx.log_path(gate, "xml")
     log = ctx.log_path(gate)
     base = build_argv(spec, python)
-    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1"]
+    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
     env = ctx.env_overrides(gate)
-    res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
+    counts_json = ctx.log_path(gate, "counts.json")
+    res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
     common: dict[str, Any] = dict(
         name=gate.name,
         tier=gate.tier,
@@ -141,10 +147,13 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
-        return GateResult(status="error", reason=f"{exc} (pytest exit {res.returncode})", **common)
-    deselected = summary_counts(res.output).get("deselected", 0)
-    failures, counts = _tally(gate, cases, res.output, deselected)
-    flaky: list[str] = []
+        said = cause_line(res.output)  # e.g. "No module named pytest": why no XML was written
+        return GateResult(
+            status="error", reason=f"{exc} (pytest exit {res.returncode}{': ' + said if said else ''})", **common
+        )
+    summary, xpassed = pytest_summary(counts_json, res.output)
+    failures, counts = _tally(gate, cases, summary, xpassed)
+    flaky = [c.node_id for c in cases if c.flaky and c.outcome == "passed"]  # pytest-rerunfailures
     real = [f for f in failures if not f.env_category]
     for attempt in range(1, gate.definition.rerun_failures + 1):
         if not real:
@@ -160,7 +169,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
             "flaky": len(flaky),
         }
     )
-    status, reason = _status(res.returncode, counts, cases)
+    status, reason = _status(res.returncode, counts, cases, startup=_startup_rule(gate, res.output, cases))
     if missing:
         # a partial suite is never a green: passed becomes incomplete, the missing paths are named
         reason += f"; {len(missing)} of {len(spec.paths) + len(missing)} test path(s) not in this tree"
@@ -174,29 +183,90 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     )
 
 
-def _tally(gate: Gate, cases: list[CaseResult], log_text: str, deselected: int) -> tuple[list[TestFailure], TestCounts]:
+def _plugin_env(counts_json: Path, env: dict[str, str]) -> dict[str, str]:
+    """PYTHONPATH (the gate's own, else the inherited one, after ours) and the file the plugin writes."""
+    folder = counts_json.parent / "_pytest_plugin"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pytest_counts.__file__, folder / f"{pytest_counts.MODULE}.py")
+    inherited = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    path = os.pathsep.join(p for p in (str(folder), inherited) if p)
+    return {"PYTHONPATH": path, pytest_counts.ENV: str(counts_json)}
+
+
+def pytest_summary(counts_json: Path, output: str) -> tuple[dict[str, int], frozenset[str]]:
+    """pytest's own counts and xpassed node ids: from the plugin's file, else from the printed summary line."""
+    try:
+        data = json.loads(counts_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    line = data.get("line") if isinstance(data, dict) else None
+    xpassed = frozenset(data.get("xpassed") or ()) if isinstance(data, dict) else frozenset()
+    if isinstance(line, str):
+        return summary_counts(f"{line} in 0s"), xpassed
+    return summary_counts(output), xpassed
+
+
+def _tally(
+    gate: Gate, cases: list[CaseResult], summary: dict[str, int], xpassed_ids: frozenset[str] = frozenset()
+) -> tuple[list[TestFailure], TestCounts]:
+    """Counts of logical tests; each failure is classified on its own message and traceback only.
+
+    ``summary`` is pytest's own summary: it gives ``deselected``, and ``xpassed`` when the
+    xpassed node ids are not known (an xpass is a plain passing ``<testcase>`` in JUnit).
+    """
     failures: list[TestFailure] = []
-    passed = skipped = env_only = 0
+    tally = dict.fromkeys(("passed", "skipped", "xfailed", "xpassed", "flaky", "env_only"), 0)
     for case in cases:
-        if case.outcome == "passed":
-            passed += 1
-        elif case.outcome == "skipped":
-            skipped += 1
-        else:
-            rule = classify(gate.rules, failure_text=f"{case.message}\n{case.text}", log_text=log_text)
-            env_only += rule is not None
-            failures.append(
-                TestFailure(
-                    node_id=case.node_id,
-                    kind="error" if case.outcome == "error" else "failure",
-                    message=(case.message or case.text)[:MAX_MESSAGE],
-                    duration_s=case.duration_s,
-                    env_category=rule.category if rule else None,
-                    env_rule=rule.name if rule else None,
-                )
+        if case.outcome == "passed" and case.node_id in xpassed_ids:
+            tally["xpassed"] += 1
+            continue
+        if case.outcome in ("passed", "skipped", "xfailed"):
+            tally["flaky" if case.flaky and case.outcome == "passed" else case.outcome] += 1
+            continue
+        rule = classify(gate.rules, failure_text=_case_text(case))
+        tally["env_only"] += rule is not None
+        failures.append(
+            TestFailure(
+                node_id=case.node_id,
+                kind="error" if case.outcome == "error" else "failure",
+                message=_message(case)[:MAX_MESSAGE],
+                duration_s=case.duration_s,
+                env_category=rule.category if rule else None,
+                env_rule=rule.name if rule else None,
             )
-    counts = TestCounts(passed=passed, skipped=skipped, deselected=deselected, env_only=env_only)
+        )
+    unnamed = 0 if xpassed_ids else min(summary.get("xpassed", 0), tally["passed"])
+    xpassed = tally["xpassed"] + unnamed
+    counts = TestCounts(
+        passed=tally["passed"] - unnamed,
+        skipped=tally["skipped"],
+        xfailed=tally["xfailed"],
+        xpassed=xpassed,
+        flaky=tally["flaky"],
+        deselected=summary.get("deselected", 0),
+        env_only=tally["env_only"],
+    )
     return failures, counts
+
+
+def _case_text(case: CaseResult) -> str:
+    """What an environment-only rule may match for one test: its own messages and traceback."""
+    return "\n".join([case.message, case.text, *case.attached])
+
+
+def _message(case: CaseResult) -> str:
+    text = case.message or case.text
+    if case.collection:
+        errors = [line[1:].strip() for line in case.text.splitlines() if line.startswith("E ")]
+        text = f"collection error in {case.node_id}: {errors[-1] if errors else case.text.strip()}"
+    if case.attached:
+        text += "".join(f"; also {note}" for note in case.attached)
+    return text
+
+
+def _startup_rule(gate: Gate, output: str, cases: list[CaseResult]) -> EnvFailureRule | None:
+    """The rule matching the gate's own start-up failure (pytest ran no test), else None."""
+    return classify_startup(gate.rules, log_text=output) if not cases else None
 
 
 def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tuple[str, ...], attempt: int) -> set[str]:
@@ -207,14 +277,20 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
     if res.timed_out or res.interrupted:
         return set()
     try:
-        return {case.node_id for case in read_junit(xml) if case.outcome == "passed"}
+        return {case.node_id for case in read_junit(xml) if case.outcome in ("passed", "xfailed")}
     except JUnitError:
         return set()
 
 
-def _status(returncode: int | None, counts: TestCounts, cases: list[CaseResult]) -> tuple[GateStatus, str]:
+def _status(
+    returncode: int | None, counts: TestCounts, cases: list[CaseResult], *, startup: EnvFailureRule | None = None
+) -> tuple[GateStatus, str]:
     if counts.failed or counts.errors:
         return "failed", counts.summary()
+    if startup is not None and returncode not in (0, 5):
+        return "incomplete", f"the gate could not start: {startup.category} ({startup.name}), pytest exit {returncode}"
+    if returncode == 1 and not counts.env_only and not counts.flaky:
+        return "error", "pytest exited 1 but the JUnit XML has no failing test"
     if returncode in (3, 4) or (returncode == 2 and not cases):
         return "error", f"pytest exit {returncode} ({_EXIT_MEANING[returncode]})"
     if not cases:

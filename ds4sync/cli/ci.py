@@ -1,0 +1,47 @@
+"""``ds4sync ci export``: the gate tiers as a Buildkite pipeline or a GitHub Actions workflow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ds4sync.cli._app import ConfigOpt, JsonOpt, ProfileOpt, RepoOpt, StateOpt, _workspace, app, done, fail, out
+
+ci_app = typer.Typer(no_args_is_help=True, help="Run the gate tiers on the CI engines forks already run.")
+app.add_typer(ci_app, name="ci")
+
+
+@ci_app.command("export")
+def export(
+    buildkite: Annotated[bool, typer.Option("--buildkite", help="A Buildkite pipeline (as vLLM's CI).")] = False,
+    github_actions: Annotated[bool, typer.Option("--github-actions", help="A GitHub Actions workflow.")] = False,
+    tiers: Annotated[list[str] | None, typer.Option("--tier", help="Tiers to export (default: gates.tiers).")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write here instead of standard output.")] = None,
+    repo: RepoOpt = Path("."),
+    config: ConfigOpt = None,
+    state_dir: StateOpt = None,
+    profile: ProfileOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One CI step per gate, each running `ds4sync gate --tier T --gate NAME --json`, with queues, paths, timeouts."""
+    from ds4sync.core.files import write_atomic
+    from ds4sync.gates.ciexport import buildkite_pipeline, github_actions_workflow
+    from ds4sync.gates.tiers import load_tier
+
+    if buildkite == github_actions:
+        fail("pass exactly one of --buildkite and --github-actions")
+    ws = _workspace(repo, config, None, state_dir, profile)
+    names = tuple(tiers or ws.config.gates.tiers)
+    if not names:
+        fail("no tiers to export: pass --tier or set gates.tiers in ds4sync.yaml")
+    gates = [gate for tier in names for gate in load_tier(ws.profile, tier)]
+    text = (
+        buildkite_pipeline(gates) if buildkite else github_actions_workflow(gates, base_branch=ws.config.upstream.ref)
+    )
+    if out_file is not None:
+        write_atomic(out_file, text)
+    data = {"format": "buildkite" if buildkite else "github-actions", "gates": len(gates), "tiers": list(names)}
+    data["file" if out_file else "pipeline"] = str(out_file) if out_file else text
+    done(json_out, data, text=lambda: out.print(text if out_file is None else f"wrote {out_file}", markup=False))

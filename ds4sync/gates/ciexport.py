@@ -1,0 +1,108 @@
+"""The profile's gate tiers as CI pipelines: Buildkite (as vLLM's own CI runs) and GitHub Actions.
+
+One step (Buildkite) or job (GitHub Actions) per gate, each running exactly
+``ds4sync gate --tier T --gate NAME --json``, so CI runs the same code as a local or Ray run and its
+JSON (uploaded with the JUnit XML as artefacts) can be read back with ``ds4sync gate --merge-results``.
+
+- GPU kind: a gate's ``gpu_kind`` picks the Buildkite agent queue (``gpu-<kind>``) or the Actions runner
+  labels (``[self-hosted, <kind>]``); CPU gates use the ``cpu`` queue / ``ubuntu-latest``.
+- Trigger paths: a gate's ``source_file_dependencies`` (vLLM CI's prefix rule: ``vllm/v1/core/`` means that
+  folder and everything under it; ``!`` entries excluded) become Buildkite's ``if_changed`` globs. Actions has
+  no per-job path filter, so the workflow triggers on the union and each job runs with
+  ``--changed-since`` the base, which applies the same rule and skips an unaffected gate inside ds4sync.
+- Timeouts: the gate's ``timeout`` (seconds), rounded up to whole minutes, plus 5 for set-up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ds4sync.gates.definition import Gate
+
+SETUP_MINUTES = 5
+ARTEFACTS = ".ds4sync-ci"
+
+
+def gate_command(gate: Gate, *, changed_since: str | None = None) -> str:
+    """The one command a CI step runs for ``gate``: its JSON result and JUnit end up in the artefact folder."""
+    since = f" --changed-since {changed_since}" if changed_since else ""
+    result = f"{ARTEFACTS}/{gate.tier}-{gate.name}.json"
+    return (
+        f"mkdir -p {ARTEFACTS} && ds4sync gate --tier {gate.tier} --gate {gate.name}{since} --json "
+        f"--state-dir {ARTEFACTS}/state > {result}"
+    )
+
+
+def trigger_globs(gate: Gate) -> tuple[list[str], list[str]]:
+    """(include, exclude) globs for ``gate``'s dependencies, from vLLM CI's prefix entries."""
+    include: list[str] = []
+    exclude: list[str] = []
+    for entry in gate.definition.source_file_dependencies:
+        target = exclude if entry.startswith("!") else include
+        path = entry.removeprefix("!").rstrip("/")
+        target.extend([path, f"{path}/**"])
+    return include, exclude
+
+
+def _minutes(gate: Gate) -> int:
+    return math.ceil(gate.definition.timeout / 60) + SETUP_MINUTES
+
+
+def buildkite_pipeline(gates: Sequence[Gate]) -> str:
+    """The pipeline YAML for Buildkite (built with the Buildkite SDK's models)."""
+    from buildkite_sdk import CommandStep, IfChangedObject, Pipeline
+
+    pipeline = Pipeline()
+    for gate in gates:
+        include, exclude = trigger_globs(gate)
+        queue = f"gpu-{gate.definition.gpu_kind}" if gate.definition.gpu_kind else "cpu"
+        step = CommandStep(
+            label=f":test_tube: {gate.tier} / {gate.name}",
+            key=f"{gate.tier}-{gate.name}".replace(".", "-"),
+            command=gate_command(gate),
+            agents={"queue": queue},
+            timeout_in_minutes=_minutes(gate),
+            artifact_paths=[f"{ARTEFACTS}/*.json", f"{ARTEFACTS}/state/gate-logs/**/*"],
+            soft_fail=not gate.definition.required,
+            if_changed=IfChangedObject(include=include, exclude=exclude or None) if include else None,
+        )
+        pipeline.add_step(step)
+    return str(pipeline.to_yaml())
+
+
+def github_actions_workflow(gates: Sequence[Gate], *, base_branch: str = "main") -> str:
+    """The workflow YAML for GitHub Actions (one job per gate)."""
+    import yaml
+
+    paths = sorted({glob for gate in gates for glob in trigger_globs(gate)[0]})
+    on: dict[str, object] = {"pull_request": {"branches": [base_branch]}, "workflow_dispatch": {}}
+    if paths and all(gate.definition.source_file_dependencies for gate in gates):
+        on["pull_request"] = {"branches": [base_branch], "paths": paths}
+    jobs: dict[str, object] = {}
+    for gate in gates:
+        runs_on: object = ["self-hosted", gate.definition.gpu_kind] if gate.definition.gpu_kind else "ubuntu-latest"
+        job_id = f"{gate.tier}-{gate.name}".replace(".", "-")
+        jobs[job_id] = {
+            "name": f"{gate.tier} / {gate.name}",
+            "runs-on": runs_on,
+            "timeout-minutes": _minutes(gate),
+            "continue-on-error": not gate.definition.required,
+            "steps": [
+                {"uses": "actions/checkout@v4", "with": {"fetch-depth": 0}},
+                {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}},
+                {"name": "install ds4sync", "run": "python -m pip install ds4sync"},
+                {
+                    "name": f"gate {gate.name}",
+                    "run": gate_command(gate, changed_since=f"origin/{base_branch}"),
+                },
+                {
+                    "name": "upload results",
+                    "if": "always()",
+                    "uses": "actions/upload-artifact@v4",
+                    "with": {"name": f"ds4sync-{job_id}", "path": f"{ARTEFACTS}/"},
+                },
+            ],
+        }
+    workflow = {"name": "ds4sync gates", "on": on, "jobs": jobs}
+    return yaml.safe_dump(workflow, sort_keys=False, width=200)

