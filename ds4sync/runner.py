@@ -83,8 +83,19 @@ class RunContext:
 
     @property
     def worktree(self) -> GitRepo:
-        """The sync worktree (it must exist)."""
-        return GitRepo(self.record.worktree)
+        """The sync worktree.
+
+        Raises:
+            StateError: its folder is gone (deleted by hand); the run can only be aborted.
+        """
+        path = Path(self.record.worktree)
+        if not (path / ".git").exists():
+            raise StateError(
+                f"the sync worktree of run {self.record.run_id} is gone",
+                where=str(path),
+                fix="`ds4sync abort` drops the run (the fork branch is untouched), then start a new `ds4sync merge`",
+            )
+        return GitRepo(path)
 
 
 PhaseFn = Callable[[RunContext], PhaseOutcome]
