@@ -7,6 +7,9 @@ comparisons of A vs A' (both attached, the default confidence and pair rules of 
 
     DS4SYNC_SERVING_PYTHON=.venv-serving/bin/python python benchmarks/bench_ab_live.py [--runs 10] [--pairs 3]
 
+The three servers stay up for the whole session, so both sides of every A/B are equally warm; each
+measured run still sends its own ``--num-warmups`` requests first.
+
 Baseline vs ours: the same sessions are judged again, from the very same measurements, by the
 verdict ds4sync had before (expanded percentile bootstrap of relative deltas, no minimum pairs),
 re-implemented in benchmarks/bench_ab_stats.py.
@@ -66,6 +69,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--slowed-runs", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--warmup-runs", type=int, default=0, help="unmeasured runs per side and A/B (the servers stay up: 0 is fair)"
+    )
     args = parser.parse_args()
     python = Path(os.environ.get("DS4SYNC_SERVING_PYTHON", ROOT / ".venv-serving" / "bin" / "python"))
     work = Path(tempfile.mkdtemp(prefix="bench-ab-live-"))
@@ -87,10 +93,11 @@ def main() -> None:
     handles = {}
     start = time.monotonic()
     try:
-        for name, config in configs.items():
+        for name, config in configs.items():  # all three boot at once
             handles[name] = start_server(config, log_path=work / f"server-{name}.log")
-            wait_ready(handles[name], progress=lambda m: print(f"  . {m}", file=sys.stderr))
-            print(f"server {name} ready in {handles[name].ready_s:.0f} s ({config.url})", file=sys.stderr)
+        for name, handle in handles.items():
+            wait_ready(handle, progress=lambda m: print(f"  . {m}", file=sys.stderr))
+            print(f"server {name} ready after {handle.ready_s:.0f} s ({handle.url})", file=sys.stderr)
         plan = [("A", "A'")] * args.runs + [("A", "S")] * args.slowed_runs
         rng = random.Random(7)
         print(f"\n{'#':>2} {'baseline':<8} {'candidate':<9} {'verdict':<12} {'old verdict':<12} throughput mean [CI]")
@@ -104,6 +111,7 @@ def main() -> None:
                 bench_config=bench,
                 model="tiny",
                 seed=1000 + i,
+                warmup_runs=args.warmup_runs,
             )
             tok = next(r for r in result.rows if r.metric.endswith("output_throughput"))
             old = old_verdict(list(tok.baseline), list(tok.candidate), rng)

@@ -106,7 +106,7 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    worst = 0.0
+    worst = {"ours99": 0.0, "ours95": 0.0}
     for noise in NOISE:
         for pairs in PAIRS:
             null = cell(args.trials, pairs, noise, 0.0, args.seed)
@@ -114,7 +114,7 @@ def main() -> None:
             five = cell(args.trials, pairs, noise, 5.0, args.seed)
             fa = {k: null[f"{k}_improvement"] + null[f"{k}_regression"] for k in ("ours99", "ours95", "old")}
             if pairs >= MIN_PAIRS:
-                worst = max(worst, fa["ours99"], fa["ours95"])
+                worst = {k: max(v, fa[k]) for k, v in worst.items()}
             print(
                 f"{noise:>4.0f}% {pairs:>5} | {fa['ours99']:>9.1%} {fa['ours95']:>9.1%} {fa['old']:>7.1%} | "
                 f"{1 - two['ours99_improvement']:>8.1%} {1 - five['ours99_improvement']:>8.1%} | "
@@ -122,7 +122,10 @@ def main() -> None:
                 f"{1 - two['old_improvement']:>9.1%} {1 - five['old_improvement']:>9.1%}"
             )
         print()
-    print(f"worst false-alarm rate of ours at >= {MIN_PAIRS} pairs (95 % and 99 %): {worst:.1%}")
+    print(
+        f"worst false-alarm rate of ours at >= {MIN_PAIRS} pairs: {worst['ours99']:.1%} at 99 % (the default), "
+        f"{worst['ours95']:.1%} at 95 % (its nominal 5 % plus the simulation's sampling error)"
+    )
     print(f"{time.perf_counter() - start:.0f} s")
 
 

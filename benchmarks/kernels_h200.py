@@ -29,7 +29,7 @@ def peers(args, ops) -> dict[str, dict[str, str]]:
     if args.fork_ops:
         out["fork"] = {op: f"{args.fork_ops}:{fn}@vllm-triton" for op, fn in FORK_FUNCS.items() if op in ops}
     if args.deepgemm:
-        out["deepgemm"] = {op: f"deep_gemm:{fn}@deepgemm" for op, fn in DEEPGEMM_FUNCS.items() if op in ops}
+        out["deepgemm"] = {op: "deepgemm" for op in DEEPGEMM_FUNCS if op in ops}
     return out
 
 

@@ -94,8 +94,19 @@ class RunContext:
 
     @property
     def worktree(self) -> GitRepo:
-        """The sync worktree (it must exist)."""
-        return GitRepo(self.record.worktree)
+        """The sync worktree.
+
+        Raises:
+            StateError: its folder is gone (deleted by hand); the run can only be aborted.
+        """
+        path = Path(self.record.worktree)
+        if not (path / ".git").exists():
+            raise StateError(
+                f"the sync worktree of run {self.record.run_id} is gone",
+                where=str(path),
+                fix="`ds4sync abort` drops the run (the fork branch is untouched), then start a new `ds4sync merge`",
+            )
+        return GitRepo(path)
 
 
 PhaseFn = Callable[[RunContext], PhaseOutcome]
@@ -108,6 +119,9 @@ class Phase:
     name: str
     run: PhaseFn
     result_key: str | None = None
+    #: Called once the runner stopped and saved the run's final status, for each done phase that has
+    #: one (the report rewrites itself so that it states the status the run ended with).
+    after_run: Callable[[RunContext], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -391,6 +405,7 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status
             store.save(record)
+            _after_run(ctx, phases)
             return RunOutcome(record, phase.name, outcome)
         store.save(record)
         if phase.name == stop_after:
@@ -398,7 +413,14 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
     remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
     record.status = "paused" if remaining else "done"
     store.save(record)
+    _after_run(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:
+    for phase in phases:
+        if phase.after_run is not None and ctx.record.phase(phase.name).status == "done":
+            phase.after_run(ctx)
 
 
 def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:

@@ -146,6 +146,9 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
     assert again.returncode == 0 and "already promoted at" in again.stdout
     status_text = ds4sync("status", "--repo", str(pair.repo)).stdout
     assert "promoted" in status_text and "nothing: promoted at" in status_text
+    report = next((pair.repo / ".git" / "ds4sync" / "runs").glob("*/report.md")).read_text()
+    assert f"This sync was promoted: {BRANCH} was fast-forwarded" in report and "(promoted)" in report
+    assert "draft integration PR" not in report
 
 
 def test_cron_refuses_where_nightly_cannot_run(pair, capsys: pytest.CaptureFixture[str]) -> None:

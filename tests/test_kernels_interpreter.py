@@ -284,3 +284,28 @@ def test_a_vllm_triton_file_loads_without_vllm_and_gets_per_row_lengths(tmp_path
     assert "vllm" not in sys.modules and "vllm.triton_utils" not in sys.modules
     assert result.ok, [(c.name, c.detail) for c in result.ops[0].cases if c.status != "pass"]
     assert {c.name for c in result.ops[0].cases if c.status == "pass"} >= {"ragged-B9-n2-ctx200-pad"}
+
+
+def test_the_deepgemm_name_maps_each_op_to_deep_gemm_and_refuses_the_others(tmp_path: Path, monkeypatch):
+    """``--candidate deepgemm`` resolves to the importable ``deep_gemm`` package (here a stand-in package
+    written by the test that wraps our reference in DeepGEMM's signature) for prefill, and says which ops it
+    has for an op it lacks."""
+    pkg = tmp_path / "deep_gemm"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            from ds4kernels.prefill import mqa_logits_ref
+
+            def fp8_mqa_logits(q, kv, weights, ks, ke, clean_logits=True):
+                k, sf = kv
+                return mqa_logits_ref(q, k, sf, weights, ks, ke, clean=clean_logits)
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run_kernel_suite(ops=["prefill"], candidate="deepgemm", device="cpu", repeats=0)
+    assert result.ops[0].impl == "deep_gemm:fp8_mqa_logits@deepgemm"
+    assert result.ok and result.ops[0].count("pass") >= 6
+    with pytest.raises(KernelSuiteError, match="has no routing kernel; it has prefill, decode"):
+        run_kernel_suite(ops=["routing"], candidate="deepgemm", device="cpu")

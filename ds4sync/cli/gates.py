@@ -104,7 +104,9 @@ def kernels_check(
     ] = None,
     candidate: Annotated[
         str | None,
-        typer.Option("--candidate", help="module:function[@adapter] to check instead of our kernels (one --op)."),
+        typer.Option(
+            "--candidate", help="module:function[@adapter] or deepgemm, checked instead of our kernels (one --op)."
+        ),
     ] = None,
     bench: Annotated[bool, typer.Option("--bench", help="Also benchmark against the reference (GPU).")] = False,
     device: Annotated[

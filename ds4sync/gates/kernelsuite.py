@@ -179,8 +179,9 @@ def run_kernel_suite(
 
     Args:
         ops: subset of prefill, decode, topk, routing, mhc_pre, mhc_post (default: all).
-        candidate: ``module:function[@adapter]`` or ``file.py:function[@adapter]`` checked instead of our
-            kernels (one op). Adapters: native, deepgemm, vllm-triton, vllm-topk.
+        candidate: ``module:function[@adapter]``, ``file.py:function[@adapter]`` or ``deepgemm`` (the
+            installed ``deep_gemm`` package), checked instead of our kernels (one op). Adapters: native,
+            deepgemm, vllm-triton, vllm-topk.
         bench: also time each case (GPU only) against the reference, with roofline placement.
         device: "cuda" or "cpu" (default: cuda when available; cpu runs the interpreter on the ci grid).
         scale, repeats: grid scale ("ci" or "full") and determinism repeats (defaults by device).

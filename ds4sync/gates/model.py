@@ -167,6 +167,20 @@ class TierResult(FrozenModel):
             return "failed"
         return "incomplete" if blocking else "passed"
 
+    def line(self) -> str:
+        """The tier in one line, the same wherever it is shown (phase message, demo, report).
+
+        ``passed: 3 gates (3 passed); tests: 2 passed``: the tier's status, its gates by
+        status, then the tests summed over them (a gate with no tests, e.g. a diff check,
+        adds a gate and no test).
+        """
+        by_status: dict[str, int] = {}
+        for gate in self.gates:
+            by_status[gate.status] = by_status.get(gate.status, 0) + 1
+        gates = ", ".join(f"{n} {s}" for s, n in by_status.items())
+        count = len(self.gates)
+        return f"{self.status}: {count} gate{'s' * (count != 1)} ({gates or 'none'}); tests: {self.totals().summary()}"
+
     def totals(self) -> TestCounts:
         """Counts summed over every gate (cached gates count what they counted when they ran)."""
         fields = TestCounts.model_fields

@@ -392,7 +392,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     if record is None:
         kind = "info" if night.exit_code == ExitCode.OK else "warning"
         return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=night.message, kind=kind)
-    view = build_view(record.model_dump(mode="json"), public=True)
+    view = build_view(record, public=True)
     status = {
         ExitCode.OK: "green",
         ExitCode.FAILED: "FAILED",

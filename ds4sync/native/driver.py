@@ -27,7 +27,7 @@ from ds4sync.core.proc import run
 from ds4sync.core.redact import secret_values
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
-from ds4sync.native.proof import ProofResult, run_proof
+from ds4sync.native.proof import ArchProof, ProofResult, prove_archs, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
 SCHEMA_VERSION = 1
@@ -69,6 +69,7 @@ class BuildResult(FrozenModel):
     steps: tuple[StepResult, ...] = ()
     failed_step: str | None = None
     proof: ProofResult | None = None
+    archs: ArchProof | None = None
     summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
     message: str = ""
     checks: dict[str, dict] = Field(
@@ -189,6 +190,7 @@ class _Build:
         self.secrets = secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
+        self.arch_message = ""
         self.use_uv = _use_uv(profile, self.env)
         install = (
             [expand(a, self.values) for a in profile.install_run]
@@ -238,6 +240,9 @@ class _Build:
         build_s = venv_s + time.monotonic() - clock
         if failed:
             return self.failed(failed, build_s=build_s)
+        archs = self.prove_archs()
+        if archs is not None and not archs.ok:
+            return self.failed("arch proof", build_s=build_s)
         # uv checks only the venv's own packages; pip also sees the inherited ones.
         uv_check = self.use_uv and not self.profile.venv.inherit_site_packages
         proof = run_proof(
@@ -263,6 +268,28 @@ class _Build:
             **_report_fields("passed", None, proof),
             **self.common,
         )
+
+    def prove_archs(self) -> ArchProof | None:
+        """The archs the build compiled for against the profile's TORCH_CUDA_ARCH_LIST (None when it sets none).
+
+        Recorded in the result; a narrowed list (an asked arch not built) fails the build and
+        names the kernels the build said it skipped.
+        """
+        asked = self.env.get("TORCH_CUDA_ARCH_LIST")
+        if not asked:
+            return None
+        cuobjdump = find_tool("cuobjdump", self.env)
+        libraries = sorted(self.src.rglob("*.so")) if cuobjdump else []
+        archs = prove_archs(
+            asked, self.log.read_text(errors="replace"), libraries=libraries, cuobjdump=cuobjdump, env=self.env
+        )
+        self.common["archs"] = archs
+        line = f"asked {';'.join(archs.asked)}, built {';'.join(archs.built) or 'nothing named'} (from {archs.source})"
+        if archs.missing:
+            kernels = f"; kernels skipped: {', '.join(archs.skipped_kernels)}" if archs.skipped_kernels else ""
+            self.arch_message = f"narrowed arch list: {line}; missing {';'.join(archs.missing)}{kernels}"
+        _append(self.log, f"\n==> arch proof: {line}\n")
+        return archs
 
     def step(self, name: str, argv: list[str], *, cwd: Path, timeout_s: float) -> bool:
         """Run one command into the log; whether it exited 0."""
@@ -353,7 +380,10 @@ class _Build:
             proof_s=proof.duration_s if proof else 0.0,
             total_s=total,
             duration_s=total,
-            **_report_fields("failed", name, proof),
+            **{
+                **_report_fields("failed", name, proof),
+                **({"message": self.arch_message, "summary": self.arch_message} if self.arch_message else {}),
+            },
             **self.common,
         )
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.words import many
 
 
 class OpenPull(FrozenModel):
@@ -103,14 +104,14 @@ def _classify(pull: OpenPull, *, base: str, sync_like: re.Pattern[str], shared: 
     titled = bool(sync_like.search(pull.title))
     reasons = []
     if shared:
-        reasons.append(f"carries {shared} of this sync's {total} upstream commits")
+        reasons.append(f"carries {shared} of this sync's {many(total, 'upstream commit')}")
     if pull.base == base and titled:
         reasons.append(f"targets {base} with a sync-like title")
     if reasons:
         return pull.model_copy(update={"relation": "duplicate", "reason": "; ".join(reasons), "shared_commits": shared})
     why = f"targets {pull.base}, not {base}" if pull.base != base else "not an upstream integration (title)"
     if shared == 0:
-        why += f"; shares none of this sync's {total} upstream commits"
+        why += f"; shares none of this sync's {many(total, 'upstream commit')}"
     return pull.model_copy(update={"relation": "unrelated", "reason": why, "shared_commits": shared})
 
 
@@ -126,7 +127,7 @@ def conclusion(check: DuplicateCheck) -> str:
         parts.append(f"Possible duplicate work: {listed}; a person should compare before this PR is merged.")
     elif others:
         parts.append(
-            f"None of the {others} other open PRs is an upstream integration into {check.base} "
+            f"None of the {many(others, 'other open PR')} is an upstream integration into {check.base} "
             f"or carries this sync's upstream commits."
         )
     else:

@@ -13,6 +13,7 @@ stops the phase for a person.
 
 from __future__ import annotations
 
+from ds4sync.core.errors import GitError
 from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
 from ds4sync.publish.duplicates import check_duplicates
@@ -134,7 +135,11 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
     local = repo.branch_head(record.sync_branch)
     remote_ref = f"refs/heads/{result.head_branch}"
     ctx.progress(f"publish: push {record.sync_branch} to {config.remote} as {result.head_branch}")
-    current = repo.remote_head(config.remote, remote_ref)
+    try:
+        current = repo.remote_head(config.remote, remote_ref)
+    except GitError as exc:  # no such remote, or it cannot be reached: the sync stands, publishing waits
+        result = result.model_copy(update={"status": "push-rejected"})
+        return _stop(ctx, result, exc.one_line(), f"check `git remote get-url {config.remote}`, then `ds4sync resume`")
     if current is not None and current != local and not _ours_or_ancestor(ctx, current, local):
         result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
         return _stop(
@@ -181,7 +186,7 @@ def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
     from ds4sync.report.render import render_report
 
     record = as_published(ctx.record)
-    view = build_view(record.model_dump(mode="json"), public=config.public)
+    view = build_view(record, public=config.public)
     body = render_report(record, templates_dir=templates_dir(ctx.ws.profile), fmt="md", public=config.public)
     return redact_secrets(view.title), body
 

@@ -344,7 +344,7 @@ class LiveSides:
 
     ``sides`` maps ``A``/``B`` to a :class:`ServerConfig` (both attached or both started);
     ``out_dir`` receives server logs and bench results per step; ``seed`` makes each run's prompt
-    seed (``seed * 1000 + step``).
+    seed (:func:`run_seed`).
     """
 
     def __init__(
@@ -438,7 +438,7 @@ class LiveSides:
                         row,
                         client=client,
                         out_dir=self.out_dir / f"warmup-{side}-{step:02d}-{i}",
-                        seed=(self.seed * 1000 + 900 + step) * 10 + i,
+                        seed=run_seed(self.seed, step, f"warmup-{side}-{i}"),
                     )
         self._warm.add(side)
 
@@ -451,7 +451,7 @@ class LiveSides:
         self._warm_up(side, handle, step)
         out: dict[str, float] = {}
         details: list[str] = []
-        info: dict[str, Any] = {"seed": self.seed * 1000 + step, "ok": True}
+        info: dict[str, Any] = {"seed": run_seed(self.seed, step), "ok": True}
         with handle.client() as client:
             for row in self.rows:
                 res = bench.run_row(
@@ -480,6 +480,12 @@ class LiveSides:
         for handle in self._running.values():
             stop_server(handle)
         self._running.clear()
+
+
+def run_seed(seed: int, step: int, kind: str = "run") -> int:
+    """The prompt seed of one run: derived from the A/B's seed, the run and its kind, in [0, 2**31)
+    (``vllm bench serve --seed`` takes what numpy takes); distinct runs get distinct seeds."""
+    return random.Random(f"{seed}:{kind}:{step}").getrandbits(31)
 
 
 def _other_port(config: ServerConfig) -> ServerConfig:

@@ -8,7 +8,8 @@ Canonical calls (keyword arguments as built by :mod:`grid`):
 - mhc_pre: ``f(x, fn, scale, base, iters, hc_eps, rms_eps) -> (y, post, comb)``
 - mhc_post: ``f(x, residual, post, comb) -> [T, n, d]``
 
-A candidate is ``module:function`` (or ``path/to/file.py:function``), optionally ``@adapter`` to map a
+A candidate is ``module:function`` (or ``path/to/file.py:function``, or the name ``deepgemm``), optionally
+``@adapter`` to map a
 foreign signature: ``native`` (the canonical call), ``deepgemm`` (``fp8_mqa_logits(q, (k, sf), w, ks, ke,
 clean_logits=False)``; ``fp8_paged_mqa_logits(q, kv, w, lens, table, schedule_meta, max_ctx, clean_logits=False)``
 with ``get_paged_mqa_logits_metadata`` from the same module), ``vllm-triton`` (``fp8_mqa_logits_triton(q, (k, sf),
@@ -180,8 +181,23 @@ def _vllm_topk(op: str, fn: Callable, spec: str) -> Impl:
 ADAPTERS = {"deepgemm": _deepgemm, "vllm-triton": _vllm_triton, "vllm-topk": _vllm_topk}
 
 
+# Named candidates: one word for a peer library, mapped to its function for each op it implements.
+NAMED = {
+    "deepgemm": {"prefill": "deep_gemm:fp8_mqa_logits@deepgemm", "decode": "deep_gemm:fp8_paged_mqa_logits@deepgemm"},
+}
+
+
 def candidate(op: str, spec: str) -> Impl:
-    """Build the Impl for ``--candidate module:function[@adapter]`` on ``op``."""
+    """Build the Impl for ``--candidate module:function[@adapter]`` (or a name in :data:`NAMED`, e.g.
+    ``deepgemm``: the installed ``deep_gemm`` package's function for ``op``) on ``op``.
+
+    Raises:
+        ValueError: unknown name/adapter, or a named peer without that op (one line, with what it has).
+    """
+    if spec in NAMED:
+        if op not in NAMED[spec]:
+            raise ValueError(f"candidate {spec} has no {op} kernel; it has {', '.join(NAMED[spec])}")
+        spec = NAMED[spec][op]
     target, _, adapter = spec.partition("@")
     fn = load_callable(target)
     if not adapter or adapter == "native":

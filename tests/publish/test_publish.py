@@ -381,3 +381,14 @@ def test_secondary_rate_limit_honours_retry_after(tmp_path: Path, httpserver: HT
     httpserver.check_assertions()
     assert outcome.status == "done", outcome.message
     assert record.results.publish is not None and record.results.publish.waits_s == (1.0,)
+
+
+def test_a_missing_remote_stops_for_a_person_before_any_pr(tmp_path: Path, httpserver: HTTPServer) -> None:
+    ws, _, record = merged(tmp_path, httpserver, remote="nosuchremote")
+    httpserver.expect_ordered_request(f"{API}/pulls", method="GET").respond_with_json([])
+
+    outcome = publish(ws, record)
+
+    assert outcome.status == "needs-person" and "nosuchremote" in outcome.message
+    assert record.results.publish is not None and record.results.publish.status == "push-rejected"
+    assert [(r.method, r.path) for r, _ in httpserver.log] == [("GET", f"{API}/pulls")]

@@ -130,3 +130,12 @@ def test_overall_verdict_and_default_directions() -> None:
     assert rules["c1.median_tpot_ms"].direction == "lower" and rules["c1.p99_e2el_ms"].direction == "lower"
     assert rules["c1.output_throughput"].direction == "higher"
     assert rules["c1.lost_requests"].direction == "lower"
+
+
+def test_run_seeds_stay_in_numpys_range_and_differ() -> None:
+    from ds4sync.serving.ab import new_seed, run_seed
+
+    for seed in (0, 1, 2**31 - 1, new_seed()):
+        seeds = [run_seed(seed, step) for step in range(40)] + [run_seed(seed, 0, "warmup-A-0")]
+        assert len(set(seeds)) == len(seeds) and all(0 <= s < 2**32 for s in seeds)
+    assert run_seed(7, 3) == run_seed(7, 3)
