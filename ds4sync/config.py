@@ -58,6 +58,19 @@ class ResolutionRule(FrozenModel):
         return path_matches(self.glob, path)
 
 
+def _check_placeholders(template: str, known: tuple[str, ...]) -> None:
+    """Raise ValueError naming an unknown ``{placeholder}`` (or a stray brace) in ``template``."""
+    import string
+
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{exc} (placeholders: {', '.join('{' + k + '}' for k in known)})") from exc
+    unknown = [name for name in fields if name not in known]
+    if unknown:
+        raise ValueError(f"unknown placeholder {{{unknown[0]}}} (known: {', '.join('{' + k + '}' for k in known)})")
+
+
 class MergeConfig(FrozenModel):
     """How the merge phase names things and resolves conflicts."""
 
@@ -73,11 +86,26 @@ class MergeConfig(FrozenModel):
     def _sync_prefix(cls, value: str) -> str:
         if not value.startswith("sync/"):
             raise ValueError("must start with 'sync/'")
+        _check_placeholders(value, ("branch", "upstream", "run"))
+        return value
+
+    @field_validator("backup_branch")
+    @classmethod
+    def _backup_placeholders(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_placeholders(value, ("branch", "date"))
         return value
 
     def rules_for(self, path: str) -> tuple[ResolutionRule, ...]:
         """The rules whose glob matches ``path``, in file order (the first that applies wins)."""
         return tuple(rule for rule in self.rules if rule.matches(path))
+
+
+class RedactConfig(FrozenModel):
+    """What else to keep out of every file and output: the values of these environment variables
+    (on top of the names that look secret, ``*TOKEN*``, ``*PASSWORD*``...)."""
+
+    env: tuple[str, ...] = ()
 
 
 class Config(FrozenModel):
@@ -99,6 +127,7 @@ class Config(FrozenModel):
     notify: NotifyConfig | None = None
     nightly: NightlyConfig = NightlyConfig()
     deploy: DeployConfig | None = None
+    redact: RedactConfig = RedactConfig()
     source: Path | None = Field(default=None, exclude=True, description="the file it came from")
 
 

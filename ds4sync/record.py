@@ -205,7 +205,8 @@ class RecordStore:
         return self.run_dir(run_id) / "record.json"
 
     def save(self, record: RunRecord) -> Path:
-        """Persist ``record`` atomically and keep ``current`` pointing at active runs."""
+        """Persist ``record`` atomically (secrets redacted, by the one atomic JSON write) and keep
+        ``current`` pointing at active runs."""
         record.updated_at = now_iso()
         path = self.record_path(record.run_id)
         write_json_atomic(path, record.model_dump(mode="json"))
@@ -223,6 +224,12 @@ class RecordStore:
             StateError: no such run, or the file is not a valid record.
         """
         path = self.record_path(run_id)
+        if path.exists() and not path.is_file():
+            raise StateError(
+                "run record is not a file (a folder or something else is in its place)",
+                where=str(path),
+                fix="move it away and restore record.json from a backup, or remove the run folder",
+            )
         if not path.is_file():
             raise StateError(
                 f"no run named {run_id}",
@@ -230,7 +237,15 @@ class RecordStore:
                 fix="see `ds4sync status --all` for the runs of this repo",
             )
         try:
-            return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
+            return RunRecord.model_validate_json(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise StateError(
+                f"run record is not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+                where=str(path),
+                fix="restore it from the backup or remove the run folder",
+            ) from exc
+        except OSError as exc:
+            raise StateError(f"cannot read the run record ({exc.strerror})", where=str(path)) from exc
         except ValidationError as exc:
             raise StateError(
                 f"run record is not valid ({_first_error(exc)})",
@@ -239,10 +254,15 @@ class RecordStore:
             ) from exc
 
     def current(self) -> RunRecord | None:
-        """The active run of this repository, if any."""
+        """The active run of this repository, if any.
+
+        Without a ``current`` pointer, the latest run when it is active: a kill between the
+        record write and the pointer write leaves exactly that.
+        """
         pointer = self.root / "current"
         if not pointer.is_file():
-            return None
+            latest = self.latest()
+            return latest if latest is not None and latest.active else None
         run_id = pointer.read_text().strip()
         if not run_id or not self.record_path(run_id).is_file():
             return None
@@ -259,7 +279,7 @@ class RecordStore:
         runs = self.root / "runs"
         if not runs.is_dir():
             return []
-        return sorted(p.name for p in runs.iterdir() if (p / "record.json").is_file())
+        return sorted(p.name for p in runs.iterdir() if (p / "record.json").exists())
 
     def resolve(self, run_id: str | None) -> RunRecord:
         """The run named ``run_id``, else the active run, else the latest.
@@ -304,7 +324,9 @@ class RecordStore:
                 fix="wait for it to finish; one command runs at a time",
             ) from exc
         stale = _read_json(info_path)
-        if stale is not None and pid_alive(int(stale.get("pid", 0))) and stale.get("pid") != os.getpid():
+        if stale is not None and not isinstance(stale.get("pid"), int):
+            stale = {"pid": "?", "command": "?", "since": "?", "note": "lock.json was malformed"}
+        elif stale is not None and pid_alive(stale["pid"]) and stale.get("pid") != os.getpid():
             stale = None  # a live holder without the flock cannot exist; ignore odd leftovers
         write_json_atomic(
             info_path, {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": now_iso()}

@@ -7,6 +7,7 @@ the runner writes it back atomically. ``resume`` starts at the first phase not d
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,9 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ds4sync.config import Config, find_config, load_config, shipped_profile
-from ds4sync.core.errors import Ds4syncError, GitError, StateError
+from ds4sync.core import fault
+from ds4sync.core.children import registered_children
+from ds4sync.core.errors import ConfigError, Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.record import PhaseState, now_iso
+from ds4sync.core.redact import register_secret_names
 
 if TYPE_CHECKING:  # `plan` opens a workspace without loading the record models (every phase's result)
     from ds4sync.record import RecordStore, RunRecord
@@ -74,17 +78,35 @@ class Workspace:
 
 @dataclass
 class RunContext:
-    """What a phase gets: the workspace, the run record, and a progress callback."""
+    """What a phase gets: the workspace, the run record, and a progress callback.
+
+    ``start_commit`` is the sync worktree's HEAD when the current phase first started (None
+    before the worktree exists); ``recovering`` is True when that phase's last attempt was
+    killed, so the phase must find its own finished commit or start over from ``start_commit``.
+    """
 
     ws: Workspace
     record: RunRecord
     progress: Callable[[str], None] = field(default=lambda message: None)
+    start_commit: str | None = None
+    recovering: bool = False
     deadline: float | None = None  # time.monotonic() of the run's time budget (nightly), None: no budget
 
     @property
     def worktree(self) -> GitRepo:
-        """The sync worktree (it must exist)."""
-        return GitRepo(self.record.worktree)
+        """The sync worktree.
+
+        Raises:
+            StateError: its folder is gone (deleted by hand); the run can only be aborted.
+        """
+        path = Path(self.record.worktree)
+        if not (path / ".git").exists():
+            raise StateError(
+                f"the sync worktree of run {self.record.run_id} is gone",
+                where=str(path),
+                fix="`ds4sync abort` drops the run (the fork branch is untouched), then start a new `ds4sync merge`",
+            )
+        return GitRepo(path)
 
 
 PhaseFn = Callable[[RunContext], PhaseOutcome]
@@ -97,6 +119,9 @@ class Phase:
     name: str
     run: PhaseFn
     result_key: str | None = None
+    #: Called once the runner stopped and saved the run's final status, for each done phase that has
+    #: one (the report rewrites itself so that it states the status the run ended with).
+    after_run: Callable[[RunContext], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,12 +150,25 @@ def open_workspace(
 
     Raises:
         GitError: ``repo_path`` is not a git checkout.
-        ConfigError: the config file is malformed.
+        ConfigError: the config file is malformed, the state dir is a file, the profile is missing.
     """
     repo = GitRepo(repo_path, search_parents=True)
     config = load_config(find_config(repo.path, config_path))
-    root = state_dir or config.state_dir or (repo.common_dir / "ds4sync")
+    register_secret_names(config.redact.env)
+    root = Path(state_dir or config.state_dir or (repo.common_dir / "ds4sync")).absolute()
+    if root.exists() and not root.is_dir():
+        raise ConfigError(
+            "the state dir is not a folder",
+            where=str(root),
+            fix="point --state-dir / state_dir at a folder (or move that file away)",
+        )
     chosen = profile or config.profile
+    if chosen is not None and not Path(chosen).is_dir():
+        raise ConfigError(
+            "profile folder does not exist" if not Path(chosen).exists() else "the profile is not a folder",
+            where=str(chosen),
+            fix="point --profile / profile at a folder with patches/, gates/ (relative paths start at ds4sync.yaml)",
+        )
     return Workspace(
         repo=repo,
         config=config,
@@ -177,6 +215,7 @@ def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tup
     repo = ws.repo
     where = str(repo.path)
     check_user_ref(ref, what="upstream ref", where=where)
+    require_unambiguous(repo, ref)
     remote = ws.config.upstream.remote
     has_remote = repo.remote_url(remote) is not None
     source = remote if has_remote else ws.config.upstream.url
@@ -245,6 +284,26 @@ def _fetched(ws: Workspace, source: str, ref: str) -> str:
     return fetched
 
 
+def require_unambiguous(repo: GitRepo, ref: str) -> None:
+    """Refuse a short SHA that more than one commit here starts with, naming the candidates.
+
+    Raises:
+        GitError: ``ref`` is ambiguous (the message says "ambiguous" and lists the commits).
+    """
+    if not re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
+        return
+    status, out, _ = repo.run("rev-parse", f"--disambiguate={ref.lower()}", ok_codes=(0, 1, 128))
+    candidates = out.split() if status == 0 else []
+    commits = [c for c in candidates if repo.run("cat-file", "-t", c, ok_codes=(0, 128))[1].strip() == "commit"]
+    if len(commits) > 1:
+        shown = "; ".join(f"{c[:12]} {repo.out('log', '-1', '--format=%s', c)}" for c in commits[:5])
+        raise GitError(
+            f"'{ref}' is ambiguous: {len(commits)} commits start with it ({shown})",
+            where=str(repo.path),
+            fix="give more characters of the SHA",
+        )
+
+
 def _full_name(repo: GitRepo, ref: str) -> str:
     status, out, _ = repo.run("rev-parse", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 128))
     return out.strip() if status == 0 and out.strip() else ref
@@ -275,8 +334,34 @@ def require_clone_complete(repo: GitRepo) -> None:
 def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None = None) -> RunOutcome:
     """Run the phases not done yet, in order, saving the record after each.
 
+    Each phase is a transaction on the sync worktree: its attempt records the commit it
+    started from (``PhaseState.start_commit``); a phase found ``running`` was killed, and
+    runs again with ``ctx.recovering`` set and ``ctx.start_commit`` the commit its first
+    attempt started from. Every child process started meanwhile is registered in the run's
+    ``children/`` folder (see :class:`ds4sync.core.children.ChildRegistry`). Fault points
+    ``phase.<name>.before`` and ``phase.<name>.after`` bracket each phase.
+
     Stops at the first phase that needs a person or fails, and after ``stop_after``.
     """
+    with registered_children(ctx.ws.store.run_dir(ctx.record.run_id) / CHILDREN_DIR):
+        return _run_phases(ctx, phases, stop_after=stop_after)
+
+
+CHILDREN_DIR = "children"
+
+
+def worktree_head(record: RunRecord) -> str | None:
+    """HEAD of the run's sync worktree, or None when it does not exist (yet)."""
+    path = Path(record.worktree)
+    if not (path / ".git").exists():
+        return None
+    try:
+        return GitRepo(path).head()
+    except GitError:
+        return None
+
+
+def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
     record, store = ctx.record, ctx.ws.store
     last: tuple[str, PhaseOutcome] | None = None
     for phase in phases:
@@ -285,16 +370,27 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
             if phase.name == stop_after:
                 break
             continue
+        recovering = state.status == "running"  # the lock is ours: the process that ran it is gone
+        start = state.start_commit if recovering else worktree_head(record)
+        ctx.start_commit, ctx.recovering = start, recovering
+        if recovering:
+            ctx.progress(f"phase {phase.name} was interrupted; recovering from {start[:12] if start else 'the start'}")
         record.phases[phase.name] = PhaseState(
-            status="running", started_at=state.started_at or now_iso(), pid=os.getpid(), attempts=state.attempts + 1
+            status="running",
+            started_at=state.started_at or now_iso(),
+            pid=os.getpid(),
+            attempts=state.attempts + 1,
+            start_commit=start,
         )
         record.status = "running"
         store.save(record)
+        fault.point(f"phase.{phase.name}.before")
         try:
             outcome = phase.run(ctx)
         except Exception as exc:  # the phase is failed, never left "running"; the error still propagates
             _mark_failed(ctx, phase.name, exc)
             raise
+        fault.point(f"phase.{phase.name}.after")
         if outcome.result is not None:
             setattr(record.results, phase.result_key or phase.name, outcome.result)
         record.phases[phase.name] = PhaseState(
@@ -303,11 +399,13 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
             finished_at=now_iso(),
             attempts=record.phases[phase.name].attempts,
             message=outcome.message,
+            start_commit=start,
         )
         last = (phase.name, outcome)
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status
             store.save(record)
+            _after_run(ctx, phases)
             return RunOutcome(record, phase.name, outcome)
         store.save(record)
         if phase.name == stop_after:
@@ -315,7 +413,14 @@ def run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | No
     remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
     record.status = "paused" if remaining else "done"
     store.save(record)
+    _after_run(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:
+    for phase in phases:
+        if phase.after_run is not None and ctx.record.phase(phase.name).status == "done":
+            phase.after_run(ctx)
 
 
 def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:

@@ -155,3 +155,111 @@ def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.
     assert cli_data(capsys.readouterr().out)["upstream_sha"] != newer  # the local tracking ref is stale
     assert main(["plan", "main", "--fetch", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
     assert cli_data(capsys.readouterr().out)["upstream_sha"] == newer
+
+
+# -- input that used to end in an internal error or a silent default: one line, exit 2 ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("merge:\n  sync_branch: 'sync/{branch}-{sha}'\n", "unknown placeholder {sha}"),
+        ("merge:\n  sync_branch: 'sync/{branch'\n", "merge.sync_branch"),
+        ("merge:\n  backup_branch: 'backup/{when}'\n", "unknown placeholder {when}"),
+        ("gates:\n  tiers: [unit]\nprofile: no-such-profile\n", "profile folder does not exist"),
+    ],
+)
+def test_bad_config_values(pair, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:
+    (pair.repo / "ds4sync.yaml").write_text(text)
+    before = refs_and_worktrees(pair.repo)
+    code, err = one_error_line(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 2 and expected in err
+    assert refs_and_worktrees(pair.repo) == before
+
+
+def test_non_utf8_config(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    (pair.repo / "ds4sync.yaml").write_bytes(b"fork:\n  branch: caf\xe9\n")
+    code, err = one_error_line(capsys, "config", "check", "--repo", str(pair.repo))
+    assert code == 2 and "not UTF-8" in err and "0xe9" in err and "ds4sync.yaml" in err
+
+
+def test_state_dir_that_is_a_file(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    state = tmp_path / "state-file"
+    state.write_text("not a folder\n")
+    code, err = one_error_line(capsys, "status", "--repo", str(pair.repo), "--state-dir", str(state))
+    assert code == 2 and "state dir is not a folder" in err and state.read_text() == "not a folder\n"
+
+
+def test_missing_profile_option(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    code, err = one_error_line(
+        capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--profile", str(missing)
+    )
+    assert code == 2 and "profile folder does not exist" in err and str(missing) in err
+
+
+@pytest.mark.parametrize("ref", [""])
+def test_empty_ref(pair, capsys: pytest.CaptureFixture[str], ref: str) -> None:
+    code, err = one_error_line(capsys, "merge", ref, "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 2 and "empty upstream ref" in err
+
+
+def test_ambiguous_short_sha_names_the_candidates(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = pair.repo
+    git = lambda *a: subprocess.run(  # noqa: E731
+        ["git", "-C", str(repo), *a],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            **__import__("os").environ,
+            "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
+            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00",
+        },
+    ).stdout.strip()
+    tree = git("rev-parse", "upstream/main^{tree}")
+    parent = git("rev-parse", "upstream/main")
+    seen: dict[str, str] = {}
+    for i in range(5000):  # deterministic (fixed dates and messages): two commits share 4 hex digits
+        sha = git("commit-tree", tree, "-p", parent, "-m", f"candidate {i}")
+        if sha[:4] in seen:
+            prefix, first = sha[:4], seen[sha[:4]]
+            break
+        seen[sha[:4]] = sha
+    else:
+        pytest.fail("no shared prefix")
+    code, err = one_error_line(capsys, "merge", prefix, "--repo", str(repo), "--branch", BRANCH)
+    assert code == 2 and "ambiguous" in err and first[:12] in err and sha[:12] in err
+
+
+def test_record_that_is_not_utf8_or_a_folder(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
+    capsys.readouterr()
+    (record,) = (pair.repo / ".git" / "ds4sync" / "runs").glob("*/record.json")
+    record.write_bytes(b'{"run_id": "\xff\xfe"}')
+    code, err = one_error_line(capsys, "status", "--repo", str(pair.repo))
+    assert code == 2 and "not UTF-8" in err and "record.json" in err
+    record.unlink()
+    record.mkdir()
+    for command in (["status"], ["resume"], ["promote"]):
+        code, err = one_error_line(capsys, *command, "--repo", str(pair.repo))
+        assert code == 2 and "record is not a file" in err, command
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"pid": "abc"}', "[1, 2]", '{"pid": null}'])
+def test_malformed_lock_json_is_a_stale_lock_not_a_crash(pair, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    state = pair.repo / ".git" / "ds4sync"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "lock.json").write_text(text)
+    assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
+    assert "internal error" not in capsys.readouterr().err
+
+
+def test_bad_regex_in_a_gate(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    (profile / "gates" / "unit.yaml").write_text(
+        "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true'], must_match: ['(unclosed']}}\n"
+    )
+    code, err = one_error_line(capsys, "gate", "--tier", "unit", "--repo", str(pair.repo), "--profile", str(profile))
+    assert code == 2 and "unit.yaml" in err and "(unclosed" in err

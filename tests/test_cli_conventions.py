@@ -107,7 +107,7 @@ def test_every_command_answers_in_the_one_envelope(pair, capsys: pytest.CaptureF
     assert f"--branch {BRANCH}" in line and "nightly --repo" in line
     refused = run("abort")  # finished and never promoted; no terminal to ask on
     assert refused["exit_code"] == 2 and "--yes" in refused["error"]["message"] + refused["error"]["fix"]
-    promoted = run("promote")["data"]
+    promoted = run("promote", "--allow-ungated")["data"]  # no gate tier in this config
     assert promoted["branch"] == BRANCH and promoted["already_promoted"] is False
     again = run("promote")
     assert again["ok"] and again["data"]["already_promoted"] is True
@@ -137,7 +137,7 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
     assert main(["merge", "upstream/main", "--repo", str(pair.repo)]) == 0
     assert main(["resume", "--repo", str(pair.repo)]) == 0
     capsys.readouterr()
-    shown = ds4sync("promote", "--repo", str(pair.repo))
+    shown = ds4sync("promote", "--repo", str(pair.repo), "--allow-ungated")
     assert shown.returncode == 0 and f"updated the checkout of {BRANCH} in {pair.repo}" in shown.stdout
     status = subprocess.run(["git", "status", "--porcelain"], cwd=pair.repo, capture_output=True, text=True).stdout
     assert status == "?? notes.txt\n"  # index and files follow the branch, like updateInstead
@@ -146,6 +146,9 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
     assert again.returncode == 0 and "already promoted at" in again.stdout
     status_text = ds4sync("status", "--repo", str(pair.repo)).stdout
     assert "promoted" in status_text and "nothing: promoted at" in status_text
+    report = next((pair.repo / ".git" / "ds4sync" / "runs").glob("*/report.md")).read_text()
+    assert f"This sync was promoted: {BRANCH} was fast-forwarded" in report and "(promoted)" in report
+    assert "draft integration PR" not in report
 
 
 def test_cron_refuses_where_nightly_cannot_run(pair, capsys: pytest.CaptureFixture[str]) -> None:

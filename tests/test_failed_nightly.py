@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -74,6 +75,9 @@ def test_a_failed_nightly_writes_its_report_and_names_gate_cause_and_log(
     text = report.read_text()
     assert "(failed)" in text and "names-kept" in text and "unit-tests" in text
     assert "lost in the merge" in text and "No module named pytest" in text  # the report says why, too
+    commands = (log / "ds4sync.log").read_text()  # every git and child command of the run, as -v shows them
+    assert re.search(r"ds4sync\.git: git (-c \S+ )*merge --no-ff", commands)
+    assert f"ds4sync.proc: run {failing.repo.parent / 'venv' / 'bin' / 'python'} -c import sys" in commands
 
 
 def test_gate_table_shows_the_cause_from_the_log(failing, capsys: pytest.CaptureFixture[str]) -> None:

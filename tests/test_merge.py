@@ -187,6 +187,7 @@ def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
         [{"envs.py": lines("A = 1", "FORK = 3")}],
     )
     profile = tmp_path / "profile"
+    profile.mkdir()  # a profile names a folder that exists
     config = tmp_path / "ds4sync.yaml"
     config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))
     args = ("--repo", str(pair.repo), "--config", str(config), "--json")

@@ -301,6 +301,7 @@ def test_unstaged_edits_at_resume_are_refused_with_the_files_named(tmp_path: Pat
 
 def store_config(tmp_path: Path) -> tuple[Path, Path]:
     profile = tmp_path / "profile"
+    profile.mkdir()  # a profile names a folder that exists
     config = tmp_path / "ds4sync.yaml"
     config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))
     return config, profile / "patches" / "resolutions"
@@ -400,6 +401,7 @@ def test_a_recorded_postimage_with_markers_is_rejected_naming_its_store_path(tmp
 def test_rule_resolutions_are_never_stored_as_recorded(tmp_path: Path, capsys) -> None:
     pair = make_pair(tmp_path, {"f.txt": lines("a")}, [{"f.txt": lines("up")}], [{"f.txt": lines("fork")}])
     profile = tmp_path / "profile"
+    profile.mkdir()  # a profile names a folder that exists
     config = tmp_path / "ds4sync.yaml"
     config.write_text(
         yaml.safe_dump(

@@ -280,3 +280,32 @@ def test_a_locked_or_deleted_sync_worktree_can_be_aborted_and_user_worktrees_are
     assert str(worktree) not in listed and str(mine) in listed  # only ds4sync's own worktree went
     assert git(pair.repo, "branch", "--list", data["sync_branch"]) == ""
     assert run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)[0] == 4
+
+
+def test_the_demo_repositories_are_built_where_asked_under_a_leaked_git_dir(tmp_path: Path, monkeypatch) -> None:
+    """RepoBuilder (the demo's and the tests' builder) uses GitPython; a caller's GIT_DIR must not redirect it."""
+    from ds4sync.demo.repobuild import RepoBuilder
+
+    victim = RepoBuilder(tmp_path / "victim")
+    victim.commit({"mine.txt": "mine\n"}, "the caller's own work")
+    before = git(victim.path, "rev-parse", "HEAD")
+    monkeypatch.setenv("GIT_DIR", str(victim.path / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(victim.path))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(victim.path / ".git" / "index"))
+    built = RepoBuilder(tmp_path / "built")
+    built.commit({"a.py": "a\n"}, "a commit of the new repository")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    assert git(victim.path, "rev-parse", "HEAD", env=clean) == before
+    assert git(victim.path, "status", "--porcelain", env=clean) == ""
+    assert git(built.path, "log", "--format=%s", env=clean) == "a commit of the new repository"
+
+
+def test_resume_with_the_sync_worktree_deleted_says_to_abort(tmp_path: Path, capsys) -> None:
+    pair = conflict_pair(tmp_path)
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    worktree = Path(cli_data(out)["worktree"])
+    subprocess.run(["rm", "-rf", str(worktree)], check=True)
+    code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 2 and "sync worktree of run" in err and "is gone" in err and "ds4sync abort" in err
+    assert run_cli(capsys, "abort", "--repo", str(pair.repo))[0] == 0
+    assert run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)[0] == 4

@@ -1,4 +1,4 @@
-"""Promote moves the fork branch forward only when the run is green and the fork did not move."""
+"""Promote moves the fork branch forward only to the commit the gates proved, and only if the fork did not move."""
 
 from __future__ import annotations
 
@@ -8,26 +8,132 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.gates.model import GateResult, TierResult
+from ds4sync.core.git import GitRepo
+from tests import faultrepo
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
 
 @pytest.fixture
 def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A sync with no gate tier configured (merge, replay and verify only)."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
     return pair, cli_data(capsys.readouterr().out)
 
 
-def test_promote_fast_forwards_and_keeps_rollback(merged, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> faultrepo.Scenario:
+    return faultrepo.build(tmp_path_factory.mktemp("promote-template") / "s")
+
+
+@pytest.fixture
+def gated(template: faultrepo.Scenario, tmp_path: Path) -> faultrepo.Scenario:
+    """A sync with the ``unit`` tier configured, merged (stopped after verify, gates not run yet)."""
+    s = faultrepo.copy(template, tmp_path / "s")
+    assert main(["merge", "upstream/main", "--repo", str(s.repo)]) == 0
+    return s
+
+
+def _record(s: faultrepo.Scenario) -> tuple[Path, dict]:
+    (path,) = s.state.glob("runs/*/record.json")
+    return path, json.loads(path.read_text())
+
+
+def test_ungated_promote_is_refused_unless_allowed_and_then_recorded(merged, capsys) -> None:
     pair, data = merged
     old = pair.fork.repo.commit(BRANCH).hexsha
-    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    capsys.readouterr()
+    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert "no gate tier is configured for promotion" in capsys.readouterr().err
+    assert pair.fork.repo.commit(BRANCH).hexsha == old
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0
+    assert "PROMOTED UNGATED" in capsys.readouterr().err
     assert pair.fork.repo.commit(BRANCH).hexsha == data["merge_commit"]
     assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/rollback/{data['run_id']}") == old
     record = json.loads(Path(data["record"]).read_text())
     assert record["results"]["promote"]["new_head"] == data["merge_commit"]
+    assert record["results"]["promote"]["ungated"] is True
+    assert any("PROMOTED UNGATED" in note for note in record["notes"])
+    report = Path(record["state_dir"]) / "runs" / record["run_id"] / "report.md"
+    assert main(["report", "--repo", str(pair.repo), "--out", str(report)]) == 0
+    assert "PROMOTED UNGATED" in report.read_text()
+
+
+def test_promote_refuses_when_the_gates_have_not_run(gated: faultrepo.Scenario, capsys) -> None:
+    fork = GitRepo(gated.repo)
+    old = fork.branch_head(faultrepo.BRANCH)
+    capsys.readouterr()
+    assert main(["promote", "--repo", str(gated.repo)]) == 2
+    assert "required tier 'unit' has not run" in capsys.readouterr().err
+    # --allow-blockers overrides failures, never a missing proof.
+    assert main(["promote", "--repo", str(gated.repo), "--allow-blockers"]) == 2
+    assert fork.branch_head(faultrepo.BRANCH) == old
+
+
+def test_promote_takes_exactly_the_commit_the_gates_ran_on(gated: faultrepo.Scenario, capsys) -> None:
+    repo = str(gated.repo)
+    assert main(["resume", "--repo", repo]) == 0
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    gated_head = worktree.head()
+    (worktree.path / "late.py").write_text("LATE = 1\n")
+    worktree.run("add", "late.py")
+    late = worktree.commit("a commit after the gates\n")
+    capsys.readouterr()
+    assert main(["promote", "--repo", repo]) == 2
+    err = capsys.readouterr().err
+    assert f"moved after the gates ran on {gated_head[:12]}: 1 new commit(s): {late[:7]}" in err
+    assert "a commit after the gates" in err
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) != late
+    # resume proves the new head (verify and gates again), then promote takes it.
+    assert main(["resume", "--repo", repo]) == 0
+    _, record = _record(gated)
+    assert {g["commit"] for g in record["results"]["gates"]["unit"]["gates"]} == {late}
+    assert main(["promote", "--repo", repo]) == 0
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == late
+
+
+def test_uncommitted_change_in_the_gated_tree_is_not_a_proof(gated: faultrepo.Scenario, capsys) -> None:
+    _, record = _record(gated)
+    (Path(record["worktree"]) / "pkg" / "core.py").write_text("def core():\n    return 2  # edited, not committed\n")
+    assert main(["resume", "--repo", str(gated.repo)]) == 0
+    capsys.readouterr()
+    assert main(["promote", "--repo", str(gated.repo)]) == 2
+    assert "ran on a tree with uncommitted changes" in capsys.readouterr().err
+
+
+def test_failed_gate_blocks_then_resume_after_the_fix_goes_on(gated: faultrepo.Scenario, capsys) -> None:
+    repo = str(gated.repo)
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 3\n")
+    worktree.run("add", "pkg/core.py")
+    worktree.commit("break core\n")
+    assert main(["resume", "--repo", repo]) == 1  # the pytest gate fails
+    capsys.readouterr()
+    assert main(["promote", "--repo", repo]) == 2
+    assert "required gate unit/unit-tests is failed" in capsys.readouterr().err
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 2\n")
+    worktree.run("add", "pkg/core.py")
+    fixed = worktree.commit("fix core\n")
+    assert main(["resume", "--repo", repo]) == 0  # a failed run goes on after the fix
+    assert main(["promote", "--repo", repo]) == 0
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fixed
+
+
+def test_allow_blockers_promotes_a_failed_gate_on_the_proven_commit(gated: faultrepo.Scenario, capsys) -> None:
+    repo = str(gated.repo)
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 3\n")
+    worktree.run("add", "pkg/core.py")
+    broken = worktree.commit("break core\n")
+    assert main(["resume", "--repo", repo]) == 1
+    assert main(["promote", "--repo", repo, "--allow-blockers"]) == 0
+    _, record = _record(gated)
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == broken
+    assert "promoted despite: " in record["notes"][-1] and "unit/unit-tests is failed" in record["notes"][-1]
 
 
 def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,7 +141,7 @@ def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[s
     pair.fork.checkout(BRANCH)
     moved = pair.fork.commit({"c.py": lines("c")}, "someone pushed to the fork")
     pair.fork.checkout("main")
-    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 2
     assert "moved since the run started" in capsys.readouterr().err
     assert pair.fork.repo.commit(BRANCH).hexsha == moved
 
@@ -47,30 +153,17 @@ def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
     pair.fork.checkout(BRANCH)
     head = pair.fork.repo.head.commit.hexsha
     (pair.repo / "b.py").write_text("edited by hand\n")
-    assert main(["promote", "--repo", str(pair.repo)]) == 2
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 2
     err = capsys.readouterr().err
     assert "uncommitted changes: b.py" in err and "is checked out in" in err
     assert pair.fork.repo.commit(BRANCH).hexsha == head  # the branch did not move
     assert (pair.repo / "b.py").read_text() == "edited by hand\n"  # nothing of the person's is lost
 
 
-def test_promote_refuses_failed_gates(merged, capsys: pytest.CaptureFixture[str]) -> None:
-    pair, data = merged
-    path = Path(data["record"])
-    record = json.loads(path.read_text())
-    gates = (
-        GateResult(name="focused-unit", tier="unit", kind="pytest", status="failed"),
-        GateResult(name="gated-fixtures", tier="unit", kind="pytest", status="incomplete"),
-        GateResult(name="optional-soak", tier="unit", kind="pytest", status="failed", required=False),
-    )
-    tier = TierResult(tier="unit", repo=str(pair.repo), started_at="2026-01-01T00:00:00+00:00", duration_s=1.0)
-    record["results"]["gates"] = {"unit": tier.model_copy(update={"gates": gates}).model_dump(mode="json")}
-    path.write_text(json.dumps(record))
-    old = pair.fork.repo.commit(BRANCH).hexsha
-    assert main(["promote", "--repo", str(pair.repo)]) == 2
-    err = capsys.readouterr().err
-    assert "required gate unit/focused-unit is failed" in err
-    assert "required gate unit/gated-fixtures is incomplete" in err and "optional-soak" not in err
-    assert pair.fork.repo.commit(BRANCH).hexsha == old
-    assert main(["promote", "--repo", str(pair.repo), "--allow-blockers"]) == 0
-    assert "promoted despite" in json.loads(path.read_text())["notes"][-1]
+def test_promote_again_says_already_promoted(gated: faultrepo.Scenario, capsys) -> None:
+    repo = str(gated.repo)
+    assert main(["resume", "--repo", repo]) == 0
+    assert main(["promote", "--repo", repo]) == 0
+    capsys.readouterr()
+    assert main(["promote", "--repo", repo]) == 0
+    assert "already promoted at" in capsys.readouterr().out

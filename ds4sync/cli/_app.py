@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
+from ds4sync.core.redact import RedactedStream
 
 #: Version of the ``--json`` envelope; bumped when a top-level key changes meaning.
 SCHEMA_VERSION = 1
@@ -44,8 +45,9 @@ app.add_typer(kernels_app, name="kernels")
 patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
 app.add_typer(patches_app, name="patches")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Every line the CLI prints goes through the one redaction (core/redact.py) on its way out.
+out = Console(file=RedactedStream(lambda: sys.stdout), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+err = Console(file=RedactedStream(lambda: sys.stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
 
 RepoOpt = Annotated[
     Path,

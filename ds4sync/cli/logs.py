@@ -89,5 +89,8 @@ def close() -> None:
 
 
 def _add(logger: logging.Logger, handler: logging.Handler) -> None:
+    from ds4sync.core.redact import RedactFilter
+
+    handler.addFilter(RedactFilter())
     logger.addHandler(handler)
     _handlers.append(handler)

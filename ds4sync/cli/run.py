@@ -145,9 +145,13 @@ def promote(
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
     ] = False,
+    allow_ungated: Annotated[
+        bool,
+        typer.Option("--allow-ungated", help="Promote although no gate tier is configured (recorded loudly)."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fast-forward the fork branch to a green sync (keeps a rollback ref). Nothing else moves it.
+    """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it.
 
     When the fork branch is checked out in a clean work tree, that tree is updated too (like
     git's ``receive.denyCurrentBranch=updateInstead``); a dirty one is refused, naming its files.
@@ -156,7 +160,7 @@ def promote(
 
     ws = _workspace(repo, config, None, state_dir)
     try:
-        result = promote_mod.promote(ws, run_id=run, allow=allow_blockers)
+        result = promote_mod.promote(ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated)
     except promote_mod.AlreadyPromoted as exc:
         line = exc.what
         data = {**exc.result.model_dump(mode="json"), "run_id": exc.run_id, "already_promoted": True}
@@ -171,6 +175,8 @@ def promote(
         )
         if result.worktree_updated:
             out.print(f"updated the checkout of {result.branch} in {result.worktree_updated}", markup=False)
+        if result.ungated:
+            err.print(f"warning: {promote_mod.UNGATED_NOTE}", markup=False)
 
     done(json_out, data, text=text)
 

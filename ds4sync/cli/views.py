@@ -90,6 +90,8 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
         f"upstream {record.upstream.ref} @ {record.upstream.sha[:12]} -> {record.fork.branch} "
         f"@ {record.fork.head_before[:12]}"
     )
+    for tier, result in record.results.gates.items():  # the same line the gate phase and the report print
+        console.print(f"tier {tier}: {result.line()}", markup=False)
     console.print(f"worktree: {record.worktree}\nsync branch: {record.sync_branch}\nbackup: {record.backup_ref}")
     console.print(f"record: {record_path}")
     console.print(f"next: {next_step(record)}")

@@ -15,13 +15,14 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ds4sync.core import proc as _proc
 from ds4sync.core.files import write_json_atomic
-from ds4sync.core.proc import group_members, stop_process_group
+from ds4sync.core.proc import CHILD_MARK, group_members, stop_process_groups
 
 
 class ChildEntry(BaseModel):
@@ -57,10 +58,21 @@ def _same_process(pid: int, ticks: int | None) -> bool:
 
 
 class ChildRegistry:
-    """Registered process groups, one JSON file each under ``folder`` (created on first use)."""
+    """Registered process groups, one JSON file each under ``folder`` (created on first use).
 
-    def __init__(self, folder: Path) -> None:
+    ``tag`` (default: the folder's parent's name, the run id for ``runs/<id>/children``) is put
+    into every child's environment as ``DS4SYNC_CHILD_OF=<tag>:<owner pid>`` while the registry
+    is active, so that a child a kill caught between its start and its registration is found too.
+    """
+
+    def __init__(self, folder: Path, *, tag: str | None = None) -> None:
         self.folder = folder
+        self.tag = tag or folder.parent.name
+
+    @property
+    def mark(self) -> str:
+        """The :data:`ds4sync.core.proc.CHILD_MARK` value children of this process get."""
+        return f"{self.tag}:{os.getpid()}"
 
     def _path(self, pgid: int) -> Path:
         return self.folder / f"{pgid}.json"
@@ -125,7 +137,60 @@ class ChildRegistry:
             if entry.owner_pid == os.getpid() or self.owner_alive(entry):
                 continue
             if self.is_ours(entry):
-                stop_process_group(entry.pgid, grace_s=grace_s)
                 ended.append(entry)
+            else:
+                self.forget(entry.pgid)
+        known = {entry.pgid for entry in self.entries()}
+        for pgid, owner in marked_groups(self.tag):
+            if pgid not in known and owner != os.getpid() and start_ticks(owner) is None:
+                ended.append(
+                    ChildEntry(
+                        pgid=pgid, argv=tuple(_cmdline(pgid)), label=CHILD_MARK, started_at=time.time(), owner_pid=owner
+                    )
+                )
+        stop_process_groups([entry.pgid for entry in ended], grace_s=grace_s)
+        for entry in ended:
             self.forget(entry.pgid)
         return ended
+
+
+def marked_groups(tag: str) -> list[tuple[int, int]]:
+    """(pgid, owner pid) of live processes whose environment carries ``DS4SYNC_CHILD_OF=<tag>:<owner>``."""
+    needle = f"{CHILD_MARK}={tag}:".encode()
+    groups: dict[int, int] = {}
+    root = Path("/proc")
+    if not root.is_dir():
+        return []
+    for entry in root.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(needle):
+                owner = item[len(needle) :].decode(errors="replace")
+                if fields[0] not in ("Z", "X") and owner.isdigit():
+                    groups.setdefault(int(fields[2]), int(owner))
+                break
+    return sorted(groups.items())
+
+
+def _cmdline(pid: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a][:8]
+    return []
+
+
+@contextlib.contextmanager
+def registered_children(folder: Path) -> Iterator[ChildRegistry]:
+    """While inside, every child :func:`ds4sync.core.proc.run` or :func:`~ds4sync.core.proc.spawn` starts
+    is registered in ``folder`` (and carries the registry's mark in its environment)."""
+    registry = ChildRegistry(folder)
+    _proc.ACTIVE_REGISTRIES.append(registry)
+    try:
+        yield registry
+    finally:
+        _proc.ACTIVE_REGISTRIES.remove(registry)

@@ -12,8 +12,12 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from ds4sync.core import fault
+from ds4sync.core.redact import redact_data, redact_secrets
 
 #: How much of a log's end :func:`tail_lines` reads at most (bytes); older lines are not looked at.
 TAIL_MAX_BYTES = 256 * 1024
@@ -34,6 +38,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        fault.point("atomic-write.before-replace")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -42,8 +47,12 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON (non-JSON values through ``str``) with :func:`write_atomic`."""
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    """Write ``data`` as indented JSON (non-JSON values through ``str``) with :func:`write_atomic`.
+
+    Secrets are redacted on the way (:func:`ds4sync.core.redact.redact_data`): no state file
+    (record, cache entry, registry) keeps a token, a password or a secret variable's value.
+    """
+    write_atomic(path, json.dumps(redact_data(data), indent=2, default=str) + "\n")
 
 
 def tail_lines(path: Path | None, lines: int, *, max_bytes: int = TAIL_MAX_BYTES) -> tuple[str, ...]:
@@ -65,3 +74,15 @@ def tail_lines(path: Path | None, lines: int, *, max_bytes: int = TAIL_MAX_BYTES
             chunk = handle.read(step) + chunk
     text = chunk.decode("utf-8", errors="replace").splitlines()
     return tuple(text[-lines:])
+
+
+def redact_file(path: Path, *, extra: Iterable[str] = ()) -> bool:
+    """Rewrite the text file ``path`` redacted (``redact_secrets``), atomically; whether it changed."""
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8", errors="replace")
+    clean = redact_secrets(text, extra=extra)
+    if clean == text:
+        return False
+    write_atomic(path, clean)
+    return True

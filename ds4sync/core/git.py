@@ -33,8 +33,11 @@ __all__ = [
     "GitRepo",
     "MergeTreeResult",
     "check_user_ref",
+    "clone_repository",
     "git_env",
+    "init_repository",
     "parse_merge_tree",
+    "pinned_env",
 ]
 
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -90,6 +93,57 @@ def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, st
     env["LC_ALL"] = "C"
     env.update({k: str(v) for k, v in (overrides or {}).items()})
     return env
+
+
+#: Variables by which a caller (a git alias or hook) points git at some repository.
+_LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+
+
+def pinned_env(work_tree: Path) -> dict[str, str]:
+    """Environment overrides that pin a GitPython ``Repo`` of the plain checkout ``work_tree`` to itself.
+
+    GitPython passes the whole process environment on and can only add to it, so a leaked
+    ``GIT_DIR`` would redirect its commands; these values name this repository instead, and
+    blank the variables that widen what git reads (alternates, namespace, prefix).
+    """
+    git_dir = work_tree / ".git"
+    return {
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(work_tree),
+        "GIT_INDEX_FILE": str(git_dir / "index"),
+        "GIT_OBJECT_DIRECTORY": str(git_dir / "objects"),
+        "GIT_COMMON_DIR": str(git_dir),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+        "GIT_NAMESPACE": "",
+        "GIT_PREFIX": "",
+        "LC_ALL": "C",
+    }
+
+
+def init_repository(path: Path, *, branch: str = "main") -> None:
+    """``git init`` a new repository at ``path`` in the clean environment (never a leaked ``GIT_DIR``).
+
+    Raises:
+        GitError: git refused (the folder is not writable...).
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    status, _, err = _git(path, "init", "--quiet", f"--initial-branch={branch}", "--end-of-options", str(path))
+    if status != 0:
+        raise GitError(f"git init failed: {err.decode('utf-8', 'replace').strip()}", where=str(path))
+
+
+def clone_repository(source: Path, dest: Path, *, origin: str = "origin") -> None:
+    """``git clone`` of the local repository ``source`` into ``dest`` in the clean environment.
+
+    Raises:
+        GitError: git refused.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    status, _, err = _git(
+        dest.parent, "clone", "--quiet", "--origin", origin, "--end-of-options", str(source), str(dest)
+    )
+    if status != 0:
+        raise GitError(f"git clone failed: {err.decode('utf-8', 'replace').strip()}", where=str(dest))
 
 
 def check_user_ref(ref: str, *, what: str = "ref", where: str | None = None) -> str:

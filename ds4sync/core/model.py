@@ -24,7 +24,13 @@ class FrozenModel(BaseModel):
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes a ConfigError with line and column."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            where=str(path),
+            fix="save the file as UTF-8",
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
     import yaml  # start-up stays light for commands without a config file

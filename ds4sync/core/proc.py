@@ -13,15 +13,28 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.redact import redact_secrets
+from ds4sync.core.redact import is_secret_name, redact_secrets
 
 KILL_GRACE_S = 5.0
 _log = logging.getLogger("ds4sync.proc")
+
+if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # Started in the background with SIGINT ignored: children would inherit that and never get
+    # the SIGINT that lets them stop cleanly (pytest writes its JUnit XML on it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+#: Set in every child's environment while a registry is active (``<run id>:<ds4sync pid>``), and
+#: inherited by its own children: finds a child that a kill caught before it was registered.
+CHILD_MARK = "DS4SYNC_CHILD_OF"
+# Registries (ds4sync.core.children.ChildRegistry) that children started now are recorded in;
+# pushed and popped by ds4sync.core.children.registered_children.
+ACTIVE_REGISTRIES: list[Any] = []
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,16 @@ def _wait_group(pgid: int, proc: subprocess.Popen[bytes] | None, wait_s: float) 
         pause = min(pause * 2, 0.2)
 
 
+def stop_process_groups(pgids: Iterable[int], *, grace_s: float = KILL_GRACE_S) -> None:
+    """:func:`stop_process_group` on several groups at once (one thread each), so the waits overlap."""
+    groups = list(dict.fromkeys(pgids))
+    threads = [threading.Thread(target=stop_process_group, args=(g,), kwargs={"grace_s": grace_s}) for g in groups]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def kill_group(proc: subprocess.Popen[bytes], *, grace_s: float = KILL_GRACE_S) -> None:
     """Stop the child's whole process group with :func:`stop_process_group` (the child leads its group)."""
     stop_process_group(proc.pid, grace_s=grace_s, proc=proc)
@@ -148,8 +171,13 @@ def run(
     on_line: Callable[[str], None] | None = None,
     stdin_data: bytes | None = None,
     on_start: Callable[[int], None] | None = None,
+    grace_s: float = KILL_GRACE_S,
 ) -> ProcResult:
     """Run ``argv`` in its own process group and return its result; never raises on exit status.
+
+    The output (returned and logged) has secrets redacted (:mod:`ds4sync.core.redact`). While a
+    registry is active (:func:`ds4sync.core.children.registered_children`) the child's group is
+    registered there until it ended; members a finished leader left in its group are stopped.
 
     Args:
         argv: program and arguments; the program must be on PATH or a path.
@@ -162,13 +190,14 @@ def run(
         stdin_data: bytes written to the child's stdin (stdin is /dev/null otherwise).
         on_start: called with the child's pid (also its process-group id) once it started,
             so a caller running children from worker threads can stop them on Ctrl-C.
+        grace_s: seconds each of SIGINT and SIGTERM is given when the group is stopped.
 
     Raises:
         ToolMissingError: the program does not exist.
         KeyboardInterrupt: re-raised after the child's group has been stopped.
     """
     overrides = {k: str(v) for k, v in (env_overrides or {}).items()}
-    child_env = compose_env(overrides, base=env)
+    child_env = _mark(compose_env(overrides, base=env))
     _log.debug("run %s  (in %s%s)", redact_secrets(" ".join(argv)), cwd, f", log {log_path}" if log_path else "")
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
@@ -187,10 +216,12 @@ def run(
             raise ToolMissingError(
                 f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
             ) from exc
+        _register(proc.pid, argv)
         if on_start is not None:
             on_start(proc.pid)
         chunks: list[bytes] = []
-        reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line), daemon=True)
+        secret = tuple(v for k, v in overrides.items() if is_secret_name(k))
+        reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line, secret), daemon=True)
         reader.start()
         if stdin_data is not None and proc.stdin is not None:
             with contextlib.suppress(BrokenPipeError):
@@ -201,13 +232,16 @@ def run(
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            kill_group(proc)
         except KeyboardInterrupt:
             interrupted = True
-            kill_group(proc)
             raise
         finally:
+            # Past the timeout, on Ctrl-C, and for strays a finished leader left in its group.
+            if timed_out or interrupted or group_members(proc.pid):
+                kill_group(proc, grace_s=grace_s)
             reader.join(timeout=10)
+            if proc.poll() is not None and not group_members(proc.pid):
+                _unregister(proc.pid)
         return ProcResult(
             argv=tuple(argv),
             cwd=str(cwd),
@@ -225,10 +259,15 @@ def run(
 
 
 def _pump(
-    proc: subprocess.Popen[bytes], chunks: list[bytes], log: object, on_line: Callable[[str], None] | None
+    proc: subprocess.Popen[bytes],
+    chunks: list[bytes],
+    log: object,
+    on_line: Callable[[str], None] | None,
+    secret: tuple[str, ...] = (),
 ) -> None:
     assert proc.stdout is not None
-    for line in iter(proc.stdout.readline, b""):
+    for raw in iter(proc.stdout.readline, b""):
+        line = _redacted(raw, secret)
         chunks.append(line)
         if log is not None:
             log.write(line)  # type: ignore[attr-defined]
@@ -236,6 +275,30 @@ def _pump(
         if on_line is not None:
             on_line(line.decode("utf-8", "replace").rstrip("\n"))
     proc.stdout.close()
+
+
+def _redacted(line: bytes, secret: tuple[str, ...] = ()) -> bytes:
+    text = line.decode("utf-8", "replace")
+    clean = redact_secrets(text, extra=secret)
+    return line if clean == text else clean.encode("utf-8")
+
+
+def _mark(env: dict[str, str]) -> dict[str, str]:
+    if ACTIVE_REGISTRIES:
+        env[CHILD_MARK] = ACTIVE_REGISTRIES[-1].mark
+    return env
+
+
+def _register(pid: int, argv: Sequence[str]) -> None:
+    if ACTIVE_REGISTRIES:
+        with contextlib.suppress(OSError):
+            ACTIVE_REGISTRIES[-1].register(pid, argv)
+
+
+def _unregister(pid: int) -> None:
+    if ACTIVE_REGISTRIES:
+        with contextlib.suppress(OSError):
+            ACTIVE_REGISTRIES[-1].forget(pid)
 
 
 def pid_alive(pid: int) -> bool:
@@ -259,17 +322,18 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start a long-running child (a server) in its own process group, output appended to ``log_path``.
 
-    The caller owns the returned process and stops it with :func:`kill_group`.
+    The caller owns the returned process and stops it with :func:`kill_group`; it is registered
+    in the active registry (:func:`ds4sync.core.children.registered_children`), if any.
 
     Raises:
         ToolMissingError: the program does not exist.
     """
     with open(log_path, "ab") as log:
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 list(argv),
                 cwd=str(cwd),
-                env=compose_env(env_overrides),
+                env=_mark(compose_env(env_overrides)),
                 start_new_session=True,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -279,6 +343,8 @@ def spawn(
             raise ToolMissingError(
                 f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
             ) from exc
+    _register(proc.pid, argv)
+    return proc
 
 
 def process_state(pid: int) -> str | None:

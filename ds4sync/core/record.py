@@ -34,6 +34,7 @@ class PhaseState(BaseModel):
     pid: int | None = None
     attempts: int = 0
     message: str = ""
+    start_commit: str | None = Field(default=None, description="sync worktree HEAD when this attempt started")
 
 
 class UpstreamRef(BaseModel):

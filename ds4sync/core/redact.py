@@ -1,9 +1,14 @@
-"""Redaction of secrets (always) and of private machine details (``--public``).
+"""Redaction of secrets (always) and of private machine details (``--public``): the one rule set.
 
 Secrets: anything shaped like a credential (GitHub ``ghp_``/``github_pat_`` tokens,
 Hugging Face ``hf_``, OpenAI-style ``sk-``, AWS ``AKIA``/``ASIA`` key ids, Slack ``xox?-``,
-GitLab ``glpat-``, JWTs, ``Bearer ...``/``Authorization:`` values, ``user:pass@`` in URLs,
-and values of ``*TOKEN*``/``*SECRET*``/``*PASSWORD*``/``*KEY*`` assignments) never reach a report.
+GitLab ``glpat-``, JWTs, ``Bearer ...``/``Authorization:`` values, ``user:pass@`` and token
+userinfo in URLs, values of ``*TOKEN*``/``*SECRET*``/``*PASSWORD*``/``*KEY*`` assignments and
+of ``--token VALUE`` style arguments), plus the literal values of this process's environment
+variables whose names look secret (:func:`is_secret_name`) and of the variables the person
+lists (``redact.env`` in ds4sync.yaml, see :func:`register_secret_names`). They are redacted
+where they are written: the run record on save, child output and logs, every line the CLI
+prints, build logs and reports.
 Private details, removed only for a public report: home directories, RFC 1918 / loopback /
 link-local / CGNAT IPv4 and ULA IPv6 addresses, internal host names (``*.local``,
 ``*.internal``, ``*.lan``, ``*.corp``, ``*.home.arpa``...), and host names the record names.
@@ -11,9 +16,10 @@ link-local / CGNAT IPv4 and ULA IPv6 addresses, internal host names (``*.local``
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
 
 SECRET = "[redacted]"
 PRIVATE_IP = "[private-ip]"
@@ -28,6 +34,13 @@ _SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {SECRET}"),
     (re.compile(rf"\b({_SECRET_NAME})(\s*[=:]\s*)(['\"]?)(?=[^\s'\",;]*[A-Za-z])[^\s'\",;]+\3"), rf"\1\2{SECRET}"),
     (re.compile(rf"\b({_SECRET_WORD})(=)(['\"]?)(?=[^\s'\",;&]*[A-Za-z])[^\s'\",;&]+\3"), rf"\1\2{SECRET}"),
+    (
+        re.compile(
+            r"(?i)(?<![\w-])(--?[a-z0-9_-]*(?:token|secret|password|passwd|api[-_]?key|access[-_]?key))(\s+|['\"],\s*['\"])"
+            r"(?!-)[^\s'\",]+"
+        ),
+        rf"\1\2{SECRET}",
+    ),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), SECRET),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), SECRET),
     (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), SECRET),
@@ -58,11 +71,102 @@ _PRIVATE_HOSTNAME = re.compile(
 _HOST_KEYS = frozenset({"host", "hostname", "node", "machine", "server_host"})
 
 
-def redact_secrets(text: str) -> str:
-    """``text`` with every credential-shaped substring replaced by ``[redacted]``."""
+_SECRET_NAME_RE = re.compile(
+    r"(?i:[A-Z0-9_.-]*(?:TOKEN(?!S|IZ)|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+    r"|CREDENTIAL|AUTH(?!OR(?!I)))[A-Z0-9_.-]*)|[A-Z][A-Z0-9_]*_KEY"
+)
+_SECRET_FLAG_RE = re.compile(r"(?i)^--?[a-z0-9_-]*(?:token|secret|password|passwd|api[-_]?key|access[-_]?key)$")
+_TOKEN_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[A-Za-z0-9_-]{16,}@")
+MIN_SECRET_VALUE = 6  # shorter values of secret-named variables would redact ordinary words
+_listed_names: set[str] = set()
+_listed_values: set[str] = set()
+_values_cache: tuple[int, tuple[str, ...]] = (0, ())
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable (or key) name looks like it holds a credential.
+
+    ``GITHUB_TOKEN``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``, ``OPENAI_API_KEY``,
+    ``WANDB_KEY`` (upper-case ``*_KEY``), ``AUTH_HEADER`` and names listed with
+    :func:`register_secret_names` do; ``MAX_TOKENS``, ``TOKENIZER``, ``GIT_AUTHOR_NAME`` and a
+    lower-case ``cache_key`` do not.
+    """
+    return name in _listed_names or _SECRET_NAME_RE.fullmatch(name) is not None
+
+
+def register_secret_names(names: Iterable[str]) -> None:
+    """Also treat these variable names as secret (``redact.env`` of ds4sync.yaml), for the whole process."""
+    _listed_names.update(n for n in names if n)
+
+
+def register_secret_values(values: Iterable[str]) -> None:
+    """Also redact these literal values wherever they appear (values a caller knows to be secret)."""
+    _listed_values.update(v for v in values if v and len(v) >= MIN_SECRET_VALUE)
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Literal values to redact: those of secret-named variables of ``env`` (default: this process's
+    environment) and the registered ones, longest first."""
+    import os
+
+    source = os.environ if env is None else env
+    key = hash(
+        (
+            frozenset(source.items()) if env is not None else tuple(source.items()),
+            len(_listed_names),
+            len(_listed_values),
+        )
+    )
+    global _values_cache
+    if env is None and _values_cache[0] == key:
+        return _values_cache[1]
+    found = {v for k, v in source.items() if is_secret_name(k) and len(v) >= MIN_SECRET_VALUE}
+    found |= _listed_values
+    values = tuple(sorted(found, key=len, reverse=True))
+    if env is None:
+        _values_cache = (key, values)
+    return values
+
+
+def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
+    """``text`` with every credential-shaped substring and every known secret value replaced by ``[redacted]``.
+
+    ``extra`` adds literal values known to be secret here (a child's secret-named overrides).
+    """
+    for value in (*secret_values(), *sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)):
+        if value in text:
+            text = text.replace(value, SECRET)
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
-    return text
+    return _TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text)
+
+
+class RedactFilter(logging.Filter):
+    """A logging filter that redacts each record's message (attach it to every handler that writes)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message by its redacted form; never drops a record."""
+        record.msg = redact_secrets(record.getMessage())
+        record.args = ()
+        return True
+
+
+class RedactedStream:
+    """A text stream that redacts what is written before passing it to ``target()`` (e.g. ``sys.stdout``).
+
+    ``target`` is called on every write, so a stream swapped later (a test's capture) is followed.
+    """
+
+    def __init__(self, target: Callable[[], TextIO]) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        """Write ``text`` redacted; returns the length of ``text`` (what the caller asked to write)."""
+        self._target().write(redact_secrets(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target(), name)
 
 
 def redact_private(text: str, *, hosts: Iterable[str] = ()) -> str:
@@ -103,16 +207,28 @@ def named_hosts(data: Any) -> set[str]:
     return found
 
 
-def redact_data(data: Any, *, public: bool, hosts: Iterable[str] = ()) -> Any:
-    """Every string of a JSON-like value (keys included) redacted as :func:`redact` does."""
+def redact_data(data: Any, *, public: bool = False, hosts: Iterable[str] = ()) -> Any:
+    """Every string of a JSON-like value (keys included) redacted as :func:`redact` does.
+
+    The value of a key whose name looks secret (:func:`is_secret_name`) is redacted whole, and
+    so is a list item that follows a ``--token``-style flag (``["--token", "abc"]``).
+    """
     hosts = tuple(hosts)
     if isinstance(data, str):
         return redact(data, public=public, hosts=hosts)
     if isinstance(data, Mapping):
         return {
-            redact(str(k), public=public, hosts=hosts): redact_data(v, public=public, hosts=hosts)
+            redact(str(k), public=public, hosts=hosts): (
+                SECRET
+                if isinstance(v, str) and v and is_secret_name(str(k))
+                else redact_data(v, public=public, hosts=hosts)
+            )
             for k, v in data.items()
         }
     if isinstance(data, list | tuple):
-        return [redact_data(v, public=public, hosts=hosts) for v in data]
+        out = []
+        for i, v in enumerate(data):
+            flagged = i > 0 and isinstance(data[i - 1], str) and _SECRET_FLAG_RE.match(data[i - 1]) is not None
+            out.append(SECRET if flagged and isinstance(v, str) else redact_data(v, public=public, hosts=hosts))
+        return out
     return data

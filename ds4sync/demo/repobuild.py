@@ -10,6 +10,8 @@ from pathlib import Path
 
 import git
 
+from ds4sync.core.git import init_repository, pinned_env
+
 FileSpec = Mapping[str, "str | bytes | None"]
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "ds4sync demo",
@@ -29,7 +31,10 @@ class RepoBuilder:
     def __init__(self, path: Path, *, branch: str = "main") -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.repo = git.Repo.init(path, initial_branch=branch)
+        if not (path / ".git").exists():
+            init_repository(path, branch=branch)
+        self.repo = git.Repo(path)
+        self.repo.git.update_environment(**pinned_env(path.resolve()))  # a leaked GIT_DIR cannot redirect it
         with self.repo.config_writer() as cfg:
             cfg.set_value("user", "name", "ds4sync demo")
             cfg.set_value("user", "email", "demo@ds4sync.invalid")
@@ -55,7 +60,7 @@ class RepoBuilder:
         env = dict(_IDENTITY)
         if date:
             env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-        self.repo.git.execute(["git", "commit", "-q", "--allow-empty", "-m", message], env={**_env(), **env})
+        self.repo.git.execute(["git", "commit", "-q", "--allow-empty", "-m", message], env=env)
         return self.head()
 
     def rename(self, old: str, new: str, message: str) -> str:
@@ -79,9 +84,3 @@ class RepoBuilder:
     def read(self, rel: str, rev: str = "HEAD") -> str:
         """A file's text at ``rev``."""
         return self.repo.git.show(f"{rev}:{rel}")
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)

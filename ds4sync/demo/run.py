@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
 import yaml
 
 from ds4sync.core.errors import ExitCode, StateError
+from ds4sync.core.git import clone_repository
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.record import RunRecord
@@ -121,7 +121,7 @@ def build_upstream(path: Path) -> tuple[RepoBuilder, dict[str, str]]:
 
 def build_fork(path: Path, upstream: Path, base: str) -> RepoBuilder:
     """The fork: a clone of upstream with the fork branch and its carry commits."""
-    git.Repo.clone_from(str(upstream), str(path), origin="upstream")
+    clone_repository(upstream, path, origin="upstream")
     fork = RepoBuilder(path)
     fork.branch(FORK_BRANCH, base)
     fork.commit(
@@ -289,7 +289,7 @@ def run_demo(workdir: Path | None = None, *, progress: Callable[[str], None] | N
         else "build: not configured (install torch==2.13.0 and g++ to build the demo's native ops)"
     )
     for tier, tier_result in second.record.results.gates.items():
-        result.lines.append(f"gates {tier}: {tier_result.status} ({tier_result.totals().summary()})")
+        result.lines.append(f"gates {tier}: {tier_result.line()}")
     result.lines += [
         f"sync 2: {second.status}; merge commit {summary.merge_commit}",
         f"fork branch {FORK_BRANCH} untouched at {ws.repo.branch_head(FORK_BRANCH)[:12]}",

@@ -5,7 +5,8 @@ One step (Buildkite) or job (GitHub Actions) per gate, each running exactly
 JSON (uploaded with the JUnit XML as artefacts) can be read back with ``ds4sync gate --merge-results``.
 
 - GPU kind: a gate's ``gpu_kind`` picks the Buildkite agent queue (``gpu-<kind>``) or the Actions runner
-  labels (``[self-hosted, <kind>]``); CPU gates use the ``cpu`` queue / ``ubuntu-latest``.
+  labels (``[self-hosted, <kind>]``); a GPU gate without one gets ``any`` as its kind; CPU gates use the ``cpu``
+  queue / ``ubuntu-latest``.
 - Trigger paths: a gate's ``source_file_dependencies`` (vLLM CI's prefix rule: ``vllm/v1/core/`` means that
   folder and everything under it; ``!`` entries excluded) become Buildkite's ``if_changed`` globs. Actions has
   no per-job path filter, so the workflow triggers on the union and each job runs with
@@ -45,6 +46,13 @@ def trigger_globs(gate: Gate) -> tuple[list[str], list[str]]:
     return include, exclude
 
 
+def _kind(gate: Gate) -> str | None:
+    """The GPU kind a gate's runner must have: its ``gpu_kind``, ``any`` for a GPU gate that names none, else None."""
+    if gate.definition.gpu_kind:
+        return gate.definition.gpu_kind
+    return "any" if gate.definition.devices else None
+
+
 def _minutes(gate: Gate) -> int:
     return math.ceil(gate.definition.timeout / 60) + SETUP_MINUTES
 
@@ -56,7 +64,7 @@ def buildkite_pipeline(gates: Sequence[Gate]) -> str:
     pipeline = Pipeline()
     for gate in gates:
         include, exclude = trigger_globs(gate)
-        queue = f"gpu-{gate.definition.gpu_kind}" if gate.definition.gpu_kind else "cpu"
+        queue = f"gpu-{_kind(gate)}" if _kind(gate) else "cpu"
         step = CommandStep(
             label=f":test_tube: {gate.tier} / {gate.name}",
             key=f"{gate.tier}-{gate.name}".replace(".", "-"),
@@ -81,7 +89,7 @@ def github_actions_workflow(gates: Sequence[Gate], *, base_branch: str = "main")
         on["pull_request"] = {"branches": [base_branch], "paths": paths}
     jobs: dict[str, object] = {}
     for gate in gates:
-        runs_on: object = ["self-hosted", gate.definition.gpu_kind] if gate.definition.gpu_kind else "ubuntu-latest"
+        runs_on: object = ["self-hosted", _kind(gate)] if _kind(gate) else "ubuntu-latest"
         job_id = f"{gate.tier}-{gate.name}".replace(".", "-")
         jobs[job_id] = {
             "name": f"{gate.tier} / {gate.name}",

@@ -129,7 +129,12 @@ def _report(case: Element) -> _Report:
                 break  # an error wins over anything else in the same element
     collection = kind == "error" and message == "collection failure"
     node_id = file if collection and file else node_id_of(classname, name, file)
-    return _Report(node_id, kind, message, text, skip_type, float(case.get("time") or 0.0), collection)
+    raw_time = case.get("time") or "0"
+    try:
+        duration = float(raw_time)
+    except ValueError as exc:
+        raise JUnitError(f"testcase {node_id or '(unnamed)'} has time={raw_time!r}, not a number of seconds") from exc
+    return _Report(node_id, kind, message, text, skip_type, duration, collection)
 
 
 def _logical(node_id: str, reports: list[_Report]) -> CaseResult:

@@ -95,7 +95,10 @@ class GateResult(FrozenModel):
 
     ``command`` is the exact argv run (first run), ``env_overrides`` the variables set on
     top of the inherited environment (secrets never appear: only the gate's own ``env`` and
-    ``CUDA_VISIBLE_DEVICES``). ``details`` holds kind-specific data (kernel bench tables,
+    ``CUDA_VISIBLE_DEVICES``). ``commit`` and ``tree`` say what it proved: the checkout's HEAD
+    and the tree id of its tracked files as they were (equal to ``commit``'s tree when nothing
+    tracked was changed); promote accepts a gate only for the exact commit it promotes.
+    ``details`` holds kind-specific data (kernel bench tables,
     serving probes, per-test durations). Durations are in seconds.
     """
 
@@ -116,6 +119,8 @@ class GateResult(FrozenModel):
     devices: tuple[str, ...] = ()
     log_path: str | None = None
     cache_key: str | None = None
+    commit: str | None = Field(default=None, description="HEAD of the checkout the gate ran in")
+    tree: str | None = Field(default=None, description="git tree id of the tracked files it ran on")
     details: dict[str, Any] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -140,6 +145,7 @@ class TierResult(FrozenModel):
     tier: str
     repo: str
     head: str | None = None
+    tree: str | None = None
     started_at: str
     duration_s: float
     changed_since: str | None = None
@@ -160,6 +166,20 @@ class TierResult(FrozenModel):
         if any(g.status != "incomplete" for g in blocking):
             return "failed"
         return "incomplete" if blocking else "passed"
+
+    def line(self) -> str:
+        """The tier in one line, the same wherever it is shown (phase message, demo, report).
+
+        ``passed: 3 gates (3 passed); tests: 2 passed``: the tier's status, its gates by
+        status, then the tests summed over them (a gate with no tests, e.g. a diff check,
+        adds a gate and no test).
+        """
+        by_status: dict[str, int] = {}
+        for gate in self.gates:
+            by_status[gate.status] = by_status.get(gate.status, 0) + 1
+        gates = ", ".join(f"{n} {s}" for s, n in by_status.items())
+        count = len(self.gates)
+        return f"{self.status}: {count} gate{'s' * (count != 1)} ({gates or 'none'}); tests: {self.totals().summary()}"
 
     def totals(self) -> TestCounts:
         """Counts summed over every gate (cached gates count what they counted when they ran)."""

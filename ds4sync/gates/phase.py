@@ -27,7 +27,7 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
         stopped += [
             f"{tier}/{g.name}" for g in result.gates if any(f.env_category == "time-budget" for f in g.failures)
         ]
-        lines.append(f"tier {tier}: {result.status} ({result.totals().summary()})")
+        lines.append(f"tier {tier}: {result.line()}")
     if "failed" in statuses:
         return PhaseOutcome(
             "failed",

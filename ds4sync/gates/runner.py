@@ -8,6 +8,7 @@ Ctrl-C stops every running child's process group, then re-raises KeyboardInterru
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -20,9 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from ds4sync.core import fault
+from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ConfigError, ToolMissingError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.proc import stop_process_group
+from ds4sync.core.proc import stop_process_groups
 from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate
@@ -112,14 +115,7 @@ class _Children:
         self.cancelled.set()
         with self.lock:
             groups = list(self.groups)
-        # The one stop routine, one group per thread: N groups take one grace period, not N.
-        stoppers = [
-            threading.Thread(target=stop_process_group, args=(g,), kwargs={"grace_s": STOP_GRACE_S}) for g in groups
-        ]
-        for thread in stoppers:
-            thread.start()
-        for thread in stoppers:
-            thread.join()
+        stop_process_groups(groups, grace_s=STOP_GRACE_S)
 
 
 class _Devices:
@@ -148,17 +144,72 @@ def run_tier(
 ) -> TierResult:
     """Run the gates of ``options.tier`` and return their results (recorded into ``record`` when given).
 
-    Runs in ``options.target``, else the run's worktree, else the checkout of ``ws``.
+    Runs in ``options.target``, else the run's worktree, else a scratch worktree of the checkout's
+    HEAD under the state dir (so that the person's checkout is never written to). Each result
+    records the commit and tree id it ran on; a tree that changed while the gates ran makes
+    every gate an error.
 
     Raises:
         ConfigError: bad gate file, unknown tier or gate name.
         ToolMissingError: the target python does not exist.
         KeyboardInterrupt: after every child was stopped.
     """
+    if options.target is None and record is None:
+        with scratch_worktree(ws) as scratch:
+            result = run_tier(ws, dataclasses.replace(options, target=scratch), progress=progress)
+        return result.model_copy(update={"repo": str(ws.repo.path)})
+    if record is not None:
+        with registered_children(ws.store.run_dir(record.run_id) / "children"):
+            return _run_tier(ws, options, record=record, progress=progress)
+    return _run_tier(ws, options, record=record, progress=progress)
+
+
+@contextlib.contextmanager
+def scratch_worktree(ws: Workspace):
+    """A copy of the checkout as it is, under ``<state>/gate-worktrees/``, removed afterwards.
+
+    A detached worktree at the checkout's HEAD with its tracked changes (``git stash create``,
+    which writes no ref) and its untracked, not ignored files copied in: the gates see what the
+    person has, and whatever they write lands in the copy, never in the person's checkout.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    path = ws.store.root / "gate-worktrees" / f"{stamp}-{os.getpid()}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repo = ws.repo
+    head, stash = repo.head(), repo.out("stash", "create")
+    repo.run("worktree", "add", "--quiet", "--detach", str(path), stash or head)
+    try:
+        scratch = GitRepo(path)
+        if stash:
+            scratch.run("reset", "--quiet", head)  # HEAD as in the checkout, its changes left in the tree
+        untracked = repo.run("ls-files", "-z", "--others", "--exclude-standard", strip=False)[1]
+        state = ws.store.root.resolve()
+        for rel in filter(None, untracked.split("\0")):
+            source, copy = repo.path / rel, path / rel
+            if source.resolve().is_relative_to(state):
+                continue  # the state dir inside the checkout (a CI artefact folder) is not the checkout's
+            if source.is_file() and not source.is_symlink():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, copy)
+        yield path
+    finally:
+        repo.worktree_remove(path)
+
+
+def tree_id(repo: GitRepo) -> str:
+    """The tree id of the checkout's tracked files as they are now (``git stash create`` writes no ref)."""
+    stash = repo.out("stash", "create")
+    return repo.out("rev-parse", f"{stash or 'HEAD'}^{{tree}}")
+
+
+def _run_tier(
+    ws: Workspace, options: TierOptions, *, record: RunRecord | None, progress: Progress | None
+) -> TierResult:
     started_at, start = now_iso(), time.monotonic()
     emit = progress or (lambda _event: None)
     target = options.target or (Path(record.worktree) if record else ws.repo.path)
     repo = GitRepo(target)
+    head, tree = repo.head(), tree_id(repo)
     gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
     settings = ws.config.gates
     changed = changed_files(repo, options.changed_since) if options.changed_since else None
@@ -192,10 +243,19 @@ def run_tier(
     )
     plan.executor = _executor(ws, options, repo)
     results = plan.execute(decisions)
+    after = (repo.head(), tree_id(repo))
+    proof: dict[str, str] = {"commit": head, "tree": tree}
+    if after != (head, tree):
+        proof |= {
+            "status": "error",
+            "reason": f"the checkout changed while the gates ran ({tree[:12]} -> {after[1][:12]})",
+        }
+    results = [r.model_copy(update=proof) for r in results]
     return TierResult(
         tier=options.tier,
         repo=str(target),
-        head=repo.head(),
+        head=head,
+        tree=tree,
         started_at=started_at,
         duration_s=time.monotonic() - start,
         changed_since=options.changed_since,
@@ -335,6 +395,10 @@ class _Plan:
         self.emit(GateEvent(gate.name, "finished", result=result))
         return result
 
+    def _started(self, gate: Gate, pgid: int) -> None:
+        self.children.add(pgid)
+        fault.point(f"gate.child-started.{gate.name}")
+
     def _remote(self, gate: Gate, why: str) -> GateResult:
         assert self.executor is not None
         self.emit(GateEvent(gate.name, "started"))
@@ -359,7 +423,7 @@ class _Plan:
             devices=devices,
             base_ref=self.context.base_ref,
             on_line=on_line,
-            on_start=self.children.add,
+            on_start=lambda pgid: self._started(gate, pgid),
             extra=self.context.extra,
         )
         self.emit(GateEvent(gate.name, "started", devices=devices))

@@ -39,13 +39,15 @@ class GatesConfig(BaseModel):
     checkout; default ``<checkout>/.venv/bin/python``, else the fork checkout's, else the
     python running ds4sync). ``gpus``: device ids for GPU gates (default: none). ``tiers``:
     what the pipeline's ``gate`` phase runs (none unless configured: a sync of an unknown
-    tree runs no tests by surprise).
+    tree runs no tests by surprise). ``promote_tiers``: the tiers ``promote`` requires to have
+    passed on the promoted commit (default: ``tiers``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     python: str | None = None
     tiers: tuple[str, ...] = ()
+    promote_tiers: tuple[str, ...] | None = None
     jobs: int = Field(default=2, ge=1)
     gpus: tuple[str, ...] = ()
     run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS
@@ -55,3 +57,8 @@ class GatesConfig(BaseModel):
     ray_source: str | None = Field(
         default=None, description="path or URL every Ray node clones the repository from (default: this checkout)"
     )
+
+    @property
+    def required_for_promote(self) -> tuple[str, ...]:
+        """The tiers that must pass on the promoted commit: ``promote_tiers``, else ``tiers``."""
+        return self.tiers if self.promote_tiers is None else self.promote_tiers

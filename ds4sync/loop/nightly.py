@@ -276,7 +276,7 @@ def _after(ws: Workspace, night: NightlyResult, *, progress: Progress | None) ->
     if record is not None and record.status == "done" and ws.config.nightly.promote:
         from ds4sync.loop.promote import blockers, promote
 
-        reasons = blockers(record)
+        reasons = blockers(record, required_tiers=ws.config.gates.required_for_promote, repo=ws.repo)
         if reasons:
             notes.append(f"not promoted: {'; '.join(reasons)}")
         else:
@@ -392,7 +392,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     if record is None:
         kind = "info" if night.exit_code == ExitCode.OK else "warning"
         return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=night.message, kind=kind)
-    view = build_view(record.model_dump(mode="json"), public=True)
+    view = build_view(record, public=True)
     status = {
         ExitCode.OK: "green",
         ExitCode.FAILED: "FAILED",

@@ -1,18 +1,33 @@
-"""Promote: the one command that moves the fork branch, and only forward, only when green.
+"""Promote: the one command that moves the fork branch, and only forward, only to a proven commit.
 
-The fork branch is fast-forwarded to the sync branch's head with a compare-and-swap
-(``git update-ref <ref> <new> <old>``), so a fork that moved meanwhile is never
-overwritten. The old head stays reachable at ``refs/ds4sync/rollback/<run-id>``.
+A commit is proven when the merge is committed, replay and verify passed on it, and every
+tier required for promotion (``gates.promote_tiers``, default ``gates.tiers``) passed on
+exactly that commit and tree: each gate result records the commit and tree id it ran on.
+The sync branch's head must still be that commit; commits added after the gates are named
+and refused. Without configured tiers promote refuses unless ``--allow-ungated``, which the
+record and the report state.
+
+The fork branch is fast-forwarded with a compare-and-swap (``git update-ref <ref> <new>
+<old>``), so a fork that moved meanwhile is never overwritten. The old head stays reachable
+at ``refs/ds4sync/rollback/<run-id>``. A promote killed after the branch moved but before the
+record was saved is recognised by the next promote (the branch at the proven commit, the
+rollback ref at the old head) and recorded.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import now_iso
 from ds4sync.loop.results import PromoteResult
 from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace
+
+UNGATED_NOTE = "PROMOTED UNGATED: no gate tier was configured for promotion; no test proved this commit"
 
 
 class AlreadyPromoted(StateError):
@@ -27,21 +42,232 @@ class AlreadyPromoted(StateError):
         self.result = result
 
 
-def blockers(record: RunRecord) -> list[str]:
-    """Why ``record`` may not be promoted (empty when it may)."""
-    reasons = []
-    merge = record.results.merge
-    if merge is None or not merge.merge_commit:
-        reasons.append("the merge is not committed")
+@dataclass
+class Proof:
+    """What the record proves about ``commit`` (the sync branch's head).
+
+    ``hard``: reasons nothing overrides (no merge commit, gates that ran on another commit,
+    a head that moved after the gates); ``soft``: failures ``--allow-blockers`` may override;
+    ``ungated``: no tier is required for promotion.
+    """
+
+    commit: str | None
+    hard: list[str] = field(default_factory=list)
+    soft: list[str] = field(default_factory=list)
+    proven_by: list[str] = field(default_factory=list)
+    ungated: bool = False
+
+
+def blockers(record: RunRecord, *, required_tiers: tuple[str, ...] = (), repo: GitRepo | None = None) -> list[str]:
+    """Why ``record`` may not be promoted (empty when it may); ``repo`` is the fork checkout."""
+    proof = prove(record, required_tiers=required_tiers, repo=repo)
+    return [*proof.hard, *proof.soft] + (["no gate tier is configured for promotion"] if proof.ungated else [])
+
+
+def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo | None = None) -> Proof:
+    """Check that the run proves its sync branch's head; see :class:`Proof`."""
+    head = _sync_head(record, repo)
+    proof = Proof(commit=head, ungated=not required_tiers)
+    _check_merge(record, proof, repo)
+    _check_phases(record, proof)
+    tree = _tree(repo, head)
+    ran_on: set[str] = set()
+    for tier in required_tiers:
+        result = record.results.gates.get(tier)
+        if result is None:
+            proof.hard.append(f"required tier '{tier}' has not run")
+            continue
+        ran_on |= _check_tier(tier, [g.model_dump(mode="json") for g in result.gates], proof, tree)
+    moved = _moved_after(repo, ran_on - {str(head)}, head)
+    if moved:
+        proof.hard.insert(0, moved)
+    return proof
+
+
+def _check_merge(record: RunRecord, proof: Proof, repo: GitRepo | None) -> None:
+    merged = record.results.merge.merge_commit if record.results.merge is not None else None
+    head = proof.commit
+    if head is None:
+        proof.hard.append(f"the sync branch {record.sync_branch} does not exist")
+    if not merged:
+        proof.hard.append("the merge is not committed")
+    elif repo is not None and head is not None and not repo.is_ancestor(merged, head):
+        proof.hard.append(f"{record.sync_branch} does not contain the merge commit {merged[:12]}")
+
+
+def _check_phases(record: RunRecord, proof: Proof) -> None:
     for name, state in record.phases.items():
         if state.status in ("failed", "needs-person", "running"):
-            reasons.append(f"phase '{name}' is {state.status}")
-    for tier, tier_result in record.results.gates.items():
-        for gate in tier_result.gates:
-            # Environment-only failures (incomplete) never count as passing.
-            if gate.required and gate.status in ("failed", "error", "incomplete"):
-                reasons.append(f"required gate {tier}/{gate.name} is {gate.status}")
-    return reasons
+            proof.soft.append(f"phase '{name}' is {state.status}")
+    for name in ("replay", "verify"):
+        if record.phase(name).status == "pending":
+            proof.hard.append(f"phase '{name}' has not run")
+    verify = record.results.verify
+    head = proof.commit
+    if record.phase("verify").status != "done" or head is None or verify is None:
+        return
+    if verify.commit != head:
+        proof.hard.append(f"verify ran on {_short(verify.commit)}, not on the head {head[:12]}")
+    elif verify.dirty:
+        proof.hard.append(f"verify ran on uncommitted changes ({', '.join(verify.dirty[:3])})")
+
+
+def _check_tier(tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str | None) -> set[str]:
+    """Add the tier's blockers to ``proof``; return the commits its gates ran on."""
+    head = proof.commit
+    if not gates:
+        proof.hard.append(f"required tier '{tier}' has no gates")
+    ran_on = set()
+    for gate in gates:
+        label = f"{tier}/{gate.get('name')}"
+        ran_on.add(str(gate.get("commit")))
+        if gate.get("commit") != head:
+            proof.hard.append(f"gate {label} ran on {_short(gate.get('commit'))}, not on {_short(head)}")
+        elif tree is not None and gate.get("tree") != tree:
+            proof.hard.append(f"gate {label} ran on a tree with uncommitted changes ({_short(gate.get('tree'))})")
+        # Environment-only failures (incomplete) never count as passing.
+        if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
+            proof.soft.append(f"required gate {label} is {gate.get('status')}")
+    proof.proven_by.append(f"{tier}: {len(gates)} gates")
+    return ran_on
+
+
+def _moved_after(repo: GitRepo | None, ran_on: set[str], head: str | None) -> str | None:
+    """``the sync branch moved after the gates: <new commits>`` when the gates ran on an ancestor of ``head``."""
+    if repo is None or head is None or len(ran_on) != 1:
+        return None
+    gated = next(iter(ran_on))
+    if gated == "None" or not repo.resolve_commit(gated):
+        return None
+    if not repo.is_ancestor(gated, head):
+        return f"the sync branch was rewritten after the gates ran on {gated[:12]} (now {head[:12]})"
+    log = repo.out("log", "--format=%h %s", "--end-of-options", f"{gated}..{head}").splitlines()
+    shown = "; ".join(log[:5]) + (f"; and {len(log) - 5} more" if len(log) > 5 else "")
+    return f"the sync branch moved after the gates ran on {gated[:12]}: {len(log)} new commit(s): {shown}"
+
+
+def _sync_head(record: RunRecord, repo: GitRepo | None) -> str | None:
+    if repo is None:
+        return record.results.merge.merge_commit if record.results.merge is not None else None
+    return repo.resolve_commit(f"refs/heads/{record.sync_branch}")
+
+
+def _tree(repo: GitRepo | None, commit: str | None) -> str | None:
+    if repo is None or commit is None:
+        return None
+    return repo.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}")
+
+
+def _short(sha: Any) -> str:
+    return str(sha)[:12] if sha else "no recorded commit"
+
+
+def promote(
+    ws: Workspace, *, run_id: str | None = None, allow: bool = False, allow_ungated: bool = False
+) -> PromoteResult:
+    """Fast-forward the fork branch to the run's proven sync head.
+
+    Args:
+        run_id: the run (default: the active one, else the latest).
+        allow: promote despite failed gates or phases (recorded); never despite an unproven commit.
+        allow_ungated: promote although no tier is configured for promotion (recorded loudly).
+
+    When the fork branch is checked out in a clean work tree, that tree is updated too.
+
+    Raises:
+        AlreadyPromoted: the run was promoted before (a StateError).
+        StateError: the commit is not proven, blockers remain, the fork branch moved since the
+            run started, or the branch is checked out in a work tree with uncommitted changes.
+    """
+    with ws.store.lock("promote"):
+        record = ws.store.resolve(run_id)
+        repo, branch = ws.repo, record.fork.branch
+        if record.results.promote is not None:
+            raise AlreadyPromoted(record.run_id, record.results.promote)
+        proof = prove(record, required_tiers=ws.config.gates.required_for_promote, repo=repo)
+        _refuse_unproven(ws, record, proof, allow=allow, allow_ungated=allow_ungated)
+        new_head = proof.commit
+        assert new_head is not None, "a proof without hard blockers names its commit"
+        rollback = f"refs/ds4sync/rollback/{record.run_id}"
+        current = repo.branch_head(branch)
+        holder: GitRepo | None = None
+        if current == new_head and repo.resolve_commit(rollback) == record.fork.head_before:
+            current = record.fork.head_before  # promoted before a kill; the record write is what is left
+        elif current != record.fork.head_before:
+            raise StateError(
+                f"{branch} moved since the run started ({record.fork.head_before[:12]} -> {current[:12]})",
+                where=str(repo.path),
+                fix="run a new sync from the current fork head",
+            )
+        else:
+            if not repo.is_ancestor(current, new_head):
+                raise StateError(
+                    f"{record.sync_branch} does not contain {branch}",
+                    where=str(repo.path),
+                    fix="the sync branch was rewritten; start a new sync",
+                )
+            holder = _clean_checkout_of(repo, branch)
+            repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
+            fault.point("promote.after-rollback-ref")
+            if holder is not None:
+                holder.update_checkout(current, new_head)
+            try:
+                repo.run(
+                    "update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current
+                )
+            except GitError:
+                if holder is not None:  # the branch did not move: put its checkout back
+                    holder.update_checkout(new_head, current)
+                raise
+            fault.point("promote.after-update-ref")
+        result = PromoteResult(
+            branch=branch,
+            old_head=current,
+            new_head=new_head,
+            rollback_ref=rollback,
+            promoted_at=now_iso(),
+            tree=_tree(repo, new_head),
+            proven_by=tuple(proof.proven_by),
+            ungated=proof.ungated,
+            overridden=tuple(proof.soft),
+            worktree_updated=str(holder.path) if holder is not None else None,
+        )
+        record.results.promote = result
+        record.status = "promoted"
+        if proof.soft:
+            record.notes.append(f"promoted despite: {'; '.join(proof.soft)}")
+        if proof.ungated:
+            record.notes.append(UNGATED_NOTE)
+        ws.store.save(record)
+        if record.results.report is not None:  # the report says what happened to the run
+            from ds4sync.report.files import write_report
+
+            write_report(ws.store, record, ws.profile)
+        return result
+
+
+def _refuse_unproven(ws: Workspace, record: RunRecord, proof: Proof, *, allow: bool, allow_ungated: bool) -> None:
+    """Raise the StateError that says why ``proof`` does not allow promoting (nothing when it does)."""
+    where = str(ws.store.record_path(record.run_id))
+    if proof.hard:
+        raise StateError(
+            f"run {record.run_id} does not prove {record.sync_branch}: {'; '.join(proof.hard)}",
+            where=where,
+            fix="run the gates on the sync head (`ds4sync resume`, or `ds4sync gate --tier TIER` in the run)",
+        )
+    if proof.soft and not allow:
+        raise StateError(
+            f"run {record.run_id} cannot be promoted: {'; '.join(proof.soft)}",
+            where=where,
+            fix="fix and `ds4sync resume`, or pass --allow-blockers to promote anyway",
+        )
+    if proof.ungated and not allow_ungated:
+        raise StateError(
+            f"run {record.run_id}: no gate tier is configured for promotion, so nothing proved {record.sync_branch}",
+            where=str(ws.config.source or ws.repo.path),
+            fix="set gates.tiers (or gates.promote_tiers) in ds4sync.yaml and `ds4sync resume`, "
+            "or pass --allow-ungated (recorded in the run and its report)",
+        )
 
 
 def _clean_checkout_of(repo: GitRepo, branch: str) -> GitRepo | None:
@@ -66,72 +292,3 @@ def _clean_checkout_of(repo: GitRepo, branch: str) -> GitRepo | None:
             fix="commit or stash them (promote then updates that checkout), or check out another branch there",
         )
     return holder
-
-
-def promote(ws: Workspace, *, run_id: str | None = None, allow: bool = False) -> PromoteResult:
-    """Fast-forward the fork branch to the run's sync branch.
-
-    Args:
-        run_id: the run (default: the active one, else the latest).
-        allow: promote despite blockers other than a moved fork branch (recorded).
-
-    Raises:
-        AlreadyPromoted: the run was promoted before (a StateError).
-        StateError: blockers remain, the fork branch moved since the run started, or
-            the branch is checked out in a work tree with uncommitted changes.
-    """
-    with ws.store.lock("promote"):
-        record = ws.store.resolve(run_id)
-        if record.results.promote is not None:
-            raise AlreadyPromoted(record.run_id, record.results.promote)
-        repo, branch = ws.repo, record.fork.branch
-        reasons = blockers(record)
-        if reasons and not allow:
-            raise StateError(
-                f"run {record.run_id} cannot be promoted: {'; '.join(reasons)}",
-                where=str(ws.store.record_path(record.run_id)),
-                fix="fix and `ds4sync resume`, or pass --allow-blockers to promote anyway",
-            )
-        current = repo.branch_head(branch)
-        if current != record.fork.head_before:
-            raise StateError(
-                f"{branch} moved since the run started ({record.fork.head_before[:12]} -> {current[:12]})",
-                where=str(repo.path),
-                fix="run a new sync from the current fork head",
-            )
-        new_head = repo.branch_head(record.sync_branch)
-        if not repo.is_ancestor(current, new_head):
-            raise StateError(
-                f"{record.sync_branch} does not contain {branch}",
-                where=str(repo.path),
-                fix="the sync branch was rewritten; start a new sync",
-            )
-        holder = _clean_checkout_of(repo, branch)
-        rollback = f"refs/ds4sync/rollback/{record.run_id}"
-        repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
-        if holder is not None:
-            holder.update_checkout(current, new_head)
-        try:
-            repo.run("update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current)
-        except GitError:
-            if holder is not None:  # the branch did not move: put its checkout back
-                holder.update_checkout(new_head, current)
-            raise
-        result = PromoteResult(
-            branch=branch,
-            old_head=current,
-            new_head=new_head,
-            rollback_ref=rollback,
-            promoted_at=now_iso(),
-            worktree_updated=str(holder.path) if holder is not None else None,
-        )
-        record.results.promote = result
-        record.status = "promoted"
-        if reasons:
-            record.notes.append(f"promoted despite: {'; '.join(reasons)}")
-        ws.store.save(record)
-        if record.results.report is not None:  # the report says what happened to the run
-            from ds4sync.report.files import write_report
-
-            write_report(ws.store, record, ws.profile)
-        return result

@@ -8,7 +8,12 @@ from ds4sync.core.model import FrozenModel
 
 
 class PromoteResult(BaseModel):
-    """What promote did: old and new heads of the fork branch and the rollback ref."""
+    """What promote did: old and new heads of the fork branch, the rollback ref, and what proved it.
+
+    ``tree`` is the promoted commit's tree id; ``proven_by`` lists the tiers (``tier: N gates``)
+    that passed on ``new_head``; ``ungated`` is True when it was promoted with ``--allow-ungated``
+    and no tier proved it; ``overridden`` lists the blockers ``--allow-blockers`` promoted despite.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -18,6 +23,10 @@ class PromoteResult(BaseModel):
     rollback_ref: str
     promoted_at: str
     worktree_updated: str | None = None
+    tree: str | None = None
+    proven_by: tuple[str, ...] = ()
+    ungated: bool = False
+    overridden: tuple[str, ...] = ()
 
 
 class StanzaPaths(FrozenModel):

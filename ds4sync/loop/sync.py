@@ -6,9 +6,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, check_user_ref
-from ds4sync.core.record import ForkRef, UpstreamRef, make_run_id
+from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import MergeSummary, plan_merge
 from ds4sync.runner import (
     Phase,
@@ -179,24 +180,29 @@ def resume(
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
-    A run waiting in ``resolve`` first has the person's resolutions accepted (refused
-    while conflict markers remain).
+    A failed run is resumed too: its failed phase runs again (after the person's fix); so is a
+    finished run that was not promoted (a commit added to its sync branch is proven). Child
+    process groups a killed run left behind are stopped first, before the worktree is touched.
+    When the sync branch moved since verify or the gates ran (a fix committed in the worktree),
+    the proving phases (verify, build, gate, report) run again on the new head. A run waiting
+    in ``resolve`` first has the person's resolutions accepted (refused while conflict markers
+    remain).
 
     Raises:
-        StateError: no active run.
+        StateError: no active or failed run.
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
+    say = progress or (lambda _m: None)
     with ws.store.lock("resume") as stale:
-        _report_stale(stale, progress or (lambda _m: None))
-        record = ws.store.current()
-        if record is None:
-            latest = ws.store.latest()
-            record = latest if latest is not None and latest.status == "failed" else None
+        _report_stale(stale, say)
+        record = ws.store.current() or _failed_latest(ws)
         if record is None:
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
-        ctx = RunContext(ws, record, progress or (lambda _m: None), deadline=deadline)
+        stop_leftover_children(ws, record, say)
+        _reprove_if_moved(record, say)
+        ctx = RunContext(ws, record, say, deadline=deadline)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
@@ -219,12 +225,57 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
     """
     with ws.store.lock("abort"):
         record = abort_target(ws, run_id=run_id)
+        stop_leftover_children(ws, record, lambda _m: None)
+        fault.point("abort.after-stop-children")
         ws.repo.worktree_remove(Path(record.worktree))
+        fault.point("abort.after-worktree-remove")
         ws.repo.delete_branch(record.sync_branch)
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
         return record
+
+
+PROVING_PHASES = ("verify", "build", "gate", "report")
+
+
+def _failed_latest(ws: Workspace) -> RunRecord | None:
+    """The latest run when it failed or finished unpromoted: resume runs its failed phase again, or
+    proves a sync head that moved since."""
+    latest = ws.store.latest()
+    if latest is not None and latest.status in ("failed", "done") and latest.results.promote is None:
+        return latest
+    return None
+
+
+def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress) -> None:
+    """Stop the child process groups a killed run left running (still ours: pid and start time match)."""
+    from ds4sync.core.children import ChildRegistry
+    from ds4sync.runner import CHILDREN_DIR
+
+    stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_DIR).reap_orphans(grace_s=2.0)
+    if stopped:
+        names = ", ".join(f"{e.pgid} `{' '.join(e.argv[:3])}`" for e in stopped)
+        say(f"stopped {len(stopped)} process group(s) left by the interrupted run: {names}")
+        record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
+        ws.store.save(record)
+
+
+def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
+    """Send the proving phases back to pending when the sync worktree's HEAD is not what they proved."""
+    from ds4sync.runner import worktree_head
+
+    head = worktree_head(record)
+    verify = record.results.verify
+    proved = verify.commit if verify is not None and record.phase("verify").status == "done" else None
+    if head is None or proved is None or proved == head:
+        return
+    say(f"the sync branch moved since verify ({proved[:12]} -> {head[:12]}); verifying and gating the new head")
+    record.notes.append(f"sync branch moved {proved[:12]} -> {head[:12]} after verify; proving phases run again")
+    for name in PROVING_PHASES:
+        if name in record.phases:
+            record.phases[name] = PhaseState()
+    record.results.gates = {}
 
 
 def _run(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:

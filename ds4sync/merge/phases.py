@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
@@ -86,6 +87,7 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     store = ResolutionStore(ctx.ws.resolutions_dir)
     ctx.progress(f"merging {record.upstream.sha[:12]} ({many(summary.upstream_commits, 'upstream commit')})")
     replay = merge_with_store(wt, record.upstream.sha, store, cache)
+    fault.point("merge.after-git-merge")
     unmerged = set(wt.unmerged_paths())
     lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
     if lost:
@@ -251,6 +253,12 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     summary = _summary(record)
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
+    if wt.merge_head() is None and is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
+        # Committed before a kill, the record not saved yet: the commit is this run's own.
+        sha = wt.head()
+        remerged = tuple(repo.remerge_diff_paths(sha))
+        summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+        return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
     cache = rerere_cache(ctx)
     ids = wt.merge_rr()
     wt.rerere(cache)  # records the postimages of what a person resolved
@@ -266,6 +274,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
                 conflict = conflict.model_copy(update={"stored_as": str(store.root / stored[0])})
         entries.append(conflict)
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
+    fault.point("commit.after-rerere")
     message = merge_message(
         summary,
         upstream_name=record.upstream.name or record.upstream.url or record.upstream.remote,
@@ -275,10 +284,17 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         run_id=record.run_id,
     )
     sha = wt.commit(message)
+    fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
+
+
+def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bool:
+    """Whether ``sha`` is the merge commit of this run: exactly the parents (fork head, upstream SHA)."""
+    parents = wt.out("rev-list", "--parents", "-n", "1", "--end-of-options", sha).split()[1:]
+    return parents == [fork_head, upstream_sha]
 
 
 def _reset_to_fork_head(wt: GitRepo, fork_head: str) -> None:

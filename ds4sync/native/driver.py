@@ -20,13 +20,14 @@ from typing import Literal
 from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.files import tail_lines, write_atomic
+from ds4sync.core.files import redact_file, tail_lines, write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
+from ds4sync.core.redact import secret_values
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import REDACTED, BuildProfile, OverlaySpec, compose_build_env, expand, is_secret
-from ds4sync.native.proof import ProofResult, run_proof
+from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
+from ds4sync.native.proof import ArchProof, ProofResult, prove_archs, run_proof
 from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
 
 SCHEMA_VERSION = 1
@@ -68,6 +69,7 @@ class BuildResult(FrozenModel):
     steps: tuple[StepResult, ...] = ()
     failed_step: str | None = None
     proof: ProofResult | None = None
+    archs: ArchProof | None = None
     summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
     message: str = ""
     checks: dict[str, dict] = Field(
@@ -185,9 +187,10 @@ class _Build:
             "cpus": str(os.cpu_count() or 1),
         }
         self.env, recorded = compose_build_env(profile, base=base, venv=self.venv, values=self.values)
-        self.secrets = _secret_values({**base, **self.env})
+        self.secrets = secret_values({**base, **self.env})
         self.where = f"build profile '{name}'"
         self.steps: list[StepResult] = []
+        self.arch_message = ""
         self.use_uv = _use_uv(profile, self.env)
         install = (
             [expand(a, self.values) for a in profile.install_run]
@@ -237,6 +240,9 @@ class _Build:
         build_s = venv_s + time.monotonic() - clock
         if failed:
             return self.failed(failed, build_s=build_s)
+        archs = self.prove_archs()
+        if archs is not None and not archs.ok:
+            return self.failed("arch proof", build_s=build_s)
         # uv checks only the venv's own packages; pip also sees the inherited ones.
         uv_check = self.use_uv and not self.profile.venv.inherit_site_packages
         proof = run_proof(
@@ -262,6 +268,28 @@ class _Build:
             **_report_fields("passed", None, proof),
             **self.common,
         )
+
+    def prove_archs(self) -> ArchProof | None:
+        """The archs the build compiled for against the profile's TORCH_CUDA_ARCH_LIST (None when it sets none).
+
+        Recorded in the result; a narrowed list (an asked arch not built) fails the build and
+        names the kernels the build said it skipped.
+        """
+        asked = self.env.get("TORCH_CUDA_ARCH_LIST")
+        if not asked:
+            return None
+        cuobjdump = find_tool("cuobjdump", self.env)
+        libraries = sorted(self.src.rglob("*.so")) if cuobjdump else []
+        archs = prove_archs(
+            asked, self.log.read_text(errors="replace"), libraries=libraries, cuobjdump=cuobjdump, env=self.env
+        )
+        self.common["archs"] = archs
+        line = f"asked {';'.join(archs.asked)}, built {';'.join(archs.built) or 'nothing named'} (from {archs.source})"
+        if archs.missing:
+            kernels = f"; kernels skipped: {', '.join(archs.skipped_kernels)}" if archs.skipped_kernels else ""
+            self.arch_message = f"narrowed arch list: {line}; missing {';'.join(archs.missing)}{kernels}"
+        _append(self.log, f"\n==> arch proof: {line}\n")
+        return archs
 
     def step(self, name: str, argv: list[str], *, cwd: Path, timeout_s: float) -> bool:
         """Run one command into the log; whether it exited 0."""
@@ -352,13 +380,16 @@ class _Build:
             proof_s=proof.duration_s if proof else 0.0,
             total_s=total,
             duration_s=total,
-            **_report_fields("failed", name, proof),
+            **{
+                **_report_fields("failed", name, proof),
+                **({"message": self.arch_message, "summary": self.arch_message} if self.arch_message else {}),
+            },
             **self.common,
         )
 
     def scrub(self) -> None:
-        """Replace every secret value that reached the log by ``***``."""
-        _scrub_secrets(self.log, self.secrets)
+        """Redact the build log with the one rule set (secret values of the build env included)."""
+        redact_file(self.log, extra=self.secrets)
 
 
 def _plan_venv(
@@ -509,20 +540,3 @@ def first_errors(log: Path, limit: int = MAX_ERROR_LINES) -> tuple[str, ...]:
 def _append(log: Path, text: str) -> None:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(text)
-
-
-def _secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values of secret-looking variables, longest first (short values would redact ordinary words)."""
-    return sorted({v for k, v in env.items() if is_secret(k) and len(v) >= 6}, key=len, reverse=True)
-
-
-def _scrub_secrets(log: Path, secrets: list[str]) -> None:
-    """Replace each of ``secrets`` in the log by ``***`` (atomically)."""
-    if not secrets or not log.is_file():
-        return
-    text = log.read_text(encoding="utf-8", errors="replace")
-    scrubbed = text
-    for value in secrets:
-        scrubbed = scrubbed.replace(value, REDACTED)
-    if scrubbed != text:
-        write_atomic(log, scrubbed)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.native.driver import BuildResult, Progress, run_build
@@ -81,15 +82,16 @@ def build_workspace(
         started = now_iso()
         record.phases["build"] = PhaseState(status="running", started_at=started, pid=os.getpid())
         ws.store.save(record)
-        result = run_build(
-            Path(record.worktree),
-            profile,
-            manifest=manifest,
-            profile_name=name,
-            repo=ws.repo.path,
-            work_dir=ws.store.run_dir(record.run_id) / "build",
-            progress=progress,
-        )
+        with registered_children(ws.store.run_dir(record.run_id) / "children"):  # a kill leaves nothing running
+            result = run_build(
+                Path(record.worktree),
+                profile,
+                manifest=manifest,
+                profile_name=name,
+                repo=ws.repo.path,
+                work_dir=ws.store.run_dir(record.run_id) / "build",
+                progress=progress,
+            )
         _record(record, result, started=started)
         ws.store.save(record)
         return result, record

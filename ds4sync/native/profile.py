@@ -12,7 +12,6 @@ CMAKE_ARGS, MAX_JOBS, NVCC_THREADS); the seed sync write-up's install line.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,11 +21,12 @@ from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.redact import SECRET, is_secret_name
 
 PROFILES_FILE = "kernels/build_profiles.yaml"
-# Variables never passed to a build nor written anywhere unless a profile keeps them by name.
-SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*API_KEY*", "*_KEY", "*CREDENTIAL*", "*AUTH*")
-REDACTED = "***"
+# Variables whose names look secret (core.redact's one rule) are never passed to a build nor
+# written anywhere unless a profile keeps them by name.
+REDACTED = SECRET
 DEFAULT_INSTALL = ("-e", ".", "--no-build-isolation", "--no-deps", "-v")
 
 
@@ -180,13 +180,12 @@ def select_profile(profiles: Mapping[str, BuildProfile], name: str) -> BuildProf
 
 
 def is_secret(name: str) -> bool:
-    """Whether an environment variable name looks like it holds a credential (GITHUB_TOKEN, HF_TOKEN...)."""
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+    """Whether an environment variable name looks like a credential (:func:`ds4sync.core.redact.is_secret_name`)."""
+    return is_secret_name(name)
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with the values of secret-looking names replaced by ``***``: the form records and logs get."""
+    """``env`` with the values of secret-looking names replaced by ``[redacted]``: the form records and logs get."""
     return {k: (REDACTED if is_secret(k) else v) for k, v in env.items()}
 
 

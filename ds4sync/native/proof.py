@@ -11,10 +11,11 @@ alias set). vLLM swallows a failing ``_moe_C`` import at start-up
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -95,6 +96,100 @@ class ProofResult(FrozenModel):
     def failures(self) -> list[ProofItem]:
         """The checks that failed."""
         return [item for item in self.items if item.status == "failed"]
+
+
+class ArchProof(FrozenModel):
+    """The GPU architectures a build compiled for, against what its profile asked.
+
+    ``asked``: the profile's ``TORCH_CUDA_ARCH_LIST`` (normalised: ``12.0a``, ``9.0``);
+    ``built``: read from the build's own output (nvcc ``-gencode``/``-arch`` flags, CMake's
+    arch messages) and, when ``cuobjdump`` is installed, from the cubins in the built
+    libraries (``source`` says which); ``missing``: asked but not built; ``skipped_kernels``:
+    what the build said it did not build for lack of a matching arch. ``ok``: nothing missing.
+    """
+
+    asked: tuple[str, ...] = ()
+    built: tuple[str, ...] = ()
+    source: str = ""
+    missing: tuple[str, ...] = ()
+    skipped_kernels: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether every asked arch was built (nothing asked: nothing to prove)."""
+        return not self.missing
+
+
+_GENCODE = re.compile(r"(?:-gencode[= ]|--generate-code[= ])arch=compute_(\w+),code=\[?([\w,]+)\]?")
+_ARCH_FLAG = re.compile(r"(?:^|\s)-arch[= ]sm_(\w+)")
+_CMAKE_ARCHS = re.compile(r"CUDA target arch(?:itecture)?s?\s*[:=]\s*([\w.;\- ]+)", re.IGNORECASE)
+_SKIPPED = re.compile(
+    r"Not building (?P<a>.+?) as no compatible archs|Skipping (?P<b>\S+) (?:kernels? )?(?:as|because|for)\b"
+)
+_CUBIN = re.compile(r"\bsm_(\d+[af]?)\.cubin\b")
+
+
+def normalize_arch(text: str) -> str | None:
+    """``12.0a`` from ``12.0a``, ``120a``, ``sm_120a``, ``compute_120a``, ``120a-real``, ``8.0+PTX``; None for noise."""
+    word = text.strip().lower().removeprefix("sm_").removeprefix("compute_")
+    word = word.split("+")[0].removesuffix("-real").removesuffix("-virtual").strip()
+    match = re.fullmatch(r"(\d+)\.(\d)([af]?)|(\d+)(\d)([af]?)", word)
+    if not match:
+        return None
+    major, minor, suffix = (match.group(1), match.group(2), match.group(3)) if match.group(1) else match.groups()[3:]
+    return f"{int(major)}.{minor}{suffix}"
+
+
+def arch_list(value: str) -> tuple[str, ...]:
+    """A ``TORCH_CUDA_ARCH_LIST`` (``"8.0;9.0+PTX"``, ``"12.0a 12.1a"``) as normalised archs, in order."""
+    found = (normalize_arch(part) for part in re.split(r"[;,\s]+", value) if part)
+    return tuple(dict.fromkeys(a for a in found if a))
+
+
+def archs_in_output(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(archs compiled for, kernels skipped) as the build's own output says them.
+
+    Reads nvcc's ``-gencode``/``--generate-code``/``-arch`` flags and CMake's "CUDA target
+    architectures: ..." message; ds4sync's own ``==>`` lines in the log are not the build's.
+    """
+    archs: list[str] = []
+    skipped: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("==> "):
+            continue
+        for arch, codes in _GENCODE.findall(line):
+            archs += [a for a in (normalize_arch(c) for c in codes.split(",")) if a] or [normalize_arch(arch) or ""]
+        archs += [a for a in (normalize_arch(x) for x in _ARCH_FLAG.findall(line)) if a]
+        for listed in _CMAKE_ARCHS.findall(line):
+            archs += arch_list(listed)
+        for match in _SKIPPED.finditer(line):
+            skipped.append((match.group("a") or match.group("b")).strip())
+    return tuple(dict.fromkeys(a for a in archs if a)), tuple(dict.fromkeys(skipped))
+
+
+def archs_in_libraries(libraries: Iterable[Path], cuobjdump: str, *, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The archs of the cubins inside built libraries (``cuobjdump --list-elf``)."""
+    found: list[str] = []
+    for lib in libraries:
+        res = run([cuobjdump, "--list-elf", str(lib)], cwd=str(lib.parent), env=dict(env), timeout_s=120)
+        found += [a for a in (normalize_arch(m) for m in _CUBIN.findall(res.output)) if a]
+    return tuple(dict.fromkeys(found))
+
+
+def prove_archs(
+    asked: str, log_text: str, *, libraries: Iterable[Path] = (), cuobjdump: str | None = None, env: Mapping[str, str]
+) -> ArchProof:
+    """Compare what the build compiled for with the profile's ``TORCH_CUDA_ARCH_LIST`` (``asked``)."""
+    wanted = arch_list(asked)
+    built, skipped = archs_in_output(log_text)
+    source = "the build output"
+    libs = list(libraries)
+    if cuobjdump and libs:
+        cubins = archs_in_libraries(libs, cuobjdump, env=env)
+        built = tuple(dict.fromkeys((*built, *cubins)))
+        source = f"the build output and the cubins of {len(libs)} built librar{'y' if len(libs) == 1 else 'ies'}"
+    missing = tuple(a for a in wanted if a not in built)
+    return ArchProof(asked=wanted, built=built, source=source, missing=missing, skipped_kernels=skipped)
 
 
 def run_proof(

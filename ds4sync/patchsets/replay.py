@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
 from ds4sync.patchsets.check import (
@@ -89,6 +90,19 @@ def replay(ctx: RunContext) -> PhaseOutcome:
     prior = ctx.record.results.replay
     entries = {e.id: e for e in prior.entries} if prior else {}
     by_id = {ps.id: ps for ps in patchsets}
+    if ctx.recovering:
+        recovered = recover(ctx, wt, by_id, pending=prior.pending if prior else None)
+        entries.update(recovered)
+        if prior and prior.pending in recovered:
+            prior = prior.model_copy(update={"pending": None})
+    dirty = None if prior and prior.pending in by_id else _foreign_changes(wt)
+    if dirty:
+        return PhaseOutcome(
+            "needs-person",
+            f"the sync worktree has uncommitted changes replay did not make: {', '.join(dirty[:5])}",
+            details=tuple(dirty),
+            next_steps=(f"commit or discard them in {wt.path} (`git status`), then `ds4sync resume`",),
+        )
     if prior and prior.pending in by_id:
         entry = accept_adaptation(ctx, wt, by_id[prior.pending], entries[prior.pending])
         entries[entry.id] = entry
@@ -184,13 +198,79 @@ def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
             status="retained",
             detail=f"its patches are already in the merged tree{note}",
         )
+    fault.point(f"replay.applied.{ps.id}")
     sha = wt.commit(commit_message(ps, "Reapplied by ds4sync replay after the upstream merge."))
+    fault.point(f"replay.committed.{ps.id}")
     return ReplayEntry(
         **{**base, "invariants": after},
         status="reapplied",
         commit=sha,
         detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}",
     )
+
+
+def own_commits(wt: GitRepo, start: str) -> list[tuple[str, str]]:
+    """``(sha, patch-set id)`` of the commits after ``start`` on HEAD's first-parent line that carry a
+    ``Patch-set:`` trailer, oldest first: what replay committed (its own finished work)."""
+    out = wt.out(
+        "log",
+        "--reverse",
+        "--first-parent",
+        f"--format=%H%x00%(trailers:key={TRAILER},valueonly,separator=%x2C)",
+        f"{start}..HEAD",
+    )
+    found = []
+    for line in out.splitlines():
+        sha, _, ids = line.partition("\0")
+        if ids.strip():
+            found.append((sha, ids.split(",")[0].strip()))
+    return found
+
+
+def recover(ctx: RunContext, wt: GitRepo, by_id: dict[str, PatchSet], *, pending: str | None) -> dict[str, ReplayEntry]:
+    """After a kill inside replay: keep the patch-set commits it finished, drop what it left half done.
+
+    Commits after the phase's start commit with a ``Patch-set:`` trailer are replay's own
+    (reapplied, or the person's adaptation of ``pending``); a change applied but not committed
+    (a kill between ``git apply --3way`` and the commit) is thrown away, so that neither that
+    patch-set nor the next one can take it for its own, and the patch-set runs again. A
+    person's uncommitted adaptation of ``pending`` is kept.
+
+    Returns:
+        The entries of the patch-sets found committed, by id.
+    """
+    start = ctx.start_commit or wt.head()
+    entries: dict[str, ReplayEntry] = {}
+    for sha, ps_id in own_commits(wt, start):
+        ps = by_id.get(ps_id)
+        if ps is None:
+            continue
+        adapted = ps_id == pending
+        entries[ps_id] = ReplayEntry(
+            id=ps.id,
+            title=ps.title,
+            status="adapted" if adapted else "reapplied",
+            commit=sha,
+            invariants=tuple(evaluate(CommitTree(wt, sha), ps)),
+            detail=("adapted by a person" if adapted else "applied with a three-way apply")
+            + " (its commit was recognised after an interruption)",
+        )
+    if pending is None or pending in entries:
+        _discard_uncommitted(wt)
+    ctx.progress(f"replay recovered {len(entries)} patch-set commit(s) after an interruption")
+    return entries
+
+
+def _discard_uncommitted(wt: GitRepo) -> None:
+    (wt.git_dir / "index.lock").unlink(missing_ok=True)
+    wt.run("reset", "--quiet", "--hard", "HEAD")
+    wt.run("clean", "-fdq")
+
+
+def _foreign_changes(wt: GitRepo) -> list[str]:
+    """Tracked paths changed in the worktree: replay commits exactly one patch-set per commit, so it
+    starts from a tree without changes it did not make."""
+    return [line[3:] for line in wt.status_porcelain() if not line.startswith("??")]
 
 
 def commit_message(ps: PatchSet, body: str) -> str:
@@ -223,6 +303,7 @@ def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayE
     sha = None
     if wt.has_staged_changes():
         sha = wt.commit(commit_message(ps, f"Adapted by a person during ds4sync run {ctx.record.run_id}."))
+        fault.point(f"replay.adapted.{ps.id}")
     return entry.model_copy(
         update={
             "status": "adapted",
@@ -259,9 +340,10 @@ def verify(ctx: RunContext) -> PhaseOutcome:
     catalogue, patchsets = loaded
     replayed = ctx.record.results.replay
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
+    wt = ctx.worktree
     uncarried, scope = fork_carry(ctx, catalogue, patchsets)
     report = check_tree(
-        FolderTree(ctx.worktree.path),
+        FolderTree(wt.path),
         catalogue,
         patchsets,
         patches_dir=str(folder),
@@ -270,21 +352,22 @@ def verify(ctx: RunContext) -> PhaseOutcome:
         carry=scope,
     )
     counts = report.counts()
+    head, dirty = wt.head(), [line[3:] for line in wt.status_porcelain() if not line.startswith("??")]
     if not report.applicable:
-        return PhaseOutcome("skipped", report.applies_detail, result=VerifyResult.of(report))
+        return PhaseOutcome("skipped", report.applies_detail, result=VerifyResult.of(report, commit=head, dirty=dirty))
     message = verify_message(counts)
     if not report.ok:
         return PhaseOutcome(
             "failed",
             message,
-            result=VerifyResult.of(report),
+            result=VerifyResult.of(report, commit=head, dirty=dirty),
             details=tuple(r.line() for r in report.violations()),
             next_steps=(
                 "fix the fork features in the sync worktree and start a new sync",
                 "or mark an unconfirmed invariant `severity: advisory` in its patchset.yaml",
             ),
         )
-    return PhaseOutcome("done", message, result=VerifyResult.of(report))
+    return PhaseOutcome("done", message, result=VerifyResult.of(report, commit=head, dirty=dirty))
 
 
 def verify_message(counts: dict[str, int]) -> str:

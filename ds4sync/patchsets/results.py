@@ -6,6 +6,7 @@ importing the phases that write them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -57,11 +58,17 @@ class ReplayResult(FrozenModel):
 
 
 class VerifyResult(CheckReport):
-    """The verify phase's record entry: the check report plus its counts."""
+    """The verify phase's record entry: the check report plus its counts, and what it checked.
+
+    ``commit`` is the sync worktree's HEAD it ran on; ``dirty`` the tracked paths that differed
+    from that commit (then the check was not a check of the commit, and promote refuses it).
+    """
 
     totals: dict[str, int] = Field(default_factory=dict)
+    commit: str | None = None
+    dirty: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, report: CheckReport) -> VerifyResult:
+    def of(cls, report: CheckReport, *, commit: str | None = None, dirty: Sequence[str] = ()) -> VerifyResult:
         """Wrap a check report, freezing its counts into the JSON form."""
-        return cls(**report.model_dump(), totals=report.counts())
+        return cls(**report.model_dump(), totals=report.counts(), commit=commit, dirty=tuple(dirty))

@@ -186,7 +186,7 @@ def _description(ctx: RunContext, config: PublishConfig) -> tuple[str, str]:
     from ds4sync.report.render import render_report
 
     record = as_published(ctx.record)
-    view = build_view(record.model_dump(mode="json"), public=config.public)
+    view = build_view(record, public=config.public)
     body = render_report(record, templates_dir=templates_dir(ctx.ws.profile), fmt="md", public=config.public)
     return redact_secrets(view.title), body
 

@@ -1,23 +1,37 @@
-"""Turn a run record (JSON) into a :class:`~ds4sync.report.view.ReportView`.
+"""Turn a typed run record into a :class:`~ds4sync.report.view.ReportView`.
 
-Every phase result is read defensively: a missing phase gives an empty section that
-renders as "not run"; a field of the wrong type is ignored, never fatal.
+Every input is a field of :class:`~ds4sync.record.RunResults` that a phase writes, read
+through the phase's own model; a phase that did not run is ``None`` (or empty) and its
+section renders "not run". :data:`READS` lists the result fields read here: a test checks
+that each has a writer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import shlex
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Literal
 
-from ds4sync.core.words import many
-from ds4sync.report.read import as_dict, as_int, as_list, as_str, first, tally
-from ds4sync.report.validation import build_validation, commands
+from ds4sync.core.redact import MARKERS
+from ds4sync.gates.model import GateResult, TierResult
+from ds4sync.merge.plan import MergeSummary
+from ds4sync.native.driver import BuildResult
+from ds4sync.patchsets.results import ReplayResult, VerifyResult
+from ds4sync.publish.results import PublishResult
+from ds4sync.record import RunRecord, RunResults
 from ds4sync.report.view import (
     GATE_TIERS,
+    ABRow,
     BackportView,
+    BuildView,
+    CheckView,
+    CommandView,
     ConflictView,
     DuplicateView,
-    FollowupView,
+    Fact,
+    FailureView,
+    GateView,
     IntegrationView,
     InvariantView,
     MergeView,
@@ -25,137 +39,151 @@ from ds4sync.report.view import (
     OverlapView,
     PatchsetView,
     PhaseView,
+    ProbeGroup,
+    ProbeView,
     RemainingItem,
     ReportView,
     RuleUse,
     RunInfo,
     Side,
+    Tally,
+    TierView,
     ValidationView,
 )
+from ds4sync.serving.ab import ABResult
+from ds4sync.serving.results import ServingResult
 
-_HELD = frozenset({"held", "holds", "passed", "ok", "pass", "true"})
+#: The fields of RunResults the report reads (each must have a writer: tests/report/test_writers.py).
+READS: frozenset[str] = frozenset(
+    {"merge", "replay", "verify", "build", "gates", "serving", "ab", "backports", "publish"}
+)
 _PATCHSET_REVIEW = {
     "needs-adaptation": "needs adaptation before the sync can go on",
     "landed-upstream": "landed upstream: candidate to delete from the catalogue",
-    "failed": "failed to apply",
+    "unconfirmed": "only advisory invariants fail: its presence is not confirmed",
 }
-_GATE_NOT_GREEN = frozenset({"failed", "incomplete", "error", "unknown"})
+_GATE_NOT_GREEN = frozenset({"failed", "incomplete", "error"})
+# Worst first: a tier takes the status of its worst gate.
+_SEVERITY = ("error", "failed", "incomplete", "skipped", "cached", "passed")
+_TOOLCHAIN_LABELS = {
+    "python": "Python",
+    "torch": "PyTorch",
+    "torch_cuda": "PyTorch CUDA",
+    "nvcc": "nvcc",
+    "gcc": "gcc",
+    "cmake": "cmake",
+    "ninja": "ninja",
+    "compiler_cache": "compiler cache",
+    "cuda": "CUDA",
+}
 
 
-def build_view(record: Mapping[str, Any], *, public: bool = False, notes: str | None = None) -> ReportView:
-    """The report view of ``record`` (a RunRecord in JSON form); extra ``notes`` are a person's text."""
-    results = as_dict(record.get("results"))
-    upstream, fork = as_dict(record.get("upstream")), as_dict(record.get("fork"))
-    merge = merge_view(results.get("merge"))
-    validation = build_validation(results)
-    integration = integration_view(merge, results)
-    followups = tuple(followup(f) for f in _sorted_followups(record.get("followups")))
-    view_notes = [as_str(n) for n in as_list(record.get("notes")) if as_str(n)]
+def build_view(record: RunRecord, *, public: bool = False, notes: str | None = None) -> ReportView:
+    """The report view of ``record``; extra ``notes`` are a person's text (Markdown)."""
+    results = record.results
+    merge = merge_view(results.merge)
+    validation = validation_view(results)
+    integration = integration_view(merge, results.replay, results.verify)
+    view_notes = [n for n in record.notes if n]
     if notes and notes.strip():
         view_notes.append(notes.strip())
     phases = tuple(
-        PhaseView(
-            name=str(n),
-            status=as_str(as_dict(p).get("status")) or "pending",
-            finished_at=as_str(as_dict(p).get("finished_at")) or None,
-            message=as_str(as_dict(p).get("message")),
-        )
-        for n, p in as_dict(record.get("phases")).items()
+        PhaseView(name=name, status=state.status, finished_at=state.finished_at, message=state.message)
+        for name, state in record.phases.items()
     )
-    upstream_side = Side(
-        name=as_str(first(upstream, "name", "url", "remote")) or "upstream",
-        ref=as_str(first(upstream, "branch", "ref")),
-        sha=as_str(upstream.get("sha")),
-        url=as_str(upstream.get("url")) or None,
+    upstream = Side(
+        name=record.upstream.name or record.upstream.url or record.upstream.remote,
+        ref=record.upstream.branch or record.upstream.ref,
+        sha=record.upstream.sha,
+        url=record.upstream.url,
     )
-    fork_side = Side(
-        name=as_str(fork.get("name")) or "fork",
-        ref=as_str(fork.get("branch")),
-        sha=as_str(fork.get("head_before")) or as_str(as_dict(results.get("merge")).get("fork_sha")),
-    )
+    fork = Side(name=record.fork.name or "fork", ref=record.fork.branch, sha=record.fork.head_before)
     return ReportView(
-        record_schema_version=as_int(record.get("schema_version")) or 0,
+        record_schema_version=record.schema_version,
         public=public,
-        title=_title(upstream_side, fork_side, followups),
+        title=f"Sync {fork.name}:{fork.ref} with {upstream.name} {upstream.ref}".strip(),
         run=RunInfo(
-            run_id=as_str(record.get("run_id")),
-            status=as_str(record.get("status")) or "unknown",
-            created_at=as_str(record.get("created_at")),
-            updated_at=as_str(record.get("updated_at")),
-            sync_branch=as_str(record.get("sync_branch")),
-            backup_ref=as_str(record.get("backup_ref")),
-            backup_branch=as_str(record.get("backup_branch")) or None,
-            profile=as_str(record.get("profile")) or None,
+            run_id=record.run_id,
+            status=record.status,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            sync_branch=record.sync_branch,
+            backup_ref=record.backup_ref,
+            backup_branch=record.backup_branch,
+            profile=record.profile,
         ),
-        upstream=upstream_side,
-        fork=fork_side,
+        upstream=upstream,
+        fork=fork,
         phases=phases,
         merge=merge,
         integration=integration,
-        duplicate=duplicate_view(results.get("publish")),
+        duplicate=duplicate_view(results.publish),
         validation=validation,
         commands=commands(validation),
-        remaining=remaining(phases, merge, integration, validation, later_tiers=_later_tiers(followups)),
-        followups=followups,
+        remaining=remaining(phases, merge, integration, validation),
+        backports=tuple(
+            BackportView(
+                sha=d.upstream_sha,
+                decision=d.decision,
+                reasons=d.reasons,
+                kv_change_pct=d.kv_change_pct,
+                patchset=d.patchset or "",
+            )
+            for d in results.backports.values()
+        ),
         notes=tuple(view_notes),
     )
 
 
-def _title(upstream: Side, fork: Side, followups: tuple[FollowupView, ...]) -> str:
-    title = f"Sync {fork.name}:{fork.ref} with {upstream.name} {upstream.ref}".strip()
-    if any(f.backports for f in followups):
-        title += " + backports"
-    return title
+def tally(labels: Iterable[str]) -> tuple[Tally, ...]:
+    """Counts of each label, most frequent first, ties in first-seen order."""
+    return tuple(Tally(label=label, count=n) for label, n in Counter(labels).most_common())
 
 
-def merge_view(data: Any) -> MergeView | None:
-    """The merge section from a MergeSummary in JSON form; None when merge did not run."""
-    if not isinstance(data, Mapping):
+def merge_view(summary: MergeSummary | None) -> MergeView | None:
+    """The merge section; None when merge did not run."""
+    if summary is None:
         return None
     conflicts = tuple(
         ConflictView(
-            path=as_str(c.get("path")),
-            kind=as_str(c.get("kind")) or "content",
-            resolution=as_str(c.get("resolution")) or "unresolved",
-            rule=as_str(c.get("rule")) or None,
-            stored_as=as_str(c.get("stored_as")) or None,
-            store_entry=as_str(c.get("store_entry")) or None,
+            path=c.path,
+            kind=c.kind,
+            resolution=c.resolution or "unresolved",
+            rule=c.rule,
+            stored_as=c.stored_as,
+            store_entry=c.store_entry,
         )
-        for c in as_list(data.get("conflicts"))
-        if isinstance(c, Mapping)
-    )
-    overlaps = tuple(
-        OverlapView(
-            path=as_str(o.get("path")),
-            upstream_lines=as_int(o.get("upstream_lines")) or 0,
-            fork_lines=as_int(o.get("fork_lines")) or 0,
-        )
-        for o in as_list(data.get("overlaps"))
-        if isinstance(o, Mapping)
+        for c in summary.conflicts
     )
     return MergeView(
-        merge_commit=as_str(data.get("merge_commit")) or None,
-        merge_base=as_str(data.get("merge_base")) or None,
-        upstream_sha=as_str(data.get("upstream_sha")) or None,
-        upstream_commits=as_int(data.get("upstream_commits")),
-        fork_commits=as_int(data.get("fork_commits")),
+        merge_commit=summary.merge_commit,
+        merge_base=summary.merge_base,
+        upstream_sha=summary.upstream_sha,
+        upstream_commits=summary.upstream_commits,
+        fork_commits=summary.fork_commits,
         conflicts=conflicts,
         conflict_kinds=tally(c.kind for c in conflicts),
         resolutions=tally(c.resolution for c in conflicts),
-        overlaps=overlaps,
-        remerge_diff_paths=tuple(as_str(p) for p in as_list(data.get("remerge_diff_paths"))),
+        overlaps=tuple(
+            OverlapView(path=o.path, upstream_lines=o.upstream_lines, fork_lines=o.fork_lines) for o in summary.overlaps
+        ),
+        remerge_diff_paths=summary.remerge_diff_paths,
     )
 
 
-def integration_view(merge: MergeView | None, results: Mapping[str, Any]) -> IntegrationView:
-    """Resolution rules used, recorded/person resolutions, and patch-set outcomes with rationale."""
+def integration_view(
+    merge: MergeView | None, replay: ReplayResult | None, verify: VerifyResult | None
+) -> IntegrationView:
+    """Resolution rules used, recorded/person resolutions, and each patch-set's replay and verify outcome."""
     conflicts = merge.conflicts if merge else ()
     rules: dict[str, list[str]] = {}
     for c in conflicts:
         if c.resolution == "rule":
             rules.setdefault(c.rule or "rule", []).append(c.path)
-    patchsets = patchset_views(results.get("replay"), results.get("verify"))
-    verify = results.get("verify")
+    patchsets = patchset_views(replay, verify)
+    state: Literal["not run", "done", "waiting", "not applicable"] = "not run"
+    if replay is not None:
+        state = "not applicable" if not replay.applicable else "waiting" if replay.pending else "done"
     return IntegrationView(
         rules=tuple(RuleUse(rule=r, paths=tuple(p)) for r, p in rules.items()),
         recorded=tuple(c.path for c in conflicts if c.resolution == "recorded"),
@@ -164,107 +192,285 @@ def integration_view(merge: MergeView | None, results: Mapping[str, Any]) -> Int
         unresolved=tuple(c.path for c in conflicts if c.resolution == "unresolved"),
         patchsets=patchsets,
         patchset_tally=tally(p.status for p in patchsets),
-        patchsets_ran=isinstance(results.get("replay"), Mapping | list) or isinstance(verify, Mapping | list),
-        verify_status=as_str(as_dict(verify).get("status")) or None,
+        replay=state,
+        pending=replay.pending if replay else None,
+        applies_detail=(replay.applies_detail if replay and not replay.applicable else "")
+        or (verify.applies_detail if verify and not verify.applicable else ""),
+        verify_ran=verify is not None,
+        verify_ok=verify.ok if verify is not None else None,
+        verify_line=_verify_line(verify),
     )
 
 
-def _patchset_items(data: Any) -> list[dict[str, Any]]:
-    """Patch-set entries from ``{"patchsets": [...]}``, ``{"patch_sets": ...}``, ``{id: {...}}`` or a list."""
-    if isinstance(data, Mapping):
-        inner = first(data, "patchsets", "patch_sets", "results")
-        if inner is not None:
-            data = inner
-        else:
-            data = [dict(as_dict(v), id=k) for k, v in data.items() if isinstance(v, Mapping)]
-    if isinstance(data, Mapping):
-        return [dict(as_dict(v), id=as_str(as_dict(v).get("id")) or k) for k, v in data.items()]
-    return [as_dict(x) for x in as_list(data) if isinstance(x, Mapping)]
+def _verify_line(verify: VerifyResult | None) -> str:
+    if verify is None:
+        return ""
+    from ds4sync.patchsets.replay import verify_message
+
+    return verify_message(verify.counts())
 
 
-def patchset_views(replay: Any, verify: Any) -> tuple[PatchsetView, ...]:
-    """Replay outcomes joined with verify's invariant results, by patch-set id, replay order first."""
-    merged: dict[str, dict[str, Any]] = {}
-    for source in (_patchset_items(replay), _patchset_items(verify)):
-        for item in source:
-            key = as_str(first(item, "id", "patchset", "name"))
-            if not key:
-                continue
-            entry = merged.setdefault(key, {})
-            for k, v in item.items():
-                if k == "invariants" or k not in entry:
-                    entry[k] = v  # replay's outcome wins; verify's invariant results win
-    return tuple(_patchset(key, item) for key, item in merged.items())
-
-
-def _patchset(key: str, item: Mapping[str, Any]) -> PatchsetView:
-    meta = as_dict(first(item, "patchset", "meta", "definition"))
-    invariants = tuple(_invariant(i) for i in as_list(item.get("invariants")) if isinstance(i, Mapping))
-    upstream = first(item, "upstream", "provenance") or first(meta, "upstream", "provenance")
-    if isinstance(upstream, Mapping):
-        upstream = first(upstream, "pr", "url", "commit", "ref")
-    return PatchsetView(
-        id=key,
-        title=as_str(first(item, "title") or first(meta, "title")),
-        kind=as_str(first(item, "kind") or first(meta, "kind")),
-        status=as_str(first(item, "status", "outcome")) or "unknown",
-        rationale=as_str(first(item, "rationale", "reason") or first(meta, "rationale")),
-        upstream=as_str(upstream),
-        detail=as_str(first(item, "detail", "message", "evidence")),
-        invariants=invariants,
-        invariants_held=sum(1 for i in invariants if i.status in _HELD),
-    )
-
-
-def _invariant(data: Mapping[str, Any]) -> InvariantView:
-    status = first(data, "status", "holds", "ok", "passed")
-    text = ("held" if status else "broken") if isinstance(status, bool) else as_str(status) or "unknown"
-    return InvariantView(
-        name=as_str(first(data, "name", "description", "id", "kind")) or "(invariant)",
-        status=text,
-        detail=as_str(first(data, "detail", "message", "reason")),
-    )
-
-
-def duplicate_view(data: Any) -> DuplicateView | None:
-    """The publish phase's duplicate-work check; None when publish did not run."""
-    data = as_dict(data)
-    check = as_dict(first(data, "duplicate_check", "duplicates")) or data
-    if not check:
-        return None
-    prs = tuple(
-        OpenPR(
-            number=as_int(first(p, "number", "id")),
-            title=as_str(p.get("title")),
-            url=as_str(p.get("url")),
-            relation=as_str(first(p, "reason", "relation", "overlap", "note")),
-            author=as_str(first(p, "author", "user")),
-            updated_at=as_str(p.get("updated_at")),
+def patchset_views(replay: ReplayResult | None, verify: VerifyResult | None) -> tuple[PatchsetView, ...]:
+    """One view per patch-set, replay order first: replay's status, verify's invariant results by id."""
+    checks = {ps.id: ps for ps in verify.patchsets} if verify else {}
+    entries = {e.id: e for e in replay.entries} if replay else {}
+    order = list(entries) + [pid for pid in checks if pid not in entries]
+    views = []
+    for pid in order:
+        entry, check = entries.get(pid), checks.get(pid)
+        results = check.invariants if check else (entry.invariants if entry else ())
+        invariants = tuple(
+            InvariantView(id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail)
+            for r in results
         )
-        for p in as_list(first(check, "open_prs", "prs"))
-        if isinstance(p, Mapping)
-    )
+        views.append(
+            PatchsetView(
+                id=pid,
+                title=(entry.title if entry else "") or (check.title if check else ""),
+                kind=check.kind if check else "",
+                status=entry.status if entry else f"verify:{check.status}" if check else "unknown",
+                verify_status=check.status if check else "",
+                detail=(entry.detail if entry else "") or (check.detail if check else ""),
+                commit=entry.commit if entry else None,
+                invariants=invariants,
+                held=sum(i.status == "holds" for i in invariants),
+                violated=sum(i.status == "violated" and i.severity == "blocking" for i in invariants),
+                advisory=sum(i.status == "violated" and i.severity == "advisory" for i in invariants),
+                deferred=sum(i.status == "deferred" for i in invariants),
+            )
+        )
+    return tuple(views)
+
+
+def duplicate_view(publish: PublishResult | None) -> DuplicateView | None:
+    """The publish phase's duplicate-work check; None when publish did not check."""
+    if publish is None or publish.duplicate_check is None:
+        return None
+    check = publish.duplicate_check
     return DuplicateView(
-        repo=as_str(first(check, "repo", "forge_repo")),
-        checked_at=as_str(check.get("checked_at")),
-        open_prs=prs,
-        conclusion=as_str(first(check, "conclusion", "summary")),
-        pr_url=as_str(first(data, "pr_url", "url")),
+        repo=check.repo,
+        checked_at=check.checked_at,
+        open_prs=tuple(
+            OpenPR(
+                number=p.number,
+                title=p.title,
+                author=p.author,
+                updated_at=p.updated_at,
+                url=p.url,
+                relation=p.relation,
+                reason=p.reason,
+            )
+            for p in check.open_prs
+        ),
+        conclusion=check.conclusion,
+        pr_url=publish.pr_url or "",
     )
+
+
+def validation_view(results: RunResults) -> ValidationView:
+    """Environment, build, gates by tier, kernel checks, serving probes and the A/B comparison."""
+    tiers = gate_tiers(results.gates)
+    groups = [g for g in (kernel_group(results.gates.get("kernel")), serving_group(results.serving)) if g]
+    ab = ab_group(results.ab)
+    if ab:
+        groups.append(ab)
+    present = {t.tier for t in tiers} | ({"serving"} if results.serving else set())
+    return ValidationView(
+        environment=environment(results.build, results.gates),
+        build=build_view_of(results.build),
+        tiers=tiers,
+        tiers_not_run=tuple(t for t in GATE_TIERS if t not in present),
+        probes=tuple(groups),
+    )
+
+
+def environment(build: BuildResult | None, gates: Mapping[str, TierResult]) -> tuple[Fact, ...]:
+    """The toolchain the build recorded, then what each gate tier recorded of its Python environment."""
+    facts: dict[str, str] = {}
+    if build is not None:
+        for key, value in build.toolchain.items():
+            if value:
+                facts[_TOOLCHAIN_LABELS.get(key, key.replace("_", " "))] = value
+        facts.setdefault("build profile", build.profile)
+    for tier in gates.values():
+        for key, value in tier.environment.items():
+            label = _TOOLCHAIN_LABELS.get(key, key.replace("_", " "))
+            if value and value != "None" and key != "executable":
+                facts.setdefault(label, value)
+    return tuple(Fact(label=k, value=v) for k, v in facts.items())
+
+
+def build_view_of(build: BuildResult | None) -> BuildView | None:
+    """The build section; None when the build phase did not run."""
+    if build is None:
+        return None
+    checks = tuple(
+        CheckView(
+            name=name.replace("_", " "),
+            passed=int(value.get("passed", 0)),
+            total=int(value.get("total", 0)),
+            failed=tuple(str(x) for x in value.get("failed", ())),
+        )
+        for name, value in build.checks.items()
+    )
+    archs = build.archs
+    return BuildView(
+        status=build.status,
+        profile=build.profile,
+        duration_s=build.total_s or build.duration_s,
+        log=build.log_path,
+        message=build.message,
+        checks=checks,
+        command=_command("build", build.command, build.env, build.cwd),
+        log_tail=build.tail if build.status != "passed" else (),
+        archs_asked=archs.asked if archs else (),
+        archs_built=archs.built if archs else (),
+        arch_source=archs.source if archs else "",
+        skipped_kernels=archs.skipped_kernels if archs else (),
+    )
+
+
+def gate_tiers(gates: Mapping[str, TierResult]) -> tuple[TierView, ...]:
+    """Gate results grouped by tier, tiers in pipeline order (unknown tiers last)."""
+    order = [t for t in GATE_TIERS if t in gates] + sorted(t for t in gates if t not in GATE_TIERS)
+    views = []
+    for name in order:
+        tier = gates[name]
+        if not tier.gates:
+            continue
+        found = {g.status for g in tier.gates}
+        views.append(
+            TierView(
+                tier=name,
+                status=next(s for s in _SEVERITY if s in found) if found <= set(_SEVERITY) else tier.status,
+                line=tier.line(),
+                gates=tuple(gate_view(g) for g in tier.gates),
+            )
+        )
+    return tuple(views)
+
+
+def gate_view(g: GateResult) -> GateView:
+    """One gate result with its counts, failures (each with its environment-only category) and command."""
+    failures = tuple(
+        FailureView(
+            test=f.node_id,
+            category=f.env_category or "",
+            reason=f.message.splitlines()[0][:300] if f.message else "",
+            env_only=f.env_category is not None,
+        )
+        for f in g.failures
+    )
+    display = g.details.get("display_command") if isinstance(g.details.get("display_command"), str) else None
+    return GateView(
+        name=g.name,
+        tier=g.tier,
+        kind=g.kind,
+        status=g.status,
+        **g.counts.model_dump(),
+        duration_s=g.duration_s,
+        reason=g.reason,
+        failures=failures,
+        env_categories=tally(f.category for f in failures if f.env_only and f.category),
+        command=_command(g.name, g.command, g.env_overrides, g.cwd, display=display),
+    )
+
+
+def kernel_group(tier: TierResult | None) -> ProbeGroup | None:
+    """Per-op case counts of the kernel suite gates (``details["kernel"]``); None when the tier did not run."""
+    if tier is None:
+        return None
+    from ds4sync.gates.kernelsuite import KernelSuiteResult
+
+    probes = []
+    for gate in tier.gates:
+        raw = gate.details.get("kernel")
+        if not isinstance(raw, dict):
+            continue
+        suite = KernelSuiteResult.model_validate(raw)
+        for op in suite.ops:
+            total = len(op.cases)
+            probes.append(
+                ProbeView(
+                    name=f"{op.op} ({op.impl})",
+                    status="passed" if op.ok else "failed",
+                    value=f"{op.count('pass')}/{total}",
+                    unit="cases passed",
+                    detail=f"{op.count('fail')} failed, {op.count('error')} errors, {op.count('skip')} skipped",
+                )
+            )
+    return ProbeGroup(name="kernel checks", status=tier.status, probes=tuple(probes)) if probes else None
+
+
+def serving_group(serving: ServingResult | None) -> ProbeGroup | None:
+    """The serving probes ``ds4sync serving gate`` recorded; None when it did not run in this run."""
+    if serving is None:
+        return None
+    probes = tuple(
+        ProbeView(
+            name=p.name,
+            status=p.status,
+            value=_number(p.value),
+            baseline=_number(p.baseline),
+            unit=p.unit,
+            detail=p.summary,
+        )
+        for p in serving.probes
+    )
+    return ProbeGroup(name="serving", status=serving.status, probes=probes)
+
+
+def ab_group(ab: ABResult | None) -> ProbeGroup | None:
+    """The A/B rows ``ds4sync ab`` recorded; None when it did not run in this run."""
+    if ab is None:
+        return None
+    rows = tuple(
+        ABRow(
+            metric=r.metric,
+            baseline_median=r.baseline_median,
+            candidate_median=r.candidate_median,
+            delta_pct=r.delta_pct,
+            ci_low_pct=r.ci_low_pct,
+            ci_high_pct=r.ci_high_pct,
+            verdict=r.verdict,
+        )
+        for r in ab.rows
+    )
+    return ProbeGroup(name=f"perf A/B ({ab.baseline} vs {ab.candidate}, {ab.pairs} pairs)", status=ab.verdict, ab=rows)
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+
+def _command(
+    label: str, argv: tuple[str, ...], env: Mapping[str, str], cwd: str, *, display: str | None = None
+) -> CommandView | None:
+    if not argv and not display:
+        return None
+    facts = tuple(Fact(label=k, value=v) for k, v in env.items())
+    text = display or shlex.join(argv)
+    shown = tuple(shlex.split(display)) if display else argv
+    prefix = " ".join(f"{f.label}={f.value if f.value in MARKERS else shlex.quote(f.value)}" for f in facts)
+    return CommandView(label=label, env=facts, argv=shown, text=f"{prefix} {text}" if prefix else text, cwd=cwd)
+
+
+def commands(validation: ValidationView) -> tuple[CommandView, ...]:
+    """The exact commands behind the build and each gate that ran, build first, duplicates dropped."""
+    found: list[CommandView] = []
+    if validation.build and validation.build.command:
+        found.append(validation.build.command)
+    found.extend(g.command for t in validation.tiers for g in t.gates if g.command and g.status != "skipped")
+    seen: set[str] = set()
+    return tuple(c for c in found if not (c.text in seen or seen.add(c.text)))  # type: ignore[func-returns-value]
 
 
 def remaining(
-    phases: tuple[PhaseView, ...],
-    merge: MergeView | None,
-    integration: IntegrationView,
-    validation: ValidationView,
-    *,
-    later_tiers: frozenset[str] = frozenset(),
+    phases: tuple[PhaseView, ...], merge: MergeView | None, integration: IntegrationView, validation: ValidationView
 ) -> tuple[RemainingItem, ...]:
-    """Everything not run or not green, in pipeline order, ending with the review a person owes.
-
-    A tier the run did not execute but a follow-up did (``later_tiers``) is not listed.
-    """
+    """Everything not run or not green, in pipeline order, ending with the review a person owes."""
     items = [
         RemainingItem(kind="phase", text=f"phase {p.name} is {p.status}" + (f": {p.message}" if p.message else ""))
         for p in phases
@@ -273,12 +479,28 @@ def remaining(
     if merge is None:
         items.append(RemainingItem(kind="phase", text="merge: not run"))
     elif integration.unresolved:
-        unresolved = _many(len(integration.unresolved), "conflicted file")
-        items.append(RemainingItem(kind="conflict", text=f"{unresolved} unresolved"))
-    items.extend(_remaining_patchsets(integration))
-    items.extend(_remaining_validation(validation, later_tiers))
+        n = len(integration.unresolved)
+        items.append(RemainingItem(kind="conflict", text=f"{n} conflicted file{'s' * (n != 1)} unresolved"))
+    for p in integration.patchsets:
+        if p.status in _PATCHSET_REVIEW:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
+        elif p.violated:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
+    if not integration.patchsets_ran:
+        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
+    build = validation.build
+    if build is None:
+        items.append(RemainingItem(kind="build", text="native build: not run"))
+    elif build.status != "passed":
+        items.append(RemainingItem(kind="build", text=f"native build: {build.status}"))
+    items.extend(RemainingItem(kind="tier", text=f"{tier} tier: not run") for tier in validation.tiers_not_run)
+    for g in validation.gates:
+        if g.status in _GATE_NOT_GREEN:
+            why = f" ({g.reason})" if g.reason else ""
+            items.append(RemainingItem(kind="gate", text=f"{g.name} ({g.tier}): {g.status}{why}"))
     if merge and merge.overlaps:
-        items.append(RemainingItem(kind="overlap", text=f"{_many(len(merge.overlaps), 'semantic overlap')} to review"))
+        n = len(merge.overlaps)
+        items.append(RemainingItem(kind="overlap", text=f"{n} semantic overlap{'s' * (n != 1)} to review"))
     items.append(
         RemainingItem(
             kind="review",
@@ -286,81 +508,3 @@ def remaining(
         )
     )
     return tuple(items)
-
-
-def _remaining_patchsets(integration: IntegrationView) -> list[RemainingItem]:
-    items = []
-    for p in integration.patchsets:
-        if p.status in _PATCHSET_REVIEW:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
-        elif p.invariants and p.invariants_held < len(p.invariants):
-            items.append(
-                RemainingItem(
-                    kind="patch-set", text=f"patch-set {p.id}: invariants held {p.invariants_held}/{len(p.invariants)}"
-                )
-            )
-    if not integration.patchsets_ran:
-        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
-    return items
-
-
-def _remaining_validation(validation: ValidationView, later_tiers: frozenset[str]) -> list[RemainingItem]:
-    items = []
-    build = validation.build
-    if build is None:
-        items.append(RemainingItem(kind="build", text="native build: not run"))
-    elif build.status not in ("passed", "ok", "cached"):
-        items.append(RemainingItem(kind="build", text=f"native build: {build.status}"))
-    items.extend(
-        RemainingItem(kind="tier", text=f"{tier} tier: not run")
-        for tier in validation.tiers_not_run
-        if tier not in later_tiers
-    )
-    for g in validation.gates:
-        if g.status in _GATE_NOT_GREEN:
-            why = f" ({g.reason})" if g.reason else ""
-            items.append(RemainingItem(kind="gate", text=f"{g.name} ({g.tier}): {g.status}{why}"))
-    return items
-
-
-def _later_tiers(followups: tuple[FollowupView, ...]) -> frozenset[str]:
-    return frozenset(
-        tier for f in followups if f.validation for tier in GATE_TIERS if tier not in f.validation.tiers_not_run
-    )
-
-
-def _sorted_followups(data: Any) -> list[dict[str, Any]]:
-    items = [as_dict(f) for f in as_list(data) if isinstance(f, Mapping)]
-    return sorted(items, key=lambda f: as_str(first(f, "date", "at", "created_at")))  # stable: newest last
-
-
-def followup(data: Mapping[str, Any]) -> FollowupView:
-    """A dated follow-up section: text, items, backports, exclusions, and its own validation."""
-    results = as_dict(data.get("results"))
-    validation = build_validation({k: v for k, v in results.items() if k != "merge"}) if results else None
-    text = data.get("text")
-    return FollowupView(
-        date=as_str(first(data, "date", "at", "created_at")),
-        title=as_str(data.get("title")) or "follow-up",
-        head=as_str(data.get("head")),
-        text=tuple(as_str(t) for t in as_list(text)) if isinstance(text, list) else ((as_str(text),) if text else ()),
-        items=tuple(as_str(i) for i in as_list(data.get("items")) if as_str(i)),
-        backports=tuple(_backport(b) for b in as_list(data.get("backports")) if isinstance(b, Mapping)),
-        excluded=tuple(_backport(b) for b in as_list(data.get("excluded")) if isinstance(b, Mapping)),
-        merge=merge_view(results.get("merge")),
-        validation=validation,
-        commands=commands(validation) if validation else (),
-    )
-
-
-def _backport(data: Mapping[str, Any]) -> BackportView:
-    return BackportView(
-        sha=as_str(first(data, "sha", "commit")),
-        title=as_str(data.get("title")),
-        upstream=as_str(first(data, "upstream", "pr", "ref")),
-        note=as_str(first(data, "note", "reason", "rationale")),
-    )
-
-
-def _many(count: int, word: str) -> str:
-    return many(count, word)

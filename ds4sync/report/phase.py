@@ -25,4 +25,9 @@ def report(ctx: RunContext) -> PhaseOutcome:
     )
 
 
-REPORT_PHASES = (Phase("report", report),)
+def rewrite(ctx: RunContext) -> None:
+    """After the run stopped: render the report again, so that it states the run's final status."""
+    write_report(ctx.ws.store, ctx.record, ctx.ws.profile)
+
+
+REPORT_PHASES = (Phase("report", report, after_run=rewrite),)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
 
 from ds4sync.core.redact import MARKERS, named_hosts, redact, redact_data
+from ds4sync.record import RunRecord
 from ds4sync.report.build import build_view
 from ds4sync.report.view import SCHEMA_ID, CommandView, GateView, ReportView
 
@@ -29,36 +29,35 @@ _COUNT_WORDS = (
     ("errors", "errors"),
     ("flaky", "flaky"),
     ("skipped", "skipped"),
+    ("xfailed", "xfailed"),
+    ("xpassed", "xpassed"),
     ("deselected", "deselected"),
     ("env_only", "environment-only"),
 )
 _TEMPLATES = {
-    ("pr", "md"): "pr.md.j2",
-    ("pr", "html"): "pr.html.j2",
-    ("nightly", "md"): "nightly.md.j2",
-    ("nightly", "html"): "pr.html.j2",
-    ("compare", "md"): "compare.md.j2",
+    "pr": "pr.md.j2",
+    "nightly": "nightly.md.j2",
 }
 
 
 def record_data(record: Any) -> dict[str, Any]:
-    """A record as plain JSON data, from JSON text, a mapping, or a pydantic model."""
+    """A run record (RunRecord, JSON text or mapping) as plain JSON, validated, older schemas migrated.
+
+    Raises:
+        pydantic.ValidationError: the data is not a run record.
+    """
     if isinstance(record, str | bytes):
-        loaded = json.loads(record)
-    elif hasattr(record, "model_dump"):
-        loaded = record.model_dump(mode="json")
-    else:
-        loaded = record
-    if not isinstance(loaded, Mapping):
-        raise TypeError(f"a run record must be a JSON object, got {type(loaded).__name__}")
-    return json.loads(json.dumps(loaded, default=str))
+        record = RunRecord.model_validate_json(record)
+    elif not isinstance(record, RunRecord):
+        record = RunRecord.model_validate(record)
+    return record.model_dump(mode="json")
 
 
 def report_view(record: Any, *, public: bool = False, notes: str | None = None) -> ReportView:
     """The redacted view of ``record``: secrets always removed, private details too when ``public``."""
     data = record_data(record)
     hosts = named_hosts(data) if public else set()
-    clean = redact_data(data, public=public, hosts=hosts)
+    clean = RunRecord.model_validate(redact_data(data, public=public, hosts=hosts))
     clean_notes = redact(notes, public=public, hosts=hosts) if notes else None
     return build_view(clean, public=public, notes=clean_notes)
 
@@ -91,10 +90,34 @@ def render_report(
     if fmt == "json":
         # Redact the structure again, not the text, so the JSON stays valid.
         return json.dumps(redact_data(summary_json(view), public=public, hosts=hosts), indent=2) + "\n"
-    text = render_template(templates_dir, _TEMPLATES[(kind, fmt)], view=view)
-    if fmt == "md":
-        text = tidy_markdown(text)
-    return redact(text, public=public, hosts=hosts)
+    text = redact(
+        tidy_markdown(render_template(templates_dir, _TEMPLATES[kind], view=view)), public=public, hosts=hosts
+    )
+    return html_page(text, title=redact(view.title, public=public, hosts=hosts)) if fmt == "html" else text
+
+
+def html_page(markdown: str, *, title: str) -> str:
+    """The Markdown report as one HTML page, rendered by markdown-it-py (tables on, raw HTML kept).
+
+    One source: the HTML is the Markdown, so both always say the same. ``<details>`` blocks
+    are raw HTML in the Markdown and pass through as such.
+    """
+    from html import escape
+
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    )
+
+
+_CSS = (
+    "body { font-family: system-ui, sans-serif; max-width: 72rem; margin: auto; padding: 1rem; line-height: 1.45; }"
+    " table { border-collapse: collapse; margin: .5rem 0; } td, th { border: 1px solid #ccc; padding: .2rem .5rem; }"
+    " code, pre { background: #f6f8fa; } pre { padding: .5rem; overflow-x: auto; }"
+)
 
 
 def summary_json(view: ReportView) -> dict[str, Any]:
@@ -121,7 +144,7 @@ def environment(templates_dir: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        autoescape=lambda name: bool(name and name.endswith(".html.j2")),
+        autoescape=False,
     )
     env.filters.update(
         short=short,

@@ -1,8 +1,9 @@
 """The report view: the run record normalised into exactly what the report templates need.
 
-Phase modules own their result models; the report reads their JSON defensively
-(:mod:`ds4sync.report.build`) into these frozen models, so a renamed field upstream of
-the report changes one builder function, never a template. ``ReportView`` is also the
+Phase modules own their result models and the run record holds them typed; the
+builder (:mod:`ds4sync.report.build`) turns those models into these frozen views, so a
+renamed field upstream of the report changes one builder function (and mypy says which),
+never a template. ``ReportView`` is also the
 published JSON summary (``ds4sync report --format json``; schema: ``ds4sync schema``).
 
 Units: durations in seconds (float), percentages in percent (float), counts as ints.
@@ -15,11 +16,21 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-REPORT_SCHEMA_VERSION = 1
-SCHEMA_ID = "urn:ds4sync:report-summary:v1"
+REPORT_SCHEMA_VERSION = 2
+SCHEMA_ID = "urn:ds4sync:report-summary:v2"
 
 GATE_TIERS: tuple[str, ...] = ("static", "unit", "gpu", "kernel", "serving", "perf")
-COUNT_KEYS: tuple[str, ...] = ("passed", "failed", "errors", "skipped", "deselected", "env_only", "flaky")
+COUNT_KEYS: tuple[str, ...] = (
+    "passed",
+    "failed",
+    "errors",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "deselected",
+    "env_only",
+    "flaky",
+)
 
 
 class View(BaseModel):
@@ -106,25 +117,40 @@ class MergeView(View):
 
 
 class InvariantView(View):
-    """One invariant of a patch-set and whether it holds on the merged tree."""
+    """One invariant of a patch-set on the final tree: its id, kind, severity and status.
 
-    name: str
+    ``status``: holds, violated or deferred (a test run by the gate phase); an advisory
+    violation is ``violated`` with ``severity`` advisory: it never counts as holding.
+    """
+
+    id: str
+    kind: str
+    severity: str
     status: str
     detail: str = ""
 
 
 class PatchsetView(View):
-    """A patch-set's outcome: retained, reapplied, adapted, needs-adaptation, landed-upstream, removed."""
+    """A patch-set: what replay did (``status``) and what verify found (``verify_status``).
+
+    ``status`` is replay's: retained, unconfirmed, reapplied, adapted, landed-upstream,
+    needs-adaptation, not-carried (``verify:<status>`` when only verify ran). ``held``,
+    ``violated``, ``advisory`` and ``deferred`` count its invariants on the final tree
+    (``advisory`` = advisory violations, never holding).
+    """
 
     id: str
     title: str = ""
     kind: str = ""
     status: str
-    rationale: str = ""
-    upstream: str = ""
+    verify_status: str = ""
     detail: str = ""
+    commit: str | None = None
     invariants: tuple[InvariantView, ...] = ()
-    invariants_held: int = 0
+    held: int = 0
+    violated: int = 0
+    advisory: int = 0
+    deferred: int = 0
 
 
 class RuleUse(View):
@@ -135,7 +161,11 @@ class RuleUse(View):
 
 
 class IntegrationView(View):
-    """Integration choices: rules used, recorded and person resolutions, patch-set outcomes."""
+    """Integration choices: rules used, recorded and person resolutions, patch-set outcomes.
+
+    ``replay``: replay's state (not run, done, waiting for ``pending``, or the catalogue does not
+    apply: ``applies_detail``); ``verify_line``: verify's one-line verdict from its own counts.
+    """
 
     rules: tuple[RuleUse, ...] = ()
     recorded: tuple[str, ...] = ()
@@ -144,19 +174,29 @@ class IntegrationView(View):
     unresolved: tuple[str, ...] = ()
     patchsets: tuple[PatchsetView, ...] = ()
     patchset_tally: tuple[Tally, ...] = ()
-    patchsets_ran: bool = False
-    verify_status: str | None = None
+    replay: Literal["not run", "done", "waiting", "not applicable"] = "not run"
+    pending: str | None = None
+    applies_detail: str = ""
+    verify_ran: bool = False
+    verify_ok: bool | None = None
+    verify_line: str = ""
+
+    @property
+    def patchsets_ran(self) -> bool:
+        """Whether replay or verify recorded anything."""
+        return self.replay != "not run" or self.verify_ran
 
 
 class OpenPR(View):
-    """An open pull request seen by the duplicate-work check."""
+    """An open pull request seen by the duplicate-work check: own, duplicate or unrelated, and why."""
 
     number: int | None = None
     title: str = ""
-    url: str = ""
-    relation: str = ""
     author: str = ""
     updated_at: str = ""
+    url: str = ""
+    relation: str = ""
+    reason: str = ""
 
 
 class DuplicateView(View):
@@ -207,6 +247,8 @@ class GateView(View):
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
     deselected: int = 0
     env_only: int = 0
     flaky: int = 0
@@ -218,10 +260,11 @@ class GateView(View):
 
 
 class TierView(View):
-    """The gates of one tier and the tier's status (worst of its gates)."""
+    """The gates of one tier, the tier's status and its one-line count (:func:`ds4sync.gates.model.tier_line`)."""
 
     tier: str
     status: str
+    line: str = ""
     gates: tuple[GateView, ...]
 
 
@@ -235,17 +278,25 @@ class CheckView(View):
 
 
 class BuildView(View):
-    """The native build: status, profile, duration (s), log path, import/op-schema checks."""
+    """The native build: status, profile, duration (s), log path, import/op-schema checks, archs.
+
+    ``archs_asked``: the profile's ``TORCH_CUDA_ARCH_LIST``; ``archs_built``: what the build
+    compiled for (its own output, and cubins when cuobjdump was there); ``skipped_kernels``:
+    kernels a narrowed list left out.
+    """
 
     status: str
     profile: str = ""
     duration_s: float | None = None
     log: str = ""
-    version: str = ""
     message: str = ""
     checks: tuple[CheckView, ...] = ()
     command: CommandView | None = None
     log_tail: tuple[str, ...] = ()
+    archs_asked: tuple[str, ...] = ()
+    archs_built: tuple[str, ...] = ()
+    arch_source: str = ""
+    skipped_kernels: tuple[str, ...] = ()
 
 
 class ProbeView(View):
@@ -303,27 +354,13 @@ class RemainingItem(View):
 
 
 class BackportView(View):
-    """A commit a follow-up added: short SHA, title, upstream provenance, how it was adapted."""
+    """An upstream commit ``ds4sync backport evaluate`` measured: the decision and its reasons."""
 
-    sha: str = ""
-    title: str = ""
-    upstream: str = ""
-    note: str = ""
-
-
-class FollowupView(View):
-    """A dated follow-up on the same sync branch (newest last), with its own validation."""
-
-    date: str
-    title: str
-    head: str = ""
-    text: tuple[str, ...] = ()
-    items: tuple[str, ...] = ()
-    backports: tuple[BackportView, ...] = ()
-    excluded: tuple[BackportView, ...] = ()
-    merge: MergeView | None = None
-    validation: ValidationView | None = None
-    commands: tuple[CommandView, ...] = ()
+    sha: str
+    decision: str
+    reasons: tuple[str, ...] = ()
+    kv_change_pct: float | None = None
+    patchset: str = ""
 
 
 class ReportView(View):
@@ -344,7 +381,7 @@ class ReportView(View):
     validation: ValidationView = ValidationView()
     commands: tuple[CommandView, ...] = ()
     remaining: tuple[RemainingItem, ...] = ()
-    followups: tuple[FollowupView, ...] = ()
+    backports: tuple[BackportView, ...] = ()
     notes: tuple[str, ...] = ()
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

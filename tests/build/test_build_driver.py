@@ -152,7 +152,7 @@ def test_build_in_active_run_records_into_the_run(tmp_path: Path, monkeypatch: p
     assert list(worktree.glob("ds4run_ext/_C*.so")) and not list(repo.path.glob("ds4run_ext/_C*.so"))
     log = Path(build.log_path).read_text()
     saved = store.record_path("run1").read_text()
-    assert "('HF_TOKEN', '***')" in log  # kept for the build, hidden in the log
+    assert "('HF_TOKEN', '[redacted]')" in log  # kept for the build, hidden in the log
     assert "GITHUB_TOKEN" not in log  # not passed on at all
     for secret in ("ghp_never_in_logs_123", "hf_never_in_logs_456"):
         assert secret not in log and secret not in saved

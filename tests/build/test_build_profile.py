@@ -118,7 +118,7 @@ def test_profile_env_wins_and_secrets_stay_out(tmp_path: Path) -> None:
     assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["GH_TOKEN"] == "gho_kept_value"
     assert env["HF_TOKEN"] == "hf_profilesecret"
-    assert recorded["HF_TOKEN"] == "***"
+    assert recorded["HF_TOKEN"] == "[redacted]"
     assert "processsecret" not in str(recorded) and "hf_profilesecret" not in str(recorded)
     assert recorded["CUDA_HOME"] == "/usr/local/cuda-13"
 

@@ -135,3 +135,18 @@ def test_parsing_does_not_depend_on_lxml(tmp_path: Path) -> None:
 )
 def test_only_a_line_in_pytests_format_is_the_summary(output: str, expected: dict[str, int]) -> None:
     assert summary_counts(output) == expected
+
+
+@pytest.mark.parametrize("value", ["abc", "", "1.5s"])
+def test_junit_time_that_is_not_a_number_is_an_error_naming_the_case(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "j.xml"
+    path.write_text(
+        '<testsuites><testsuite name="pytest">'
+        f'<testcase classname="tests.test_a" name="test_ok" file="tests/test_a.py" time="{value}"/>'
+        "</testsuite></testsuites>"
+    )
+    if value == "":
+        assert read_junit(path)[0].duration_s == 0.0  # an empty attribute reads as no time
+        return
+    with pytest.raises(JUnitError, match=r"tests/test_a.py::test_ok has time="):
+        read_junit(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -129,3 +130,30 @@ def test_ruff_format_output_of_either_version(output: str) -> None:
     from ds4sync.gates.kinds.static_kind import _unformatted
 
     assert [f.node_id for f in _unformatted(output)] == ["fork/ugly.py"]
+
+
+def test_ruff_violations_are_read_from_its_json_report(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    """Paths with a colon and messages with colons survive; a syntax error is one violation too."""
+    repo, base = upstream_and_fork
+    repo.commit(
+        {"fork/odd:name.py": "import sys\n", "fork/broken.py": "def f(:\n    pass\n", "fork/unused.py": "Y = 2\n"},
+        "more delta",
+    )
+    ruff = _run(repo, base, names=("ruff-check",)).gates[0]
+    assert ruff.status == "failed"
+    by_node = {f.node_id: f.message for f in ruff.failures}
+    assert by_node["fork/odd:name.py:1:8"].startswith("F401 ")
+    assert any(node.startswith("fork/broken.py:1:") for node in by_node)
+    assert (ruff.counts.passed, ruff.counts.failed) == (3, 2)  # good, ugly, unused pass; odd:name, broken fail
+    report = Path(ruff.log_path or "").with_suffix(".ruff.json")
+    assert len(json.loads(report.read_text())) == len(ruff.failures)
+
+
+def test_an_unreadable_ruff_report_is_an_error() -> None:
+    from ds4sync.gates.kinds.static_kind import ruff_failures
+
+    with pytest.raises(ValueError):
+        ruff_failures('{"not": "a list"}', root="/r")
+    with pytest.raises(ValueError):
+        ruff_failures("[1, 2", root="/r")
+    assert ruff_failures("[]", root="/r") == ()

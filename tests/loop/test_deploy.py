@@ -65,7 +65,7 @@ def promoted_fork(tmp_path: Path):
     ws = open_workspace(pair.repo)
     record = run_nightly(ws, notify=False).record
     assert record is not None and record.status == "done"
-    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0  # no gate tier configured
     binary = Path(record.worktree) / ".venv" / "bin" / "vllm"
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
@@ -133,7 +133,7 @@ def test_deploy_refuses_without_a_binary_or_a_promote(tmp_path: Path) -> None:
     run_nightly(ws, notify=False)
     with pytest.raises(StateError, match="is not promoted"):
         deploy(ws)
-    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0  # no gate tier configured
     with pytest.raises(ConfigError, match=r"no stanza models\.nope"):
         deploy(ws)
     assert swap.read_text() == SWAP

@@ -50,7 +50,7 @@ def test_nothing_moved_is_a_quiet_skip_without_fetching(tmp_path: Path, capsys: 
     assert fetch_head.stat().st_mtime_ns == stamp  # asked with ls-remote; nothing fetched
     assert run_count(pair) == 1
     # Promoted: the fork moved to the sync's head, which is still "the last sync".
-    assert main(["promote", "--repo", str(pair.repo)]) == 0
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0  # no gate tier configured
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
     assert "nothing moved" in capsys.readouterr().out and run_count(pair) == 1
     assert main(["nightly", "--json", "--repo", str(pair.repo)]) == 0
@@ -126,7 +126,7 @@ def test_pruning_keeps_n_and_every_run_a_rollback_ref_or_open_pr_points_at(tmp_p
     ws = open_workspace(pair.repo)
     first = run_nightly(ws, notify=False).record
     assert first is not None
-    assert main(["promote", "--repo", str(pair.repo)]) == 0  # rollback ref -> first
+    assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0  # rollback ref -> first
     second, third, fourth = (_night(pair, ws, n) for n in ("n2", "n3", "n4"))
     # The third's pushed head is an open PR at the newest duplicate-work check.
     for record, pr in ((third, 7), (fourth, None)):

@@ -11,24 +11,31 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.record import RecordStore
 from ds4sync.report import report_schema
 from ds4sync.runner import RunContext, open_workspace, run_phases
+from tests.cli_json import data as cli_data
 from tests.report.conftest import ROOT
-from tests.report.records import failing_record, rich_record
+from tests.report.pipeline_runs import failed_run, merged_run
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> tuple[Path, Path]:
-    """A fork checkout with two stored runs (rich, then failing); returns (repo, state dir)."""
+def repo(tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """A fork checkout and a state dir holding two real runs (a clean merge, then a failed nightly).
+
+    Returns (repo, state dir, id of the merge run, id of the failed run).
+    """
+    merged_store, merged_id = merged_run(tmp_path / "a")
+    failed_store, failed_id = failed_run(tmp_path / "b")
     builder = RepoBuilder(tmp_path / "fork")
     builder.commit({"README.md": "fork\n"}, "fork: initial")
     state = tmp_path / "state"
     store = RecordStore(state)
-    pytest.skip("hand-made records do not validate as the typed record; pipeline-produced records replace them")
-    for data in (rich_record(), failing_record()):
-        store.save(RunRecord.model_validate(data))
-    return builder.path, state
+    for source, run_id in ((merged_store, merged_id), (failed_store, failed_id)):
+        record = source.load(run_id)
+        record.status = record.status if record.status != "paused" else "done"
+        store.save(record)
+    return builder.path, state, merged_id, failed_id
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -38,15 +45,15 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 
 def test_report_of_the_latest_run_is_printed(repo, capsys) -> None:
-    path, state = repo
+    path, state, _, failed_id = repo
     code, out, _ = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT))
     assert code == 0
-    assert out.startswith("# Sync jasl/vllm:codex/ds4-sm120-min-enable with vllm-project/vllm main")
-    assert "run `20260911-060000-537af2c3a4`" in out, "the latest run is the failing one"
+    assert out.startswith("# Sync fork:")
+    assert f"run `{failed_id}`" in out, "the latest run is the failing one"
 
 
 def test_report_by_run_id_to_a_file_as_json(repo, capsys, tmp_path: Path) -> None:
-    path, state = repo
+    path, state, _, failed_id = repo
     target = tmp_path / "summary.json"
     code, out, err = _run(
         capsys,
@@ -58,7 +65,7 @@ def test_report_by_run_id_to_a_file_as_json(repo, capsys, tmp_path: Path) -> Non
         "--profile",
         str(ROOT),
         "--run",
-        "20260910-081500-537af2c3a4",
+        failed_id,
         "--format",
         "json",
         "--out",
@@ -67,12 +74,13 @@ def test_report_by_run_id_to_a_file_as_json(repo, capsys, tmp_path: Path) -> Non
     assert code == 0 and out == "" and str(target) in err
     summary = json.loads(target.read_text())
     jsonschema.validate(summary, report_schema())
-    assert summary["run"]["run_id"] == "20260910-081500-537af2c3a4"
-    assert [g["passed"] for g in summary["validation"]["tiers"][1]["gates"]] == [309, 75]
+    assert summary["run"]["run_id"] == failed_id
+    gates = summary["validation"]["tiers"][0]["gates"]
+    assert [(g["name"], g["passed"], g["failed"]) for g in gates] == [("names-kept", 0, 1), ("unit-tests", 1, 0)]
 
 
 def test_public_report_with_notes(repo, capsys, tmp_path: Path) -> None:
-    path, state = repo
+    path, state, merged_id, _ = repo
     notes = tmp_path / "notes.md"
     notes.write_text("Reviewed on /home/alexbi/box by a person.\n")
     code, out, _ = _run(
@@ -85,7 +93,7 @@ def test_public_report_with_notes(repo, capsys, tmp_path: Path) -> None:
         "--profile",
         str(ROOT),
         "--run",
-        "20260910-081500-537af2c3a4",
+        merged_id,
         "--public",
         "--notes",
         str(notes),
@@ -97,41 +105,15 @@ def test_public_report_with_notes(repo, capsys, tmp_path: Path) -> None:
 
 
 def test_compare_two_runs(repo, capsys) -> None:
-    path, state = repo
-    code, out, _ = _run(
-        capsys,
-        "report",
-        "--repo",
-        str(path),
-        "--state-dir",
-        str(state),
-        "--profile",
-        str(ROOT),
-        "--compare",
-        "20260910-081500-537af2c3a4",
-        "20260911-060000-537af2c3a4",
-    )
+    path, state, merged_id, failed_id = repo
+    args = ("report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT))
+    code, out, _ = _run(capsys, *args, "--compare", merged_id, failed_id)
     assert code == 0
-    assert "| gate focused-unit | passed | 309 | 301 | -8 |" in out
-    code, out, _ = _run(
-        capsys,
-        "report",
-        "--repo",
-        str(path),
-        "--state-dir",
-        str(state),
-        "--profile",
-        str(ROOT),
-        "--compare",
-        "20260910-081500-537af2c3a4",
-        "20260911-060000-537af2c3a4",
-        "--format",
-        "json",
-    )
-    data = json.loads(out)
-    assert {"section": "build", "item": "status", "before": "passed", "after": "failed", "delta": None} in data[
-        "changed"
-    ]
+    assert "| run | status | done | failed | changed |" in out
+    assert "| gate names-kept | status | not run | failed | changed |" in out
+    code, out, _ = _run(capsys, *args, "--compare", merged_id, failed_id, "--format", "json")
+    data = cli_data(out) if out.lstrip().startswith('{"ds4sync"') else json.loads(out)
+    assert {"section": "run", "item": "status", "before": "done", "after": "failed", "delta": None} in data["changed"]
 
 
 def test_schema_command_prints_the_published_schema(capsys) -> None:
@@ -149,7 +131,7 @@ def test_schema_command_prints_the_published_schema(capsys) -> None:
     ],
 )
 def test_usage_errors_exit_2_with_one_line(repo, capsys, args, message) -> None:
-    path, state = repo
+    path, state, *_ = repo
     code, _, err = _run(capsys, "report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT), *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
@@ -162,15 +144,15 @@ def test_no_run_at_all_is_a_usage_error(tmp_path: Path, capsys) -> None:
 
 
 def test_report_phase_writes_report_and_summary(repo) -> None:
-    path, state = repo
+    path, state, merged_id, _ = repo
     from ds4sync.report.phase import REPORT_PHASES
 
     ws = open_workspace(path, state_dir=state, profile=ROOT)
-    record = ws.store.load("20260910-081500-537af2c3a4")
+    record = ws.store.load(merged_id)
     outcome = run_phases(RunContext(ws, record), REPORT_PHASES)
     written = Path(outcome.record.results.report.path)
     assert written == ws.store.run_dir(record.run_id) / "report.md"
-    assert written.read_text().startswith("# Sync jasl/vllm")
+    assert written.read_text().startswith("# Sync fork:")
     assert json.loads(written.with_name("summary.json").read_text())["run"]["run_id"] == record.run_id
     assert ws.store.load(record.run_id).phases["report"].status == "done"
     assert "phase report" not in written.read_text()

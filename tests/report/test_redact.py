@@ -11,7 +11,7 @@ from ds4sync.core.redact import redact, redact_private, redact_secrets
 from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
-from tests.report.records import rich_record
+from tests.report.pipeline_runs import failed_run
 
 # Built at run time so that no credential-shaped literal sits in the repository.
 GHP = "ghp_" + "Zq8" * 12
@@ -35,32 +35,30 @@ PRIVATE = (
 )
 
 
-def planted_record(tmp_path: Path) -> dict:
-    """The rich record with secrets and private details planted in many fields, and in its logs."""
-    record = rich_record()
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "build.log").write_text(f"export HF_TOKEN={HF}\nAuthorization: Bearer {BEARER}\n")
-    results = record["results"]
-    results["environment"]["host"] = "epyc"
-    results["environment"]["runner_address"] = "10.20.30.40"
-    build = results["build"]
-    build["env"]["HF_TOKEN"] = HF
-    build["env"]["PIP_INDEX_URL"] = f"https://alex:{PASSWORD}@pypi.builder.local/simple"
-    build["log"] = str(logs / "build.log")
-    build["log_tail"] = [
-        f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels",
-        f"cloned https://{GHP}@github.com/jasl/vllm.git into /home/alexbi/src/vllm",
-    ]
-    gate = results["gates"]["gpu"][2]
-    gate["env"] = {"GITHUB_TOKEN": PAT, "AWS_ACCESS_KEY_ID": AKIA, "OPENAI_API_KEY": SK}
-    gate["failures"][0]["reason"] = f"403 for https://huggingface.co (token {HF}) from gpu-box-7.internal"
-    gate["command"] = [*gate["command"], f"--slack-hook={SLACK}", "--server=172.20.0.9:8000"]
-    results["publish"]["duplicate_check"]["conclusion"] = f"Checked with password={PASSWORD} from builder.local."
-    record["followups"][0]["text"].append(
-        "The build is live on epyc from /home/alexbi/llm-src-ds4-upstream-20260912 (fd12:3456:789a::1)."
+def planted_record(tmp_path: Path) -> RunRecord:
+    """A failed nightly's real record with secrets and private details planted in many typed fields."""
+    store, run_id = failed_run(tmp_path / "run")
+    record = store.load(run_id)
+    tier = record.results.gates["unit"]
+    gate = tier.gates[0]
+    failure = gate.failures[0].model_copy(
+        update={"message": f"403 for https://huggingface.co (token {HF}) from gpu-box-7.internal"}
     )
-    record["notes"].append(f"Posted with {GHP}")
+    gate = gate.model_copy(
+        update={
+            "env_overrides": {"GITHUB_TOKEN": PAT, "AWS_ACCESS_KEY_ID": AKIA, "OPENAI_API_KEY": SK},
+            "failures": (failure,),
+            "command": (*gate.command, f"--slack-hook={SLACK}", "--server=172.20.0.9:8000"),
+            "details": {},
+            "cwd": "/home/alexbi/llm-src-ds4-upstream-20260912",
+            "reason": f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels (password={PASSWORD})",
+        }
+    )
+    record.results.gates["unit"] = tier.model_copy(
+        update={"gates": (gate, *tier.gates[1:]), "environment": {"host": "epyc", "runner": "10.20.30.40"}}
+    )
+    record.upstream.url = f"https://{GHP}@github.com/jasl/vllm.git"
+    record.notes.append(f"Posted with {GHP} from builder.local (fd12:3456:789a::1)")
     return record
 
 
@@ -89,14 +87,12 @@ def test_secrets_are_redacted_even_without_public(tmp_path: Path, templates: Pat
         text = render_report(record, templates_dir=templates, fmt=fmt)  # type: ignore[arg-type]
         for secret in SECRETS:
             assert secret not in text
-        assert "HF_TOKEN=[redacted]" in text or fmt == "json"
+        assert "GITHUB_TOKEN=[redacted]" in text or fmt == "json"
     assert "/home/alexbi" in render_report(record, templates_dir=templates), "private details stay unless --public"
 
 
-@pytest.mark.skip(reason="hand-made records do not validate as the typed record; replaced next")
 def test_written_report_and_summary_hold_no_secret(tmp_path: Path, templates: Path) -> None:
-    data = planted_record(tmp_path)
-    record = RunRecord.model_validate(data)
+    record = planted_record(tmp_path)
     store = RecordStore(tmp_path / "state")
     path = write_report(store, record, templates.parent, public=True)
     for written in (path, path.with_name("summary.json")):

@@ -45,7 +45,10 @@ class Spec(FrozenModel):
     @classmethod
     def _compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:
-            re.compile(pattern)
+            try:
+                re.compile(pattern)
+            except re.error as exc:  # not a ValueError: pydantic would let it escape
+                raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from exc
         return value
 
 

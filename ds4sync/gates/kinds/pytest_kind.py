@@ -23,7 +23,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ds4sync.core.files import redact_file
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.redact import is_secret_name
 from ds4sync.gates import pytest_counts
 from ds4sync.gates.definition import EnvFailureRule, Gate
 from ds4sync.gates.envrules import classify, classify_startup
@@ -140,10 +142,10 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         common["details"]["missing_paths"] = missing
     if reasons:
         common["details"]["deselected_reasons"] = reasons
-    if res.timed_out:
-        return GateResult(status="error", reason=f"timed out after {gate.definition.timeout:g}s", **common)
-    if res.interrupted:
-        return GateResult(status="error", reason="interrupted", **common)
+    if res.timed_out or res.interrupted:
+        return _stopped(gate, res, xml, ctx, common)
+    # pytest wrote it: a failure text can quote a secret
+    redact_file(xml, extra=tuple(v for k, v in env.items() if is_secret_name(k)))
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
@@ -181,6 +183,71 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     return GateResult(
         status=status, reason=reason, counts=counts, failures=tuple(failures), flaky=tuple(flaky), **common
     )
+
+
+def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str, Any]) -> GateResult:
+    """A run stopped for its timeout (or Ctrl-C): the tests that finished, from the JUnit pytest
+    wrote on SIGINT, and the test that was still running, from pytest's KeyboardInterrupt line."""
+    what = f"timed out after {gate.definition.timeout:g}s" if res.timed_out else "interrupted"
+    redact_file(xml)
+    try:
+        cases = [c for c in read_junit(xml) if c.node_id]  # the interrupted test has an empty <testcase/>
+    except JUnitError:
+        cases = []
+    failures, counts = _tally(gate, cases, {})
+    hung = hung_test(res.output, ctx.cwd)
+    failures.append(TestFailure(node_id=hung or "(unknown test)", kind="error", message=f"{what} while this test ran"))
+    real = [f for f in failures if not f.env_category]
+    counts = counts.model_copy(
+        update={"errors": sum(f.kind == "error" for f in real), "failed": sum(f.kind == "failure" for f in real)}
+    )
+    common["details"]["tests"] = len(cases)
+    reason = f"{what}; still running: {hung or 'unknown test'} ({len(cases)} tests finished)"
+    return GateResult(status="error", reason=reason, counts=counts, failures=tuple(failures), **common)
+
+
+_INTERRUPTED_AT = re.compile(r"^(?P<path>\S.*?\.py):(?P<line>\d+): KeyboardInterrupt$", re.MULTILINE)
+
+
+def hung_test(output: str, cwd: Any) -> str | None:
+    """The node id of the test pytest was running when it got SIGINT (``path::Class::test``), from the
+    ``<file>:<line>: KeyboardInterrupt`` line it prints; ``file:line`` when that line is not inside a test."""
+    import ast
+    from pathlib import Path
+
+    found = list(_INTERRUPTED_AT.finditer(output))
+    if not found:
+        return None
+    path, line = Path(found[-1]["path"]), int(found[-1]["line"])
+    try:
+        rel = path.resolve().relative_to(Path(cwd).resolve()).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    try:
+        tree = ast.parse((path if path.is_absolute() else Path(cwd) / path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return f"{rel}:{line}"
+    chain: list[str] = []
+    body = tree.body
+    while True:
+        inner = next(
+            (
+                node
+                for node in body
+                if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.lineno <= line <= (node.end_lineno or node.lineno)
+            ),
+            None,
+        )
+        if inner is None:
+            break
+        chain.append(inner.name)
+        if not isinstance(inner, ast.ClassDef):
+            break
+        body = inner.body
+    if not chain or not chain[-1].startswith("test"):
+        return f"{rel}:{line}"
+    return "::".join([rel, *chain])
 
 
 def _plugin_env(counts_json: Path, env: dict[str, str]) -> dict[str, str]:
@@ -274,6 +341,7 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
     xml = ctx.log_path(gate, f"rerun{attempt}.xml")
     argv = [*build_argv(spec, python, node_ids=node_ids), f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     res = ctx.run(argv, gate=gate, log_path=ctx.log_path(gate, f"rerun{attempt}.log"))
+    redact_file(xml)
     if res.timed_out or res.interrupted:
         return set()
     try:

@@ -3,6 +3,8 @@
 - ``ruff-check`` / ``ruff-format``: ``ruff check`` and ``ruff format --check`` on the
   Python files that differ between the base (the upstream commit) and the work tree,
   not the whole tree; ruff comes from the target environment (``{python} -m ruff``).
+  ``ruff check`` writes ``--output-format json`` to a file next to the log, which is read
+  as data (one failure per violation), never parsed out of the terminal text.
 - ``diff-check``: ``git diff --check <base>`` (whitespace errors, conflict markers).
 - ``pip-check``: ``pip check`` (or ``uv pip check --python``) in the target environment.
 
@@ -12,6 +14,7 @@ The base is ``run.base`` or the runner's base ref (the run's upstream SHA, else
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import time
@@ -25,7 +28,6 @@ from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
-_RUFF_LINE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
 # "Would reformat: PATH" (ruff <= 0.14) or "unformatted: ..." then " --> PATH:LINE:COL" (newer ruff).
 _REFORMAT = re.compile(r"^(?:Would reformat: (?P<path>.+)|--> (?P<arrow>[^:]+):\d+:\d+)$")
 _DIFF_CHECK = re.compile(r"^(?P<path>[^+\s][^:]*):(?P<line>\d+): (?P<msg>.+)$")
@@ -88,7 +90,12 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     if not files:
         return GateResult(status="passed", reason=f"no Python files changed since {base[:12]}", **common)
     prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
-    sub = ["check", "--no-fix", "--output-format", "concise"] if spec.check == "ruff-check" else ["format", "--check"]
+    report = ctx.log_path(gate, "ruff.json")
+    sub = (
+        ["check", "--no-fix", "--output-format", "json", "--output-file", str(report)]
+        if spec.check == "ruff-check"
+        else ["format", "--check"]
+    )
     argv = [*prefix, *sub, *files]
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
@@ -104,7 +111,14 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     if res.timed_out or res.returncode not in (0, 1):
         why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
         return GateResult(status="error", reason=why, **common, **info)
-    failures = _failures(_RUFF_LINE, res.output) if spec.check == "ruff-check" else _unformatted(res.output)
+    if spec.check == "ruff-check":
+        try:
+            failures = ruff_failures(report.read_text(encoding="utf-8"), root=str(ctx.cwd))
+        except (OSError, ValueError) as exc:
+            why = f"ruff wrote no readable JSON report ({type(exc).__name__}: {exc}); exit {res.returncode}"
+            return GateResult(status="error", reason=why, **common, **info)
+    else:
+        failures = _unformatted(res.output)
     bad_files = {f.node_id.split(":", 1)[0] for f in failures}
     counts = TestCounts(passed=len(files) - len(bad_files), failed=len(bad_files))
     if res.returncode == 1 and not failures:
@@ -178,6 +192,28 @@ def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
         if match:
             where = ":".join(match.group(g) for g in ("path", "line", "col") if g in match.groupdict())
             found.append(TestFailure(node_id=where, message=match.groupdict().get("msg") or line))
+    return tuple(found)
+
+
+def ruff_failures(text: str, *, root: str) -> tuple[TestFailure, ...]:
+    """One failure per violation in ruff's ``--output-format json`` report (``path:line:col``, ``CODE message``).
+
+    Raises:
+        ValueError: the text is not ruff's JSON (a list of violations with filename and location).
+    """
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("not a list of violations")
+    found = []
+    prefix = root.rstrip("/") + "/"
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("location"), dict):
+            raise ValueError(f"not a ruff violation: {str(item)[:80]}")
+        path = str(item.get("filename", ""))
+        path = path[len(prefix) :] if path.startswith(prefix) else path
+        where = f"{path}:{item['location'].get('row', 0)}:{item['location'].get('column', 0)}"
+        code = item.get("code") or "syntax-error"
+        found.append(TestFailure(node_id=where, message=f"{code} {item.get('message', '')}".strip()))
     return tuple(found)
 
 

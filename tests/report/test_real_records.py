@@ -1,0 +1,202 @@
+"""The report rendered from records the real pipeline produced, checked section by section.
+
+Runs: a clean merge (paused after verify), a merge that needs a person, a failed nightly
+(a command gate fails, a pytest gate passes), a run killed mid-merge, and the demo's two
+syncs (slow). Every run's report states the run's status as the record has it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ds4sync.cli import main
+from ds4sync.record import RecordStore, RunRecord
+from ds4sync.report import render_report, report_schema, report_view
+from tests.report.conftest import ROOT
+from tests.report.pipeline_runs import failed_run, killed_run, merged_run, needs_person_run
+
+TEMPLATES = ROOT / "reports"
+
+
+def _sections(text: str) -> dict[str, str]:
+    """``## Heading`` -> its body."""
+    out: dict[str, str] = {}
+    for chunk in text.split("\n## ")[1:]:
+        head, _, body = chunk.partition("\n")
+        out[head.strip()] = body
+    return out
+
+
+def _render(store: RecordStore, run_id: str, **kw) -> tuple[RunRecord, str]:
+    record = store.load(run_id)
+    return record, render_report(record, templates_dir=TEMPLATES, **kw)
+
+
+def test_clean_merge_run(tmp_path: Path) -> None:
+    store, run_id = merged_run(tmp_path)
+    record, text = _render(store, run_id)
+    s = _sections(text)
+    merge = record.results.merge
+    assert merge is not None and merge.merge_commit
+    assert f"`{run_id}` (paused)" in s["Summary"]
+    assert f"The merge commit is `{merge.merge_commit}`" in s["Summary"]
+    assert f"It brings in {merge.upstream_commits} upstream commit" in s["Summary"]
+    assert "The merge had no textual conflicts" in s["Summary"]
+    assert "No conflict needed a resolution." in s["Integration choices and fixes"]
+    assert "Not run: the publish phase has not run" in s["Duplicate-work check"]
+    assert "- Native build: not run." in s["Validation"]
+    assert "Gate tiers not run: static, unit, gpu, kernel, serving, perf." in s["Validation"]
+    assert "No commands recorded" in s["Representative commands"]
+    assert "- phase build is pending" in s["Remaining gate"] and "- native build: not run" in s["Remaining gate"]
+
+
+def test_needs_person_run(tmp_path: Path) -> None:
+    store, run_id = needs_person_run(tmp_path)
+    record, text = _render(store, run_id)
+    s = _sections(text)
+    assert record.status == "needs-person"
+    assert f"`{run_id}` (needs-person)" in s["Summary"]
+    assert "The merge is not committed yet (run status: needs-person)." in s["Summary"]
+    assert "- **Still unresolved** (1): `a.py`." in s["Integration choices and fixes"]
+    assert "Patch-sets: not run" in s["Integration choices and fixes"]
+    assert "- phase resolve is needs-person" in s["Remaining gate"]
+    assert "- 1 conflicted file unresolved" in s["Remaining gate"]
+
+
+def test_failed_run(tmp_path: Path) -> None:
+    store, run_id = failed_run(tmp_path)
+    record, text = _render(store, run_id)
+    s = _sections(text)
+    tier = record.results.gates["unit"]
+    assert record.status == "failed" and tier.status == "failed"
+    assert f"`{run_id}` (failed)" in s["Summary"]
+    by_name = {g.name: g for g in tier.gates}
+    assert by_name["names-kept"].status == "failed" and by_name["unit-tests"].status == "passed"
+    assert f"- Tier unit: {tier.line()}." in s["Validation"]
+    assert tier.line() == "failed: 2 gates (1 failed, 1 passed); tests: 1 passed, 1 failed"
+    assert "| unit | names-kept | failed | 1 failed |" in s["Validation"]
+    assert "| unit | unit-tests | passed | 1 passed |" in s["Validation"]
+    assert "| names-kept | `names-kept` | – | failure:" in s["Validation"]
+    assert "- names-kept (unit): failed" in s["Remaining gate"]
+    # the report nightly wrote for the failed run states the status the run ended with
+    written = store.run_dir(run_id) / "report.md"
+    assert f"`{run_id}` (failed)" in written.read_text() and "(running)" not in written.read_text()
+
+
+def test_killed_run(tmp_path: Path) -> None:
+    store, run_id = killed_run(tmp_path)
+    record, text = _render(store, run_id)
+    assert record.interrupted_phase() == "merge"
+    s = _sections(text)
+    assert f"`{run_id}` (running)" in s["Summary"]  # what the record says: the process is gone
+    assert "- phase merge is running" in s["Remaining gate"]
+    assert "Patch-sets: not run" in s["Integration choices and fixes"]
+
+
+@pytest.mark.parametrize("make", [merged_run, needs_person_run, failed_run, killed_run])
+def test_every_format_renders_and_the_summary_validates(tmp_path: Path, make) -> None:
+    store, run_id = make(tmp_path)
+    record = store.load(run_id)
+    md = render_report(record, templates_dir=TEMPLATES)
+    html = render_report(record, templates_dir=TEMPLATES, fmt="html")
+    summary = json.loads(render_report(record, templates_dir=TEMPLATES, fmt="json"))
+    jsonschema.validate(summary, report_schema())
+    assert summary["run"]["status"] == record.status
+    # The HTML is the Markdown rendered: the same headings and the same gate rows.
+    for heading in _sections(md):
+        assert f"<h2>{heading}</h2>" in html.replace("&amp;", "&")
+    for tier in report_view(record).validation.tiers:
+        for gate in tier.gates:
+            assert f"<td>{gate.name}</td>" in html
+    assert render_report(record.model_dump_json(), templates_dir=TEMPLATES) == md  # JSON text, same report
+
+
+def test_published_schema_is_current() -> None:
+    published = json.loads((ROOT / "reports" / "schema" / "report-summary.schema.json").read_text())
+    assert published == report_schema(), "reports/schema is stale: regenerate it with `ds4sync schema`"
+
+
+def test_status_and_report_give_the_same_gate_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, run_id = failed_run(tmp_path)
+    capsys.readouterr()
+    record = store.load(run_id)
+    line = record.results.gates["unit"].line()
+    repo = Path(record.repo)
+    assert main(["status", "--repo", str(repo)]) in (0, 1)
+    status_out = " ".join(capsys.readouterr().out.split())
+    assert f"tier unit: {line}" in status_out
+    assert f"- Tier unit: {line}." in render_report(record, templates_dir=TEMPLATES)
+
+
+@pytest.mark.slow
+def test_demo_runs_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both demo syncs: the written report states the final status; stdout, status and report agree on gates."""
+    assert main(["demo", "--workdir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    store = RecordStore(tmp_path / "demo" / "fork" / ".git" / "ds4sync")
+    second = store.load(store.run_ids()[-1])
+    assert second.status == "done" and second.results.report is not None
+    written = Path(second.results.report.path).read_text()
+    assert f"`{second.run_id}` (done)" in written and "(running)" not in written
+    assert written == render_report(second, templates_dir=ROOT / "reports")
+    s = _sections(written)
+    replay = second.results.replay
+    assert replay is not None
+    for entry in replay.entries:  # replay's own statuses, not verify's
+        assert f"(`{entry.id}`" in s["Integration choices and fixes"]
+        assert f"**{entry.status}**" in s["Integration choices and fixes"]
+    counts = replay.counts()
+    tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    assert f"Patch-sets ({len(replay.entries)}: " in s["Integration choices and fixes"]
+    assert sum(counts.values()) == len(replay.entries)
+    assert all(f"{n} {status}" in s["Integration choices and fixes"] for status, n in counts.items()), tally
+    verify = second.results.verify
+    assert verify is not None
+    for ps in verify.patchsets:
+        for inv in ps.invariants:  # invariant ids, not kinds
+            assert f"| `{ps.id}` | `{inv.invariant}` | {inv.kind} |" in written
+    line = second.results.gates["unit"].line()
+    assert f"gates unit: {line}" in out
+    assert f"- Tier unit: {line}." in written
+    capsys.readouterr()
+    assert main(["status", "--repo", str(tmp_path / "demo" / "fork")]) == 0
+    assert f"tier unit: {line}" in " ".join(capsys.readouterr().out.split())
+    first = store.load(store.run_ids()[0])
+    first_report = render_report(first, templates_dir=ROOT / "reports")
+    assert f"`{first.run_id}` ({first.status})" in first_report
+
+
+def _normal(text: str, workdir: Path) -> str:
+    """A report with what differs between two demo runs (paths, SHAs, run ids, times, durations) blanked."""
+    import re
+
+    text = text.replace(str(workdir), "<demo>").replace("/tmp/ds4sync-demo", "<demo>")
+    text = re.sub(r"\S*/bin/python\S*", "<python>", text)
+    text = re.sub(r"\b\d{8}-\d{6}-[0-9a-f]{10}\b", "<run>", text)
+    text = re.sub(r"\b[0-9a-f]{7,40}\b", "<sha>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\+00:00|Z)", "<time>", text)
+    text = re.sub(r"\b\d{8}\b", "<date>", text)
+    return re.sub(r"\d+\.\d s\b", "<s>", text)
+
+
+@pytest.mark.slow
+def test_shipped_examples_are_the_demos_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file in reports/examples is a demo run's report (paths, SHAs, times aside) or says it is synthetic."""
+    workdir = tmp_path / "demo"
+    assert main(["demo", "--workdir", str(workdir)]) == 0
+    capsys.readouterr()
+    store = RecordStore(workdir / "fork" / ".git" / "ds4sync")
+    fresh = {
+        "demo-pr.md": render_report(store.load(store.run_ids()[-1]), templates_dir=TEMPLATES, public=True),
+        "demo-loop-pr.md": (workdir / "loop" / "forge" / "pr-opened.md").read_text(),
+    }
+    for example in sorted((ROOT / "reports" / "examples").glob("*.md")):
+        text = example.read_text()
+        if "synthetic" in text.splitlines()[0].lower():
+            continue
+        assert example.name in fresh, f"{example.name}: not a demo report and its first line does not say synthetic"
+        assert _normal(text, workdir) == _normal(fresh[example.name], workdir), example.name
