@@ -150,12 +150,17 @@ def test_backport_evaluate_between_two_real_servers_excludes_a_slower_one(
     assert ab["mode"] == "started-both" and ab["verdict"] == "regression"
     rows = {r["metric"]: r for r in ab["rows"]}
     progress(f"backport {decision['decision']}: {decision['reasons']}; throughput row {rows['c4.output_throughput']}")
-    # one sequence at a time: requests queue, so time to first token is what regresses beyond doubt (each
-    # request then decodes alone, so TPOT is no worse; throughput drops, but is the noisiest on a shared machine)
-    ttft = rows["c4.median_ttft_ms"]
-    assert ttft["verdict"] == "regression" and ttft["ci_low_pct"] > 0 and ttft["mean_delta_pct"] > 100
-    assert rows["c4.output_throughput"]["mean_delta_pct"] < 0
-    assert any(r.startswith("raised c4.median_ttft_ms by") for r in decision["reasons"])
+    # one sequence at a time: requests queue, so throughput falls and time to first token rises (each request
+    # then decodes alone, so TPOT is no worse). On a loaded machine either one may be the one beyond doubt.
+    tok, ttft = rows["c4.output_throughput"], rows["c4.median_ttft_ms"]
+    assert tok["mean_delta_pct"] < -20 and ttft["mean_delta_pct"] > 20
+    assert "regression" in (tok["verdict"], ttft["verdict"])
+    for row in (tok, ttft):
+        if row["verdict"] == "regression":  # its whole interval on the worse side
+            assert (row["ci_high_pct"] < 0) if row["direction"] == "higher" else (row["ci_low_pct"] > 0)
+    assert any(
+        r.startswith(("slowed c4.output_throughput by", "raised c4.median_ttft_ms by")) for r in decision["reasons"]
+    )
     assert "kv_cache_tokens" in {r["metric"] for r in ab["reported"]}  # both servers' KV capacity read, unchanged
     state_children = tmp_path / "state" / "children"
     assert not state_children.exists() or not list(state_children.iterdir())
