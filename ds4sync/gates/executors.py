@@ -188,18 +188,22 @@ def _python_here() -> str:
 
 def _node_checkout(source: str, commit: str) -> Path:
     """This node's worktree of ``source`` at ``commit`` (cloned once per node, then fetched), detached."""
+    from filelock import FileLock
+
     from ds4sync.core.git import GitRepo, git_env
     from ds4sync.core.proc import run
 
     root = Path(os.environ.get("DS4SYNC_RAY_CACHE", Path(tempfile.gettempdir()) / "ds4sync-ray"))
+    root.mkdir(parents=True, exist_ok=True)
     clone = root / "repo"
-    if not (clone / ".git").exists():
-        root.mkdir(parents=True, exist_ok=True)
-        res = run(["git", "clone", "--quiet", "--no-checkout", "--", source, str(clone)], cwd=root, env=git_env())
-        if res.returncode != 0:
-            raise GitError(f"cannot clone {source} on this node: {res.output.strip()[-300:]}", where=str(clone))
-    repo = GitRepo(clone)
-    if repo.resolve_commit(commit) is None:
-        repo.run("fetch", "--quiet", "origin", commit)
-    target = root / "worktrees" / f"{commit[:12]}-{os.getpid()}-{int(time.time())}"
-    return repo.worktree_add_detached(target, commit).path
+    # Several gates start at once on one host: one of them clones, the others wait for it, never see half a clone.
+    with FileLock(str(root / ".clone.lock")):
+        if not (clone / ".git").exists():
+            res = run(["git", "clone", "--quiet", "--no-checkout", "--", source, str(clone)], cwd=root, env=git_env())
+            if res.returncode != 0:
+                raise GitError(f"cannot clone {source} on this node: {res.output.strip()[-300:]}", where=str(clone))
+        repo = GitRepo(clone)
+        if repo.resolve_commit(commit) is None:
+            repo.run("fetch", "--quiet", "origin", commit)
+        target = root / "worktrees" / f"{commit[:12]}-{os.getpid()}-{time.monotonic_ns()}"
+        return repo.worktree_add_detached(target, commit).path

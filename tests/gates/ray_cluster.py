@@ -1,7 +1,8 @@
 """A real local Ray cluster running real pytest gates: run by test_ray_executor.py inside a private network namespace.
 
 Usage: ``unshare --net python ray_cluster.py WORKDIR`` (root). The namespace has only the loopback device, so
-every address the cluster binds or dials is on this machine. It starts a head and three worker nodes (one
+every address the cluster binds or dials is on this machine, and the namespace tells our processes from any other
+Ray on the machine when the cluster is stopped. It starts a head and three worker nodes (one
 ``sm90``, two ``sm120`` by custom resource), runs the same tier locally and through ``--executor ray``, then kills
 the raylet under a gate that is running, once for a gate that allows a rerun and once for one that does not,
 and prints one JSON object with what it saw.
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import yaml
@@ -52,6 +54,20 @@ def start_cluster(temp: Path) -> None:
     for resources in ({"sm120": 1}, {"sm120": 1}, {"spare": 1}):
         _ray("start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", "--resources", json.dumps(resources),
              *common)  # fmt: skip
+
+
+def stop_cluster() -> None:
+    """End every process of this network namespace but this one: the cluster, and nothing else on the machine.
+
+    (``ray stop`` finds Ray processes by name machine-wide, so it would also end a cluster that is not ours.)
+    """
+    ours = os.readlink("/proc/self/ns/net")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if os.readlink(entry / "ns" / "net") == ours:
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def make_repo(root: Path, flags: Path) -> Path:
@@ -174,8 +190,15 @@ def main() -> None:
             (gate,) = result.gates
             out[name] = {"status": gate.status, "reason": gate.reason, "executor": gate.details.get("executor")}
         out["killed_raylets"] = killed
+    except BaseException:
+        traceback.print_exc()  # before the cluster goes: a driver left connected to a dead head hangs for 60 s
+        raise
     finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+        with contextlib.suppress(Exception):
+            import ray
+
+            ray.shutdown()
+        stop_cluster()
     print("RESULT " + json.dumps(out))
 
 
