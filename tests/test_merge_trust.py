@@ -100,6 +100,7 @@ def test_messages_are_parsed_in_the_c_locale_under_a_german_one(tmp_path: Path, 
         monkeypatch.setenv(key, value)
     pair = conflict_pair(tmp_path)
     config = tmp_path / "ds4sync.yaml"
+    (tmp_path / "profile" / "patches").mkdir(parents=True)  # a profile folder must exist (issue 13)
     config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(tmp_path / "profile")}))
     args = ("--repo", str(pair.repo), "--config", str(config), "--json")
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args)

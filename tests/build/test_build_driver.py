@@ -142,7 +142,7 @@ def test_build_in_active_run_records_into_the_run(tmp_path: Path, monkeypatch: p
         )
     )
     manifest = _manifest_file(tmp_path, ext.manifest)
-    code = main(["build", "--repo", str(repo.path), "--profile", "cpu", "--manifest", str(manifest), "--json"])
+    code = main(["build", "--repo", str(repo.path), "--build-profile", "cpu", "--manifest", str(manifest), "--json"])
     assert code == 0
     record = store.load("run1")
     build = record.results.build
