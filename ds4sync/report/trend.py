@@ -59,12 +59,14 @@ class NightPoint(FrozenModel):
 
 def trend_points(store: RecordStore) -> list[NightPoint]:
     """Every run of ``store`` (aborted ones left out), oldest first, as a :class:`NightPoint`."""
-    points = []
+    dated = []
     for run_id in store.run_ids():
         record = store.load(run_id)
         if record.status != "aborted":
-            points.append(night_point(record))
-    return points
+            # created_at has whole seconds: runs started in one second are ordered by when each was last saved
+            saved = store.record_path(run_id).stat().st_mtime_ns
+            dated.append((record.created_at, saved, night_point(record)))
+    return [point for _, _, point in sorted(dated, key=lambda item: (item[0], item[1]))]
 
 
 def night_point(record: RunRecord) -> NightPoint:
