@@ -27,13 +27,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import ValidationError
 
-from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel
@@ -149,7 +149,6 @@ class StepEvaluator:
     fork_sha: str
     tier: str | None = None
     only: tuple[str, ...] = ()
-    progress: Progress = field(default=lambda _m: None)
 
     def __post_init__(self) -> None:
         self.repo = self.ws.repo
@@ -453,7 +452,7 @@ def bisect(
     started, start = now_iso(), time.monotonic()
     fork_head = ws.repo.branch_head(fork_branch)
     candidates = first_parent_candidates(ws.repo, good, bad)
-    evaluator = StepEvaluator(ws, fork_head, tier=tier, only=patchsets, progress=say)
+    evaluator = StepEvaluator(ws, fork_head, tier=tier, only=patchsets)
 
     def evaluate(sha: str) -> BisectStep:
         step = evaluator(sha)
@@ -499,7 +498,7 @@ def last_green_upstream(ws: Workspace, fork_sha: str, upstream_sha: str) -> str:
         StateError: the fork and upstream share no history.
     """
     for run_id in reversed(ws.store.run_ids()):
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Ds4syncError):  # a damaged record, or a commit gone: not a green point
             record = ws.store.load(run_id)
             sha = record.upstream.sha
             if record.status == "done" and ws.repo.is_ancestor(sha, upstream_sha):
