@@ -204,11 +204,13 @@ def test_mhc_ops_are_in_the_default_tier_and_pass():
     [
         {"SPLIT": 1, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 4, "BLOCK_D": 32, "num_warps": 4},
         {"SPLIT": 5, "BLOCK_T": 16, "BLOCK_K": 64, "BT2": 16, "BLOCK_D": 64, "num_warps": 4},
+        {"SPLIT": 3, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 8, "BLOCK_D": 32, "num_warps": 4, "PRECISION": "bf16x3"},
         {"FUSED": True, "BLOCK_T": 16, "BLOCK_K": 32, "BLOCK_D": 32, "num_warps": 4},
     ],
 )
 def test_mhc_pre_split_k_variants_agree_with_the_reference(cfg):
-    """One split, several splits that do not divide n·d evenly, and the older fused kernel: same results."""
+    """One split, several splits that do not divide n·d evenly, fn split into three bf16 parts (bf16x3), and
+    the older fused kernel: same results."""
     for case in [c for c in grid.mhc_pre_cases("ci") if c.name.split("-")[0] in ("randn", "saturated", "nan")]:
         g = torch.Generator()
         g.manual_seed(11)

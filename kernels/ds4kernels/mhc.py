@@ -134,7 +134,9 @@ def mhc_pre(
     combination matrices and the pre-weighted sum. Same contract as :func:`mhc_pre_ref`.
 
     ``PRECISION``: "tf32x3" (default on a GPU), "tf32x2" (bf16 x is exact in tf32, so fn alone is split
-    into a high and a low tf32 part: two tensor-core dots instead of three), or "ieee" (the interpreter).
+    into a high and a low tf32 part: two tensor-core dots instead of three), "bf16x3" (x feeds bf16 dots as
+    loaded, fn is split into three bf16 parts, 24 bits in all: three dots at twice the tf32 rate and half
+    the operand bytes), or "ieee" (the interpreter). tf32x2 and bf16x3 need bf16 x (else tf32x3 runs).
 
     Two launches: a split-K mix stage (``SPLIT`` slices of n·d per token block; 0 = as many as fill the
     SMs) writing fp32 partials, then a finish stage over (token block, d-slice) that sums the partials
@@ -149,13 +151,14 @@ def mhc_pre(
         return y, post, comb
     cfg = dict(config or mhc_pre_config(t, n, d))
     precision = cfg.pop("PRECISION", "ieee" if interpreting() else "tf32x3")
-    if precision == "tf32x2" and x.dtype != torch.bfloat16:  # the split relies on x being exact in tf32
+    if precision in ("tf32x2", "bf16x3") and x.dtype != torch.bfloat16:  # both rely on x being bf16
         precision = "tf32x3"
     groups = triton.next_power_of_2(2 + n)
     x = x.contiguous()
     fn32, scale32, base32 = fn.float().contiguous(), scale.float().contiguous(), base.float().contiguous()
     if cfg.pop("FUSED", False):
         bt = cfg.pop("BLOCK_T")
+        precision = precision if precision in ("ieee", "tf32", "tf32x3") else "tf32x3"
         _hc_pre_kernel[(triton.cdiv(t, bt),)](
             x, fn32, scale32, base32, y, post, comb, t, n * d, d, iters, hc_eps, rms_eps,
             N=n, GROUPS=groups, BLOCK_T=bt, PRECISION=precision, **cfg,
@@ -175,7 +178,8 @@ def mhc_pre(
     sq = torch.empty((splits, t), dtype=torch.float32, device=x.device)
     _hc_mix_kernel[(triton.cdiv(t, bt), splits)](
         x, fn32, mix, sq, t, k, k_split,
-        MIXP=mixp, MIX=(2 + n) * n, BLOCK_T=bt, BLOCK_K=bk, PRECISION=precision, num_warps=warps, **cfg,
+        MIXP=mixp, MIX=(2 + n) * n, BLOCK_T=bt, BLOCK_K=bk, PRECISION=precision, INTERPRET=interpreting(),
+        num_warps=warps, **cfg,
     )  # fmt: skip
     _hc_finish_kernel[(triton.cdiv(t, bt2), triton.cdiv(d, bd))](
         x, mix, sq, scale32, base32, y, post, comb, t, k, d, splits, iters, hc_eps, rms_eps,
@@ -198,6 +202,7 @@ def _hc_mix_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
+    INTERPRET: tl.constexpr = False,
 ):
     """Split-K stage: program (i, s) writes x[tokens i] @ fn[:, K slice s].T and Σ x² of that slice."""
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -212,12 +217,26 @@ def _hc_mix_kernel(
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         k_ok = offs_k < k_hi
-        xk = tl.load(
+        xr = tl.load(
             x_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :], mask=t_ok[:, None] & k_ok[None, :], other=0.0
-        ).to(tl.float32)
+        )
+        xk = xr.to(tl.float32)
         sq += tl.sum(xk * xk, axis=1)
         fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        if PRECISION == "tf32x2":  # x is bf16, exact in tf32: only fn needs a high and a low tf32 part
+        if PRECISION == "bf16x3":  # x is bf16: it feeds the tensor cores as loaded; fn = three bf16 parts
+            f1 = fk.to(tl.bfloat16)
+            r1 = fk - f1.to(tl.float32)
+            f2 = r1.to(tl.bfloat16)
+            f3 = (r1 - f2.to(tl.float32)).to(tl.bfloat16)
+            if INTERPRET:  # the interpreter's bf16 dot is unreliable: the same parts, as exact fp32 dots
+                acc += tl.dot(xk, tl.trans(f1.to(tl.float32)), input_precision="ieee")
+                acc += tl.dot(xk, tl.trans(f2.to(tl.float32)), input_precision="ieee")
+                acc += tl.dot(xk, tl.trans(f3.to(tl.float32)), input_precision="ieee")
+            else:
+                acc += tl.dot(xr, tl.trans(f1))
+                acc += tl.dot(xr, tl.trans(f2))
+                acc += tl.dot(xr, tl.trans(f3))
+        elif PRECISION == "tf32x2":  # x is bf16, exact in tf32: only fn needs a high and a low tf32 part
             f_hi = (fk.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
             acc += tl.dot(xk, tl.trans(f_hi), input_precision="tf32")
             acc += tl.dot(xk, tl.trans(fk - f_hi), input_precision="tf32")

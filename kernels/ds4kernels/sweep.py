@@ -26,14 +26,15 @@ PREFILL = [
 DECODE = [
     dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s)
     for b, t, sp, w, s in (
-        (8, 64, False, 4, 3),
-        (8, 64, True, 4, 3),
         (8, 64, False, 4, 4),
+        (8, 64, False, 4, 2),
+        (8, 64, True, 4, 2),
+        (4, 64, False, 4, 2),
+        (16, 64, False, 4, 2),
+        (8, 64, True, 4, 5),
         (8, 64, True, 4, 4),
-        (16, 64, False, 4, 4),
-        (16, 64, True, 4, 3),
-        (4, 64, True, 4, 3),
-        (8, 64, True, 8, 3),
+        (16, 64, True, 4, 5),
+        (16, 128, True, 8, 3),
     )
 ]
 TOPK = [
@@ -47,19 +48,19 @@ TOPK = [
         (False, 4096, 16),
     )
 ]
-MHC_PRE = [dict(FUSED=True, BLOCK_T=16, BLOCK_K=128, BLOCK_D=256, num_warps=4)] + [
+MHC_PRE = [
     dict(SPLIT=sp, BLOCK_T=bt, BLOCK_K=bk, BT2=bt2, BLOCK_D=bd, num_warps=w, PRECISION=pr)
     for sp, bt, bk, bt2, bd, w, pr in (
-        (0, 16, 128, 8, 256, 4, "tf32x3"),
-        (0, 16, 64, 8, 256, 4, "tf32x3"),
         (0, 16, 128, 8, 256, 4, "tf32x2"),
-        (0, 16, 64, 8, 256, 4, "tf32x2"),
-        (2, 64, 32, 8, 256, 4, "tf32x3"),
-        (2, 64, 32, 8, 256, 4, "tf32x2"),
-        (2, 64, 64, 8, 256, 4, "tf32x2"),
+        (0, 16, 128, 8, 256, 4, "bf16x3"),
+        (0, 16, 64, 8, 256, 4, "bf16x3"),
         (4, 64, 32, 8, 256, 4, "tf32x2"),
-        (2, 128, 32, 8, 256, 8, "tf32x2"),
-        (1, 64, 32, 8, 256, 4, "tf32x2"),
+        (4, 128, 64, 8, 256, 4, "bf16x3"),
+        (4, 128, 128, 8, 256, 4, "bf16x3"),
+        (8, 128, 64, 8, 256, 4, "bf16x3"),
+        (4, 128, 64, 8, 256, 8, "bf16x3"),
+        (4, 256, 64, 8, 256, 8, "bf16x3"),
+        (2, 256, 64, 8, 256, 8, "bf16x3"),
     )
 ]
 ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
@@ -69,7 +70,13 @@ TARGETS = {
     "decode": (
         decode.paged_mqa_logits,
         DECODE,
-        ("bench-B32-n1-ctx8192", "bench-B64-n1-ctx32768", "bench-B64-n2-ctx32768", "bench-B256-n2-ctx8192"),
+        (
+            "bench-B32-n1-ctx8192",
+            "bench-B64-n1-ctx32768",
+            "bench-B32-n2-ctx8192",
+            "bench-B64-n2-ctx32768",
+            "bench-B256-n2-ctx8192",
+        ),
     ),
     "topk": (
         topk.topk_per_row,
@@ -88,11 +95,15 @@ CASES = {
 }
 
 
-def run_sweep(ops=None, device: str = "cuda") -> list[dict]:
-    """Time every config of every target case; returns rows (op, case, config, time_us, pct_roof, ok)."""
+def run_sweep(ops=None, device: str = "cuda", *, plan: dict | None = None) -> list[dict]:
+    """Time every config of every target case; returns rows (op, case, config, time_us, pct_roof, ok).
+
+    ``plan`` maps op -> (configs, case names) in place of the built-in lists (a probe of new variants)."""
     rows = []
-    for op in ops or TARGETS:
+    for op in ops or (plan or TARGETS):
         fn, configs, names = TARGETS[op]
+        if plan and op in plan:
+            configs, names = plan[op]
         by_name = {c.name: c for c in CASES[op]("full")}
         for name in names:
             g = torch.Generator(device=device)
