@@ -2,7 +2,7 @@
 benchmark shapes' byte counts, timed exactly as the suite times ours), then candidate kernel variants on the
 benchmark shapes, each checked against the op's default config before it is timed.
 
-Usage: python benchmarks/kernels_h200_probe.py --out DIR [--ops routing,decode,...]
+Usage: python benchmarks/kernels_h200_probe.py --out DIR [--ops mhc_pre,decode,...] [--floor-only]
 Prints one line per measurement and writes DIR/probe.json. Needs torch with CUDA and triton.
 """
 
@@ -123,6 +123,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--ops", default="")
     parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument("--floor-only", action="store_true", help="only the harness floor, no variants")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
@@ -130,7 +131,7 @@ def main() -> int:
         result["floor"] = harness_floor()
         for r in result["floor"]:
             print(f"floor {r['what']:42} {r['time_us']:8.1f} us {r.get('pct_hbm', 0):6.1%}", flush=True)
-    ops = [o for o in args.ops.split(",") if o] or list(PLAN)
+    ops = [] if args.floor_only else [o for o in args.ops.split(",") if o] or list(PLAN)
     start = time.time()
     rows = []
     for op in ops:  # one op at a time, so that a crash leaves the others' rows printed

@@ -154,3 +154,11 @@ def test_mhc_post_reference_contracts_over_the_first_index_of_comb():
     out = mhc.mhc_post_ref(torch.ones(t, d).bfloat16(), residual, torch.zeros(t, n), comb)
     assert torch.equal(out[0, 0], residual[0, 2])
     assert bool((out[0, 1:] == 0).all())
+
+
+@pytest.mark.parametrize(
+    ("b", "next_n", "ctx", "key"),
+    [(32, 1, 8192, "n1-few"), (64, 2, 8192, "n2-few"), (64, 2, 32768, "n2"), (256, 1, 8192, "n1"), (1, 2, 1, "n2-few")],
+)
+def test_decode_tuning_bucket_says_few_when_16_blocks_a_program_launch_under_1024(b, next_n, ctx, key):
+    assert decode.decode_key(b, next_n, ctx) == key

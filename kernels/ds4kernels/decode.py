@@ -188,13 +188,20 @@ def _paged_logits_kernel(
             tl.store(row0 + t * stride_om + tok, ninf, mask=tok < tok_hi)
 
 
+def decode_key(b: int, next_n: int, max_context_len: int) -> str:
+    """Tuned-config bucket: ``n1``/``n2``, with ``-few`` when 16 blocks per program would launch fewer than
+    1024 programs (small batches at short contexts: more, shorter programs fill the SMs better there)."""
+    few = b * triton.cdiv(triton.cdiv(max_context_len, BLOCK_KV), 16) < 1024
+    return f"n{next_n}" + ("-few" if few else "")
+
+
 def decode_config(b: int, next_n: int, max_context_len: int) -> dict:
     """Blocks per program, tokens per dot tile and launch shape (tuned on an H200; tiny under the interpreter)."""
     from .common import interpreting, tuned
 
     if interpreting():
         return {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": next_n == 1, "SPLIT": next_n == 2, "num_warps": 4, "num_stages": 1}
-    found = tuned("decode", f"n{next_n}")
+    found = tuned("decode", decode_key(b, next_n, max_context_len)) or tuned("decode", f"n{next_n}")
     return (
         {"SPLIT": False, **found}
         if found

@@ -26,15 +26,14 @@ PREFILL = [
 DECODE = [
     dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s)
     for b, t, sp, w, s in (
-        (8, 64, False, 4, 4),
         (8, 64, False, 4, 2),
-        (8, 64, True, 4, 2),
-        (4, 64, False, 4, 2),
+        (8, 64, False, 4, 3),
         (16, 64, False, 4, 2),
         (8, 64, True, 4, 5),
-        (8, 64, True, 4, 4),
+        (8, 64, True, 4, 6),
         (16, 64, True, 4, 5),
-        (16, 128, True, 8, 3),
+        (16, 64, True, 4, 6),
+        (32, 64, True, 4, 5),
     )
 ]
 TOPK = [
@@ -49,18 +48,18 @@ TOPK = [
     )
 ]
 MHC_PRE = [
-    dict(SPLIT=sp, BLOCK_T=bt, BLOCK_K=bk, BT2=bt2, BLOCK_D=bd, num_warps=w, PRECISION=pr)
-    for sp, bt, bk, bt2, bd, w, pr in (
-        (0, 16, 128, 8, 256, 4, "tf32x2"),
-        (0, 16, 128, 8, 256, 4, "bf16x3"),
-        (0, 16, 64, 8, 256, 4, "bf16x3"),
-        (4, 64, 32, 8, 256, 4, "tf32x2"),
-        (4, 128, 64, 8, 256, 4, "bf16x3"),
-        (4, 128, 128, 8, 256, 4, "bf16x3"),
-        (8, 128, 64, 8, 256, 4, "bf16x3"),
-        (4, 128, 64, 8, 256, 8, "bf16x3"),
-        (4, 256, 64, 8, 256, 8, "bf16x3"),
-        (2, 256, 64, 8, 256, 8, "bf16x3"),
+    dict(SPLIT=sp, BLOCK_T=bt, BLOCK_K=bk, BT2=bt2, BLOCK_D=bd, num_warps=w, PRECISION=pr, num_stages=st)
+    for sp, bt, bk, bt2, bd, w, pr, st in (
+        (0, 16, 128, 8, 256, 4, "tf32x2", 3),
+        (0, 16, 128, 8, 256, 4, "bf16x3", 3),
+        (4, 128, 64, 8, 256, 8, "bf16x3", 3),
+        (4, 128, 64, 8, 256, 8, "bf16x3", 2),
+        (4, 128, 64, 8, 256, 8, "bf16x3", 4),
+        (4, 128, 32, 8, 256, 8, "bf16x3", 4),
+        (4, 256, 32, 8, 256, 8, "bf16x3", 3),
+        (4, 256, 64, 8, 256, 8, "bf16x3", 2),
+        (3, 128, 64, 8, 256, 8, "bf16x3", 3),
+        (4, 128, 64, 8, 512, 8, "bf16x3", 3),
     )
 ]
 ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
@@ -72,8 +71,10 @@ TARGETS = {
         DECODE,
         (
             "bench-B32-n1-ctx8192",
+            "bench-B64-n1-ctx8192",
             "bench-B64-n1-ctx32768",
             "bench-B32-n2-ctx8192",
+            "bench-B64-n2-ctx8192",
             "bench-B64-n2-ctx32768",
             "bench-B256-n2-ctx8192",
         ),
@@ -165,7 +166,7 @@ def tuning_key(op: str, a: dict) -> str:
     if op == "prefill":
         return prefill.prefill_key(a["q"].dtype)
     if op == "decode":
-        return f"n{a['q'].shape[1]}"
+        return decode.decode_key(a["q"].shape[0], a["q"].shape[1], a["max_context_len"])
     if op == "topk":
         return "many" if a["logits"].shape[0] >= 1024 else "few"
     if op == "mhc_pre":
