@@ -99,6 +99,11 @@ def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, st
 _LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 
 
+def _literal(paths: Iterable[str]) -> list[str]:
+    """File paths as pathspecs that match only themselves (a ``[`` or ``*`` in a name is no glob)."""
+    return [f":(literal){path}" for path in paths]
+
+
 def pinned_env(work_tree: Path) -> dict[str, str]:
     """Environment overrides that pin a GitPython ``Repo`` of the plain checkout ``work_tree`` to itself.
 
@@ -459,7 +464,16 @@ class GitRepo(PatchVerbs):
         if paths is not None and not limit:
             return {}
         out = self.run(
-            "diff", "--numstat", "-z", "--no-renames", "--end-of-options", base, head, "--", *limit, strip=False
+            "diff",
+            "--numstat",
+            "-z",
+            "--no-renames",
+            "--end-of-options",
+            base,
+            head,
+            "--",
+            *_literal(limit),
+            strip=False,
         )[1]
         changes: dict[str, FileChange] = {}
         for entry in out.split("\0"):
@@ -471,12 +485,30 @@ class GitRepo(PatchVerbs):
             )
         return changes
 
-    def renamed_names(self, base: str, head: str) -> dict[str, str | None]:
+    def name_status(self, base: str, head: str) -> dict[str, str]:
+        """Paths that differ between two commits -> git's status letter (``A``, ``D``, ``M``, ``T``).
+
+        Renames not followed (a renamed file is its old path ``D`` and its new path ``A``);
+        a tree diff only, no blob is read.
+        """
+        out = self.run("diff", "--name-status", "-z", "--no-renames", "--end-of-options", base, head, "--", strip=False)
+        fields = out[1].split("\0")
+        return {fields[i + 1]: fields[i][:1] for i in range(0, len(fields) - 1, 2)}
+
+    def renamed_names(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, str | None]:
         """Paths changed from ``base`` to ``head`` -> their path at ``base`` when git detected a rename.
 
         Keys are paths at ``head`` (deleted files: their old path); values None unless renamed.
+        ``paths`` limits the diff, and with it the rename search: only the deleted files among
+        them are candidate sources and only the added ones candidate new names (what merge-ort
+        does, which looks for the renames of the files the other side changed).
         """
-        out = self.run("diff", "--name-status", "-z", "-M", "--end-of-options", base, head, "--", strip=False)[1]
+        limit = list(paths) if paths is not None else []
+        if paths is not None and not limit:
+            return {}
+        out = self.run(
+            "diff", "--name-status", "-z", "-M", "--end-of-options", base, head, "--", *_literal(limit), strip=False
+        )[1]
         fields = out.split("\0")
         moves: dict[str, str | None] = {}
         i = 0
@@ -503,7 +535,9 @@ class GitRepo(PatchVerbs):
         limit = list(paths) if paths is not None else []
         if paths is not None and not limit:
             return {}
-        out = self.run("diff", "--numstat", "-z", "-M", "--end-of-options", base, head, "--", *limit, strip=False)[1]
+        out = self.run(
+            "diff", "--numstat", "-z", "-M", "--end-of-options", base, head, "--", *_literal(limit), strip=False
+        )[1]
         fields = out.split("\0")
         changes: dict[str, FileChange] = {}
         i = 0

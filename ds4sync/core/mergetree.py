@@ -76,12 +76,23 @@ class Conflict:
     stages: tuple[tuple[int, str, str], ...] = ()
 
 
+#: The ``<type>`` git gives the message it writes before each three-way content merge
+#: (git-merge-tree(1), "-z": a stable string); the merge's own list of paths whose content
+#: both sides changed, at the path the merge writes, renames followed.
+AUTO_MERGING = "Auto-merging"
+
+
 @dataclass(frozen=True)
 class MergeTreeResult:
-    """What ``git merge-tree --write-tree`` predicts for merging two commits."""
+    """What ``git merge-tree --write-tree`` predicts for merging two commits.
+
+    ``auto_merged``: the paths git merged three-way because both sides changed their
+    content (its ``Auto-merging`` messages), conflicted or not, in git's order.
+    """
 
     tree: str
     conflicts: tuple[Conflict, ...]
+    auto_merged: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -113,11 +124,15 @@ def parse_merge_tree(out: str, *, ours: str, theirs: str, ours_label: str | None
     i += 1
     kinds: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     message_only: list[tuple[str, str, tuple[str, ...]]] = []
+    auto_merged: dict[str, None] = {}
     while i < len(parts) and parts[i].isdigit():
         count = int(parts[i])
         paths = tuple(parts[i + 1 : i + 1 + count])
         kind_type, message = parts[i + 1 + count], parts[i + 2 + count]
         i += 3 + count
+        if kind_type == AUTO_MERGING:
+            auto_merged.update(dict.fromkeys(paths))
+            continue
         kind = _kind_of(kind_type, message, ours=ours)
         if kind is None:
             continue
@@ -148,7 +163,7 @@ def parse_merge_tree(out: str, *, ours: str, theirs: str, ours_label: str | None
         )
     for kind, message, paths in message_only:
         conflicts.append(Conflict(relabel(paths[0]), kind, relabel(message), tuple(relabel(p) for p in paths[1:])))
-    return MergeTreeResult(tree, tuple(conflicts))
+    return MergeTreeResult(tree, tuple(conflicts), tuple(auto_merged))
 
 
 def _label_path(branch: str) -> str:

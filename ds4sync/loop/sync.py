@@ -42,6 +42,10 @@ def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, st
     branch = _check_inputs(ws, ref)
     fork_sha = ws.repo.branch_head(branch)
     upstream_sha, used = resolve_upstream_ref(ws, ref, fetch=fetch)
+    return branch, fork_sha, upstream_sha, _merge_base(ws, ref, branch, fork_sha, upstream_sha), used
+
+
+def _merge_base(ws: Workspace, ref: str, branch: str, fork_sha: str, upstream_sha: str) -> str:
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise GitError(
@@ -49,13 +53,24 @@ def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, st
             where=str(ws.repo.path),
             fix="check that the upstream ref belongs to this fork's upstream",
         )
-    return branch, fork_sha, upstream_sha, base, used
+    return base
 
 
 def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
-    """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock."""
-    _, fork_sha, upstream_sha, base, _ = _preflight(ws, ref, fetch=fetch)
-    return plan_merge(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, merge_base=base)
+    """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock.
+
+    Raises:
+        GitError, ConfigError: bad input (a bad ref, no such branch, unrelated histories).
+    """
+    branch = _check_inputs(ws, ref)
+    fork_sha = ws.repo.branch_head(branch)
+    upstream_sha, _ = resolve_upstream_ref(ws, ref, fetch=fetch)
+    return plan_merge(
+        ws.repo,
+        fork_sha=fork_sha,
+        upstream_sha=upstream_sha,
+        merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
+    )
 
 
 def start_merge(

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.core.git import Conflict, GitRepo
-from ds4sync.core.mergetree import MARKER_KINDS
+from ds4sync.core.git import Conflict, FileChange, GitRepo
+from ds4sync.core.mergetree import MARKER_KINDS, MergeTreeResult
 
 Resolution = Literal["recorded", "rule", "person", "unresolved"]
 
@@ -60,10 +62,12 @@ class ConflictEntry(BaseModel):
 
 
 class Overlap(BaseModel):
-    """A file both sides changed that git merged without a textual conflict.
+    """A file whose content both sides changed, which git merged three-way without a conflict.
 
-    These are the places where a clean merge can still be wrong; lines are added plus
-    deleted since the merge-base, on each side, with renames followed (``path`` is where
+    These are the places where a clean merge can still be wrong. The set is git's own: the
+    paths of its ``Auto-merging`` messages that end in no conflict (a file both sides changed
+    identically, or one side only moved, needs no merge and is not one). Lines are added
+    plus deleted since the merge-base on each side, renames followed (``path`` is where
     the merge puts the file; ``base_path`` where it was at the merge-base, when renamed).
     """
 
@@ -130,28 +134,33 @@ class MergeSummary(BaseModel):
         }
 
 
-def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: str) -> MergeSummary:
+def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: str | Callable[[], str]) -> MergeSummary:
     """Predict merging ``upstream_sha`` into ``fork_sha`` without touching a work tree.
 
     Conflicts and their kinds come from ``git merge-tree --write-tree``, named with the
-    paths ``git merge`` writes in the sync worktree (``path~HEAD``); overlaps are the files
-    changed on both sides since ``merge_base`` (renames followed on both sides) that are
-    not conflicted, with the lines of the real change on each side. The independent git
-    queries run concurrently.
+    paths ``git merge`` writes in the sync worktree (``path~HEAD``). Overlaps are the paths
+    that merge merged three-way and cleanly (its ``Auto-merging`` messages, renames followed
+    by git), with the lines of the real change on each side since the merge-base. The
+    independent git queries run concurrently; ``merge_base`` may be a function that finds it
+    (and raises for unrelated histories), which then runs beside ``git merge-tree``.
     """
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=4) as pool:
         predicted = pool.submit(repo.merge_tree, fork_sha, upstream_sha)
-        upstream_moves = pool.submit(repo.renamed_names, merge_base, upstream_sha)
-        fork_moves = pool.submit(repo.renamed_names, merge_base, fork_sha)
+        if callable(merge_base):
+            merge_base = merge_base()
+        upstream_status = pool.submit(repo.name_status, merge_base, upstream_sha)
+        fork_status = pool.submit(repo.name_status, merge_base, fork_sha)
         counts = pool.submit(
             lambda: (repo.count_commits(upstream_sha, fork_sha), repo.count_commits(fork_sha, upstream_sha))
         )
-        conflicts = predicted.result().conflicts
-        eol = pool.submit(_eol_only_paths, repo, conflicts)
-        overlaps = _overlaps(
-            pool, repo, merge_base, upstream_sha, fork_sha, upstream_moves.result(), fork_moves.result(), conflicts
-        )
+        sides = _Sides(repo, merge_base, upstream_sha, fork_sha, upstream_status.result(), fork_status.result())
+        both = sides.changed_on_both()  # read while merge-tree runs: every overlap git can report in place
+        up_lines = pool.submit(repo.changes, merge_base, upstream_sha, both)
+        fork_lines = pool.submit(repo.changes, merge_base, fork_sha, both)
+        result = predicted.result()
+        eol = pool.submit(_eol_only_paths, repo, result.conflicts)
+        overlaps = _overlaps(pool, sides, result, (up_lines.result(), fork_lines.result()))
         upstream_commits, fork_commits = counts.result()
         eol_paths = eol.result()
     return MergeSummary(
@@ -160,8 +169,8 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
         merge_base=merge_base,
         upstream_commits=upstream_commits,
         fork_commits=fork_commits,
-        upstream_files=tuple(sorted(_all_names(upstream_moves.result()))),
-        fork_files=tuple(sorted(_all_names(fork_moves.result()))),
+        upstream_files=tuple(sorted(sides.upstream_status)),
+        fork_files=tuple(sorted(sides.fork_status)),
         conflicts=tuple(
             ConflictEntry(
                 path=c.path,
@@ -172,62 +181,109 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
                 in_index=bool(c.stages),
                 hint=EOL_HINT if c.path in eol_paths else kind_hint(c),
             )
-            for c in conflicts
+            for c in result.conflicts
         ),
         overlaps=overlaps,
         plan_seconds=round(time.perf_counter() - start, 3),
     )
 
 
-def _all_names(moves: dict[str, str | None]) -> set[str]:
-    """Every path a side touched, old and new names (what ``diff --no-renames`` lists)."""
-    return set(moves) | {old for old in moves.values() if old}
+@dataclass(frozen=True)
+class _Sides:
+    """The two sides of a merge, each as git's ``--name-status --no-renames`` from the merge-base."""
+
+    repo: GitRepo
+    base: str
+    upstream_sha: str
+    fork_sha: str
+    upstream_status: dict[str, str]
+    fork_status: dict[str, str]
+
+    def changed_on_both(self) -> list[str]:
+        """Paths both sides changed in place (neither deleted nor added them): the overlaps without a rename."""
+        return sorted(
+            p
+            for p, status in self.upstream_status.items()
+            if status in ("M", "T") and self.fork_status.get(p) in ("M", "T")
+        )
+
+    def sources(self, merged: list[str], *, upstream: bool) -> dict[str, str]:
+        """Where each of ``merged``, a path this side added, was at the merge-base: new -> old.
+
+        Only the files this side deleted and the other side changed can be the source
+        (merge-ort's "relevant sources"), so git's rename search runs over those alone;
+        when it pairs none with a path, the side's whole rename search is the fallback.
+        """
+        mine, theirs = (
+            (self.upstream_status, self.fork_status) if upstream else (self.fork_status, self.upstream_status)
+        )
+        head = self.upstream_sha if upstream else self.fork_sha
+        added = [p for p in merged if mine.get(p) == "A"]
+        if not added:
+            return {}
+        candidates = [p for p, status in mine.items() if status == "D" and p in theirs]
+        found = {
+            new: old for new, old in self.repo.renamed_names(self.base, head, [*candidates, *added]).items() if old
+        }
+        if any(p not in found for p in added):
+            found = {new: old for new, old in self.repo.renamed_names(self.base, head).items() if old}
+        return {p: found[p] for p in added if p in found}
 
 
 def _overlaps(
     pool: ThreadPoolExecutor,
-    repo: GitRepo,
-    base: str,
-    upstream_sha: str,
-    fork_sha: str,
-    upstream_moves: dict[str, str | None],
-    fork_moves: dict[str, str | None],
-    conflicts: tuple[Conflict, ...],
+    sides: _Sides,
+    result: MergeTreeResult,
+    in_place: tuple[dict[str, FileChange], dict[str, FileChange]],
 ) -> tuple[Overlap, ...]:
-    """Files both sides changed, matched by their merge-base path, at the path the merge writes."""
-    conflicted = {c.path for c in conflicts}.union(*(c.related for c in conflicts))
-    up_by_base = {old or new: new for new, old in upstream_moves.items()}
-    fork_by_base = {old or new: new for new, old in fork_moves.items()}
-    pairs = []
-    for base_path in sorted(set(up_by_base) & set(fork_by_base)):
-        up_path, fork_path = up_by_base[base_path], fork_by_base[base_path]
-        merged = up_path if up_path != base_path else fork_path
-        if up_path != base_path and fork_path != base_path and up_path != fork_path:
-            continue  # renamed differently on each side: a rename/rename conflict, not an overlap
-        if {base_path, up_path, fork_path} & conflicted:
-            continue
-        pairs.append((base_path, up_path, fork_path, merged))
-    if not pairs:
+    """The paths git merged three-way without a conflict, with each side's changed lines.
+
+    ``in_place``: each side's line counts of the paths both sides changed at one path; a
+    path git merged after a rename is counted here, with git's rename detection.
+    """
+    conflicted = {c.path for c in result.conflicts}.union(*(c.related for c in result.conflicts))
+    merged = [p for p in result.auto_merged if p not in conflicted]
+    if not merged:
         return ()
-    up_paths = sorted({p for b, u, _, _ in pairs for p in (b, u)})
-    fork_paths = sorted({p for b, _, f, _ in pairs for p in (b, f)})
-    up_lines = pool.submit(repo.changes_with_renames, base, upstream_sha, up_paths)
-    fork_lines = repo.changes_with_renames(base, fork_sha, fork_paths)
-    up_changes = up_lines.result()
-    rows = []
-    for base_path, up_path, fork_path, merged in pairs:
-        up, fork = up_changes.get(up_path), fork_lines.get(fork_path)
+    moved = [p for p in merged if p not in in_place[0] or p not in in_place[1]]
+    up_from, fork_from = {}, {}
+    if moved:
+        up_moves = pool.submit(sides.sources, moved, upstream=True)
+        fork_from = sides.sources(moved, upstream=False)
+        up_from = up_moves.result()
+    rows = []  # (path, base path, path upstream, path in the fork)
+    for path in sorted(merged):
+        base_path = up_from.get(path) or fork_from.get(path) or path
+        up_path = path if sides.upstream_status.get(path) == "A" else base_path
+        fork_path = path if sides.fork_status.get(path) == "A" else base_path
+        rows.append((path, base_path, up_path, fork_path))
+    renamed = [r for r in rows if r[0] in moved]
+    up_changes, fork_changes = dict(in_place[0]), dict(in_place[1])
+    if renamed:
+        up_renamed = pool.submit(
+            sides.repo.changes_with_renames,
+            sides.base,
+            sides.upstream_sha,
+            sorted({p for r in renamed for p in r[1:3]}),
+        )
+        fork_changes |= sides.repo.changes_with_renames(
+            sides.base, sides.fork_sha, sorted({p for r in renamed for p in (r[1], r[3])})
+        )
+        up_changes |= up_renamed.result()
+    overlaps = []
+    for path, base_path, up_path, fork_path in rows:
+        up, fork = up_changes.get(up_path), fork_changes.get(fork_path)
         if up is None or fork is None:
             continue
-        rows.append(
+        overlaps.append(
             Overlap(
-                path=merged,
+                path=path,
                 upstream_lines=up.lines,
                 fork_lines=fork.lines,
-                base_path=base_path if base_path != merged else None,
+                base_path=base_path if base_path != path else None,
             )
         )
-    return tuple(rows)
+    return tuple(overlaps)
 
 
 def _eol_only_paths(repo: GitRepo, conflicts: tuple[Conflict, ...]) -> set[str]:
