@@ -220,3 +220,54 @@ def test_abort_asks_before_dropping_a_finished_run(pair, capsys: pytest.CaptureF
     dropped = _on_a_terminal(["abort", "--repo", str(pair.repo)], "y\n")
     assert dropped.returncode == 0 and "aborted" in dropped.stdout
     assert sync_branch not in [b.name for b in pair.fork.repo.branches]
+
+
+def _help_of(command: object, args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    from ds4sync.cli import _app
+
+    assert _app._run(command, args) == 0
+    return capsys.readouterr().out
+
+
+def test_each_command_built_alone_reads_exactly_as_in_the_whole_tree(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ds4sync.cli import _app
+
+    monkeypatch.setenv("COLUMNS", "120")
+    whole = _app.build_command()
+    assert set(whole.commands) == {_app._command_name(c) for c in _app.app.registered_commands} | {
+        g.name for g in _app.app.registered_groups
+    }
+    checked = []
+    for name, command in whole.commands.items():
+        paths = [[name]] + [[name, sub] for sub in getattr(command, "commands", {})]
+        for words in paths:
+            alone = _app.build_command([*words, "--help"])
+            assert list(alone.commands) == [name]
+            expected = _help_of(whole, [*words, "--help"], capsys)
+            assert _help_of(alone, [*words, "--help"], capsys) == expected, words
+            checked.append(" ".join(words))
+    assert {"plan", "patches check", "nightly", "config check"} <= set(checked)  # commands and group members
+
+
+def test_unknown_commands_and_the_top_level_still_get_the_whole_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    from ds4sync.cli import _app
+
+    for args in ([], ["--help"], ["--version"], ["plann"], ["-h", "plan"]):
+        assert set(_app.build_command(args).commands) == set(_app.build_command().commands), args
+    assert main(["plann"]) == 2
+    assert "No such command 'plann'" in capsys.readouterr().err
+
+
+def test_json_output_needs_no_rich(pair) -> None:
+    probe = (
+        "import sys, io, contextlib; from ds4sync.cli import main;"
+        f"args = ['plan', 'upstream/main', '--repo', {str(pair.repo)!r}, '--branch', {BRANCH!r}, '--json'];"
+        "buf = io.StringIO();"
+        "ctx = contextlib.redirect_stdout(buf); ctx.__enter__(); code = main(args); ctx.__exit__(None, None, None);"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'rich'}), '\"ok\": true' in buf.getvalue())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["0", "[]", "True"], out.stderr

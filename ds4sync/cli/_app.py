@@ -12,19 +12,23 @@ Every ``--json`` output, success or error, is one object of the same shape (like
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.redact import RedactedStream
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 #: Version of the ``--json`` envelope; bumped when a top-level key changes meaning.
 SCHEMA_VERSION = 1
@@ -45,9 +49,38 @@ app.add_typer(kernels_app, name="kernels")
 patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list, check, capture, refresh.")
 app.add_typer(patches_app, name="patches")
 
+
+class _LazyConsole:
+    """A ``rich.console.Console`` writing to ``file``, made on first use.
+
+    rich takes tens of milliseconds to import and a ``--json`` run needs none of it: the
+    envelope is written to ``file`` directly.
+    """
+
+    def __init__(self, file: RedactedStream) -> None:
+        self.file = file
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._made(), name)
+
+    def __enter__(self) -> Console:  # rich's Live holds its console with ``with``: dunders skip __getattr__
+        return self._made().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._made().__exit__(*exc)
+
+    def _made(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.file, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+        return self._console
+
+
 # Every line the CLI prints goes through the one redaction (core/redact.py) on its way out.
-out = Console(file=RedactedStream(lambda: sys.stdout), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
-err = Console(file=RedactedStream(lambda: sys.stderr), highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+out: Console = _LazyConsole(RedactedStream(lambda: sys.stdout))  # type: ignore[assignment]
+err: Console = _LazyConsole(RedactedStream(lambda: sys.stderr))  # type: ignore[assignment]
 
 RepoOpt = Annotated[
     Path,
@@ -260,21 +293,44 @@ def _no_type(ctx: Any) -> None:
     return None
 
 
-def build_command() -> Any:
-    """The click command tree of the app, with the help conventions applied."""
-    command = typer.main.get_command(app)
+def build_command(args: Sequence[str] = ()) -> Any:
+    """The click command tree of the app, with the help conventions applied.
+
+    When ``args`` begin with a command's name, the tree holds that command alone (typer
+    builds every command's parameters up front, and a run needs only its own); anything
+    else (no command, an option first, an unknown name) gets the whole tree, so that help,
+    ``--version`` and "no such command" read as they always do.
+    """
+    wanted = args[0] if args else None
+    commands = [c for c in app.registered_commands if _command_name(c) == wanted]
+    groups = [g for g in app.registered_groups if g.name == wanted]
+    if commands or groups:
+        only = copy.copy(app)
+        only.registered_commands, only.registered_groups = commands, groups
+        command = typer.main.get_command(only)
+    else:
+        command = typer.main.get_command(app)
     _tidy(command)
     return command
+
+
+def _command_name(info: Any) -> str:
+    """The name typer gives a registered command (its own, else the function's, dashed)."""
+    return info.name or info.callback.__name__.replace("_", "-")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turn errors into one line (or the error envelope) and an exit code."""
     from ds4sync.cli import logs
 
+    # pydantic scans every installed distribution's entry points for plugins before it builds
+    # the first model (about 40 ms of each start); ds4sync's models are its own state, which no
+    # plugin observes. A value set by the caller is kept (pydantic's own setting).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args, verbose = _split_verbose(list(sys.argv[1:] if argv is None else argv))
     state.verbose = verbose
     logs.configure(verbose=verbose, argv=args)
-    command = build_command()
+    command = build_command(args)
     state.command = _command_words(command, args)
     try:
         return _run(command, args)

@@ -11,10 +11,16 @@ here as in the fork's CI. (Gate dependencies follow vLLM CI's own prefix and reg
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
+from types import ModuleType
 
-from wcmatch import glob
 
-_FLAGS = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.NEGATE
+@cache
+def _glob() -> tuple[ModuleType, int]:
+    """wcmatch's glob module and the dialect's flags (imported on first use: most commands match no path)."""
+    from wcmatch import glob
+
+    return glob, glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.NEGATE
 
 
 def is_glob(pattern: str) -> bool:
@@ -24,9 +30,11 @@ def is_glob(pattern: str) -> bool:
 
 def path_matches(pattern: str, path: str) -> bool:
     """Whether the repository-relative POSIX ``path`` matches ``pattern``."""
-    return glob.globmatch(path, pattern, flags=_FLAGS)
+    glob, flags = _glob()
+    return bool(glob.globmatch(path, pattern, flags=flags))
 
 
 def filter_paths(paths: Iterable[str], pattern: str) -> list[str]:
     """The ``paths`` that match ``pattern``, in their order."""
-    return [str(path) for path in glob.globfilter(list(paths), pattern, flags=_FLAGS)]
+    glob, flags = _glob()
+    return [str(path) for path in glob.globfilter(list(paths), pattern, flags=flags)]
