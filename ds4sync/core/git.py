@@ -441,9 +441,12 @@ class GitRepo(PatchVerbs):
         status, out, _ = self.run("merge-base", "--end-of-options", a, b, ok_codes=(0, 1))
         return out.strip() if status == 0 else None
 
-    def count_commits(self, include: str, exclude: str) -> int:
-        """Commits reachable from ``include`` and not from ``exclude``."""
-        return int(self.out("rev-list", "--count", "--end-of-options", include, f"^{exclude}"))
+    def count_apart(self, left: str, right: str) -> tuple[int, int]:
+        """Commits only ``left`` reaches and commits only ``right`` reaches (one walk of ``left...right``)."""
+        only_left, only_right = self.out(
+            "rev-list", "--count", "--left-right", "--end-of-options", f"{left}...{right}"
+        ).split()
+        return int(only_left), int(only_right)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Whether ``ancestor`` is reachable from ``descendant``."""

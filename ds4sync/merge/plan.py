@@ -151,9 +151,7 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
             merge_base = merge_base()
         upstream_status = pool.submit(repo.name_status, merge_base, upstream_sha)
         fork_status = pool.submit(repo.name_status, merge_base, fork_sha)
-        counts = pool.submit(
-            lambda: (repo.count_commits(upstream_sha, fork_sha), repo.count_commits(fork_sha, upstream_sha))
-        )
+        counts = pool.submit(repo.count_apart, upstream_sha, fork_sha)
         sides = _Sides(repo, merge_base, upstream_sha, fork_sha, upstream_status.result(), fork_status.result())
         both = sides.changed_on_both()  # read while merge-tree runs: every overlap git can report in place
         up_lines = pool.submit(repo.changes, merge_base, upstream_sha, both)
