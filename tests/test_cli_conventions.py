@@ -271,3 +271,23 @@ def test_json_output_needs_no_rich(pair) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.split() == ["0", "[]", "True"], out.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments", "option", "choices"),
+    [
+        (["gate"], [], "--tier", ("static", "unit", "gpu", "kernel", "serving", "perf")),
+        (["patches", "new"], ["x", "--from", "a..b"], "--kind", ("fork-feature", "backport", "fixup", "removal")),
+        (["report"], [], "--format", ("md", "html", "json")),
+    ],
+)
+def test_closed_vocabularies_are_choices_listed_in_help_and_checked_by_the_parser(
+    command: list[str], arguments: list[str], option: str, choices: tuple[str, ...]
+) -> None:
+    from ds4sync.core.names import PATCHSET_KINDS, TIERS
+
+    assert option == "--format" or choices in (TIERS, PATCHSET_KINDS)  # the words the models validate
+    assert f"<{'|'.join(choices)}>" in ds4sync(*command, "--help", columns=200).stdout
+    bad = ds4sync(*command, *arguments, option, "nonsense", columns=200)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "'nonsense'" in bad.stderr and option in bad.stderr

@@ -22,11 +22,12 @@ from ds4sync.cli._app import (
     out,
 )
 from ds4sync.core.errors import ExitCode
+from ds4sync.core.names import TierName
 
 
 @app.command()
 def gate(
-    tier: Annotated[str, typer.Option("--tier", help="static, unit, gpu, kernel, serving or perf.")],
+    tier: Annotated[TierName, typer.Option("--tier", help="The tier to run.")],
     names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,

@@ -22,6 +22,7 @@ from ds4sync.cli._app import (
     state,
 )
 from ds4sync.core.errors import ExitCode
+from ds4sync.core.names import PatchSetKind
 
 
 @patches_app.command("list")
@@ -79,7 +80,7 @@ def patches_check(
 def patches_new(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
     rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
-    kind: Annotated[str, typer.Option("--kind", help="fork-feature, backport, fixup or removal.")] = "fork-feature",
+    kind: Annotated[PatchSetKind, typer.Option("--kind", help="What the patch-set carries.")] = "fork-feature",
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     profile: ProfileOpt = None,

@@ -16,11 +16,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.names import TIERS as TIERS
 
 RESULT_SCHEMA_VERSION = 1
 
 GateStatus = Literal["passed", "failed", "incomplete", "skipped", "cached", "error"]
-TIERS: tuple[str, ...] = ("static", "unit", "gpu", "kernel", "serving", "perf")
 # Statuses that let a tier count as green; `incomplete` is deliberately absent.
 GREEN: frozenset[str] = frozenset({"passed", "cached", "skipped"})
 

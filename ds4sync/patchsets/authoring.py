@@ -18,6 +18,7 @@ from ds4sync.core.errors import ConfigError, NeedsPersonError, StateError
 from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, read_yaml
+from ds4sync.core.names import PatchSetKind
 from ds4sync.patchsets.model import ID_RE, PATCHSET_FILE, load_catalogue, load_patchset
 from ds4sync.patchsets.replay import TRAILER
 from ds4sync.record import RunRecord
@@ -37,7 +38,7 @@ class AuthoringResult(FrozenModel):
 
 
 def new_patchset(
-    ws: Workspace, patchset_id: str, rev_range: str, *, repo: GitRepo | None = None, kind: str = "fork-feature"
+    ws: Workspace, patchset_id: str, rev_range: str, *, repo: GitRepo | None = None, kind: PatchSetKind = "fork-feature"
 ) -> AuthoringResult:
     """Capture the commits of ``rev_range`` into ``<profile>/patches/<id>/`` with a scaffolded yaml.
 

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.names import PatchSetKind
 
 PATCHSET_FILE = "patchset.yaml"
 CATALOGUE_FILE = "catalogue.yaml"
@@ -250,7 +251,7 @@ class PatchSet(FrozenModel):
 
     id: str
     title: str
-    kind: Literal["fork-feature", "backport", "fixup", "removal"]
+    kind: PatchSetKind
     owner: str = ""
     rationale: str = ""
     note: str = ""
