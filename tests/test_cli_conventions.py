@@ -273,10 +273,18 @@ def test_json_output_needs_no_rich(pair) -> None:
     assert out.stdout.split() == ["0", "[]", "True"], out.stderr
 
 
+TIER_WORDS = ("static", "unit", "gpu", "kernel", "serving", "perf")
+
+
 @pytest.mark.parametrize(
     ("command", "arguments", "option", "choices"),
     [
-        (["gate"], [], "--tier", ("static", "unit", "gpu", "kernel", "serving", "perf")),
+        (["gate"], [], "--tier", TIER_WORDS),
+        (["gate"], ["--tier", "unit"], "--executor", ("local", "ray")),
+        (["bisect"], [], "--tier", TIER_WORDS),
+        (["sync"], ["main"], "--tier", TIER_WORDS),
+        (["ci", "export"], ["--buildkite"], "--tier", TIER_WORDS),
+        (["kernels", "check"], [], "--op", ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")),
         (["patches", "new"], ["x", "--from", "a..b"], "--kind", ("fork-feature", "backport", "fixup", "removal")),
         (["report"], [], "--format", ("md", "html", "json")),
     ],
@@ -284,10 +292,11 @@ def test_json_output_needs_no_rich(pair) -> None:
 def test_closed_vocabularies_are_choices_listed_in_help_and_checked_by_the_parser(
     command: list[str], arguments: list[str], option: str, choices: tuple[str, ...]
 ) -> None:
-    from ds4sync.core.names import PATCHSET_KINDS, TIERS
+    from ds4sync.core import names
 
-    assert option == "--format" or choices in (TIERS, PATCHSET_KINDS)  # the words the models validate
-    assert f"<{'|'.join(choices)}>" in ds4sync(*command, "--help", columns=200).stdout
+    vocabularies = (names.TIERS, names.EXECUTORS, names.KERNEL_OPS, names.PATCHSET_KINDS)
+    assert option == "--format" or choices in vocabularies  # the words the models validate
+    assert "|".join(choices) in ds4sync(*command, "--help", columns=250).stdout
     bad = ds4sync(*command, *arguments, option, "nonsense", columns=200)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "'nonsense'" in bad.stderr and option in bad.stderr

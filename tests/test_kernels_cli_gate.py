@@ -43,7 +43,7 @@ def test_cli_exit_codes_for_a_failing_candidate_and_a_bad_op(tmp_path: Path, cap
     assert main(["kernels", "check", "--op", "topk", "--device", "cpu", "--candidate", f"{cand}:topk"]) == 1
     assert "FAILED" in capsys.readouterr().out
     assert main(["kernels", "check", "--op", "nope", "--device", "cpu"]) == 2
-    assert "unknown op" in capsys.readouterr().err
+    assert "'nope' is not one of 'prefill'" in capsys.readouterr().err
 
 
 def _profile(tmp_path: Path, run: str) -> Path:

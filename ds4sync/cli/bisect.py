@@ -21,9 +21,10 @@ from ds4sync.cli._app import (
     out,
 )
 from ds4sync.core.errors import ExitCode
+from ds4sync.core.names import Tier
 
 TierOpt = Annotated[
-    str | None, typer.Option("--tier", help="Also run this gate tier on each step (needs a worktree per step).")
+    Tier | None, typer.Option("--tier", help="Also run this gate tier on each step (needs a worktree per step).")
 ]
 GoodOpt = Annotated[
     str | None, typer.Option("--good", help="Upstream commit known to hold (default: the last green sync).")
@@ -53,7 +54,12 @@ def bisect(
 
     ws = _workspace(repo, config, branch, state_dir, profile)
     result = bisect_mod.run_bisect(
-        ws, good=good, bad=bad, tier=tier, patchsets=tuple(patchset or ()), progress=_progress(json_out)
+        ws,
+        good=good,
+        bad=bad,
+        tier=tier.value if tier else None,
+        patchsets=tuple(patchset or ()),
+        progress=_progress(json_out),
     )
     code = ExitCode.NEEDS_PERSON if result.status == "ambiguous" else ExitCode.OK
     done(json_out, result.model_dump(mode="json"), exit_code=int(code), text=lambda: ui.bisect_result(out, result))
@@ -89,5 +95,7 @@ def sync(
             json_out=json_out,
         )
         return
-    outcome = bisect_mod.sync_to_green(ws, target, good=good, tier=tier, progress=_progress(json_out))
+    outcome = bisect_mod.sync_to_green(
+        ws, target, good=good, tier=tier.value if tier else None, progress=_progress(json_out)
+    )
     _finish(ws, outcome, json_out=json_out)

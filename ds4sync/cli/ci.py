@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli._app import ConfigOpt, JsonOpt, ProfileOpt, RepoOpt, StateOpt, _workspace, app, done, fail, out
+from ds4sync.core.names import Tier
 
 ci_app = typer.Typer(no_args_is_help=True, help="Run the gate tiers on the CI engines forks already run.")
 app.add_typer(ci_app, name="ci")
@@ -17,7 +18,7 @@ app.add_typer(ci_app, name="ci")
 def export(
     buildkite: Annotated[bool, typer.Option("--buildkite", help="A Buildkite pipeline (as vLLM's CI).")] = False,
     github_actions: Annotated[bool, typer.Option("--github-actions", help="A GitHub Actions workflow.")] = False,
-    tiers: Annotated[list[str] | None, typer.Option("--tier", help="Tiers to export (default: gates.tiers).")] = None,
+    tiers: Annotated[list[Tier] | None, typer.Option("--tier", help="Tiers to export (default: gates.tiers).")] = None,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write here instead of standard output.")] = None,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
@@ -33,7 +34,7 @@ def export(
     if buildkite == github_actions:
         fail("pass exactly one of --buildkite and --github-actions")
     ws = _workspace(repo, config, None, state_dir, profile)
-    names = tuple(tiers or ws.config.gates.tiers)
+    names = tuple(t.value for t in tiers) if tiers else tuple(ws.config.gates.tiers)
     if not names:
         fail("no tiers to export: pass --tier or set gates.tiers in ds4sync.yaml")
     gates = [gate for tier in names for gate in load_tier(ws.profile, tier)]

@@ -22,12 +22,12 @@ from ds4sync.cli._app import (
     out,
 )
 from ds4sync.core.errors import ExitCode
-from ds4sync.core.names import TierName
+from ds4sync.core.names import ExecutorName, KernelOp, Tier
 
 
 @app.command()
 def gate(
-    tier: Annotated[TierName, typer.Option("--tier", help="The tier to run.")],
+    tier: Annotated[Tier, typer.Option("--tier", help="The tier to run.")],
     names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
@@ -45,7 +45,8 @@ def gate(
         bool, typer.Option("--bench", help="Kernel gates: also run the benchmarks (never served from the cache).")
     ] = False,
     executor: Annotated[
-        str | None, typer.Option("--executor", help="local, or ray (default: gates.executor in ds4sync.yaml).")
+        ExecutorName | None,
+        typer.Option("--executor", help="Where gates run (default: gates.executor in ds4sync.yaml)."),
     ] = None,
     address: Annotated[
         str | None, typer.Option("--address", help="The Ray cluster (default: gates.ray_address).")
@@ -67,7 +68,7 @@ def gate(
         _merge_results(ws, record, merge_results, json_out=json_out)
         return
     options = TierOptions(
-        tier=tier,
+        tier=tier.value,
         names=tuple(names or ()),
         changed_since=changed_since,
         run_all=all_gates,
@@ -100,8 +101,8 @@ def gate(
 @kernels_app.command("check")
 def kernels_check(
     op: Annotated[
-        list[str] | None,
-        typer.Option("--op", help="prefill, decode, topk, routing, mhc_pre, mhc_post (repeatable; default: all)."),
+        list[KernelOp] | None,
+        typer.Option("--op", help="An op to check (repeatable; default: all)."),
     ] = None,
     candidate: Annotated[
         str | None,
@@ -123,7 +124,8 @@ def kernels_check(
     """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
     from ds4sync.gates import kernelsuite
 
-    result = kernelsuite.run_kernel_suite(ops=op, candidate=candidate, bench=bench, device=device, profile=profile)
+    ops = [o.value for o in op] if op is not None else None
+    result = kernelsuite.run_kernel_suite(ops=ops, candidate=candidate, bench=bench, device=device, profile=profile)
     done(
         json_out,
         lambda: result.model_dump(mode="json"),

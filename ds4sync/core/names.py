@@ -1,17 +1,47 @@
-"""The pipeline's closed vocabularies, each defined once: gate tiers and patch-set kinds.
+"""The pipeline's closed vocabularies, each defined once: tiers, patch-set kinds, executors, kernel ops.
 
-Cheap to import (typing only), so the CLI can offer them as choices in ``--help`` and the
-models can validate against the same words.
+Cheap to import (no third-party module), so the CLI offers them as choices in ``--help`` and
+the models validate against the same words. A vocabulary a CLI option takes several of is an
+enum (typer lists enum members, not literals, in repeatable options); the others are literals.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal, get_args
 
-#: Gate tiers, in the order a sync runs them (DESIGN.md).
-TierName = Literal["static", "unit", "gpu", "kernel", "serving", "perf"]
-TIERS: tuple[TierName, ...] = get_args(TierName)
+
+class Tier(StrEnum):
+    """Gate tiers, in the order a sync runs them (DESIGN.md)."""
+
+    STATIC = "static"
+    UNIT = "unit"
+    GPU = "gpu"
+    KERNEL = "kernel"
+    SERVING = "serving"
+    PERF = "perf"
+
+
+TIERS: tuple[str, ...] = tuple(tier.value for tier in Tier)
 
 #: What a patch-set carries: the fork's own feature, an upstream backport, a fix-up, a removal.
 PatchSetKind = Literal["fork-feature", "backport", "fixup", "removal"]
 PATCHSET_KINDS: tuple[PatchSetKind, ...] = get_args(PatchSetKind)
+
+#: Where gates run: here, or on a Ray cluster.
+ExecutorName = Literal["local", "ray"]
+EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
+
+
+class KernelOp(StrEnum):
+    """The DeepSeek ops of the kernel tier, all in its default set."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    TOPK = "topk"
+    ROUTING = "routing"
+    MHC_PRE = "mhc_pre"
+    MHC_POST = "mhc_post"
+
+
+KERNEL_OPS: tuple[str, ...] = tuple(op.value for op in KernelOp)

@@ -19,8 +19,7 @@ from pydantic import Field, field_validator
 
 from ds4sync.core.errors import Ds4syncError, ToolMissingError
 from ds4sync.core.model import FrozenModel
-
-KERNEL_OPS = ("prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post")  # all in the default set
+from ds4sync.core.names import KERNEL_OPS as KERNEL_OPS
 
 
 class KernelSuiteError(Ds4syncError):

@@ -6,9 +6,9 @@ Run-all patterns are vLLM's (``.buildkite/ci_config.yaml``): a changed file that
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from ds4sync.core.names import ExecutorName
 
 # Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
 VLLM_RUN_ALL_PATTERNS: tuple[str, ...] = (
@@ -52,7 +52,7 @@ class GatesConfig(BaseModel):
     gpus: tuple[str, ...] = ()
     run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS
     run_all_exclude_patterns: tuple[str, ...] = VLLM_RUN_ALL_EXCLUDE_PATTERNS
-    executor: Literal["local", "ray"] = Field(default="local", description="where gates run: here, or a Ray cluster")
+    executor: ExecutorName = Field(default="local", description="where gates run: here, or a Ray cluster")
     ray_address: str = Field(default="auto", description="the Ray cluster's address (``host:port`` or ``auto``)")
     ray_source: str | None = Field(
         default=None, description="path or URL every Ray node clones the repository from (default: this checkout)"
