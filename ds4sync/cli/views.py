@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from ds4sync.core.words import many
 from ds4sync.merge.plan import MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
@@ -167,7 +168,9 @@ def _more(table: Table, total: int) -> None:
 
 def bisect_result(console: Console, result: BisectResult) -> None:
     """The culprit line, then every step taken (oldest candidate first), as a table."""
-    table = Table(title=f"bisect: {result.candidates} upstream commits after {result.good[:12]}", show_lines=False)
+    ends = f" (good: {result.good_from}; bad {result.bad[:12]}: {result.bad_from})" if result.good_from else ""
+    title = f"bisect: {many(result.candidates, 'upstream commit')} after {result.good[:12]}{ends}"
+    table = Table(title=title, show_lines=False)
     for column in ("upstream commit", "PR", "verdict", "mode", "why"):
         table.add_column(column)
     for step in sorted(result.steps, key=lambda s: s.upstream_sha == result.bad):

@@ -78,7 +78,8 @@ class BisectResult(FrozenModel):
     first); bad-holds (the ``bad`` commit itself holds: nothing to find); good-fails (the fork does
     not hold at ``good`` either: the break is the fork's own, or older than ``good``); empty (no
     commit between ``good`` and ``bad``). ``evaluations`` counts the steps evaluated (cached ones included);
-    ``bound`` is ``ceil(log2 candidates) + 2``.
+    ``bound`` is ``ceil(log2 candidates) + 2``. ``good_from``/``bad_from`` say where each end came
+    from (``--good``, the last green sync, the merge-base; ``--bad``, ``upstream.ref``).
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -88,6 +89,8 @@ class BisectResult(FrozenModel):
     good: str
     bad: str
     candidates: int
+    good_from: str = ""
+    bad_from: str = ""
     tier: str | None = None
     first_bad: BisectStep | None = None
     last_good: str | None = None
@@ -491,8 +494,10 @@ def bisect(
     )
 
 
-def last_green_upstream(ws: Workspace, fork_sha: str, upstream_sha: str) -> str:
+def last_green_upstream(ws: Workspace, fork_sha: str, upstream_sha: str) -> tuple[str, str]:
     """The default ``good``: the upstream commit of the newest run that finished green, else the merge-base.
+
+    Returns (sha, where it came from: ``the last green sync <run-id>`` or ``the merge-base``).
 
     Raises:
         StateError: the fork and upstream share no history.
@@ -502,11 +507,11 @@ def last_green_upstream(ws: Workspace, fork_sha: str, upstream_sha: str) -> str:
             record = ws.store.load(run_id)
             sha = record.upstream.sha
             if record.status == "done" and ws.repo.is_ancestor(sha, upstream_sha):
-                return sha
+                return sha, f"the last green sync {run_id}"
     base = ws.repo.merge_base(fork_sha, upstream_sha)
     if base is None:
         raise StateError("the fork and upstream share no history", where=str(ws.repo.path))
-    return base
+    return base, "the merge-base (no green sync on record)"
 
 
 def save_result(ws: Workspace, result: BisectResult) -> Path:
@@ -537,10 +542,14 @@ def run_bisect(
     branch = require_branch(ws)
     fork_head = ws.repo.branch_head(branch)
     bad_sha = resolve_upstream(ws, bad or ws.config.upstream.ref)
-    good_sha = resolve_upstream(ws, good) if good else last_green_upstream(ws, fork_head, bad_sha)
+    bad_from = f"--bad {bad}" if bad else f"upstream.ref {ws.config.upstream.ref}"
+    if good:
+        good_sha, good_from = resolve_upstream(ws, good), f"--good {good}"
+    else:
+        good_sha, good_from = last_green_upstream(ws, fork_head, bad_sha)
     result = bisect(
         ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress
-    )
+    ).model_copy(update={"good_from": good_from, "bad_from": bad_from})
     save_result(ws, result)
     return result
 

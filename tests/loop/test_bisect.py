@@ -172,12 +172,27 @@ def test_cli_names_the_culprit_and_sync_to_green_stops_before_it(
     out = json.loads(capsys.readouterr().out)
     data = out.get("data", out)
     assert code == 0 and data["first_bad"]["upstream_sha"] == history.upstream[20] and data["first_bad"]["pr"] == 1020
+    assert (data["good_from"], data["bad_from"]) == (
+        "the merge-base (no green sync on record)",
+        f"--bad {history.upstream[-1]}",
+    )
     code = main(["sync", *common, "--to-green", history.upstream[-1]])
     captured = capsys.readouterr()
     assert code in (0, 4), captured.err
-    record = json.loads(next((tmp_path / "state" / "runs").glob("*/record.json")).read_text())
+    record_path = next((tmp_path / "state" / "runs").glob("*/record.json"))
+    record = json.loads(record_path.read_text())
     assert record["upstream"]["sha"] == history.upstream[19]
     assert any(history.upstream[20][:12] in note and "#1020" in note for note in record["notes"])
+    # the run waits after verify; once its remaining phases pass it is a green sync, and the next
+    # bisect starts from it and says so (the record is marked done here as those phases would)
+    from ds4sync.record import RecordStore
+
+    store = RecordStore(tmp_path / "state")
+    run_id = record_path.parent.name
+    store.save(store.load(run_id).model_copy(update={"status": "done"}))
+    assert main(["bisect", *common, "--bad", history.upstream[-1]]) == 0
+    title = capsys.readouterr().out
+    assert f"after {history.upstream[19][:12]} (good: the last green sync {run_id}; bad" in title
 
 
 def test_search_alone_is_logarithmic_for_every_culprit_position() -> None:
@@ -217,6 +232,10 @@ def test_patchset_filter_bisects_one_feature(tmp_path: Path, capsys: pytest.Capt
     assert main(["bisect", *common, "--patchset", "hooks-used"]) == 0
     only_hooks = json.loads(capsys.readouterr().out)["data"]
     assert only_hooks["first_bad"]["upstream_sha"] == history.upstream[11]
+    assert (only_hooks["good_from"], only_hooks["bad_from"]) == (
+        f"--good {history.base}",
+        f"--bad {history.upstream[-1]}",
+    )
     assert main(["bisect", *common]) == 0
     everything = json.loads(capsys.readouterr().out)["data"]
     assert everything["first_bad"]["upstream_sha"] == history.upstream[5]
