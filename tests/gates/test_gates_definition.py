@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
@@ -141,3 +142,17 @@ def test_unknown_tier_and_missing_file(tmp_path: Path) -> None:
         load_tier(tmp_path, "nightly")
     with pytest.raises(ConfigError, match="no gate file for tier 'perf'"):
         load_tier(tmp_path, "perf")
+
+
+def test_the_shipped_gpu_and_serving_gates_ask_for_an_sm120_gpu_and_the_ci_export_queues_them_so() -> None:
+    from ds4sync.gates.ciexport import buildkite_pipeline
+
+    profile = shipped_profile()
+    for tier in ("gpu", "serving"):
+        gates = load_tier(profile, tier)
+        assert gates and all(g.definition.devices >= 1 and g.definition.gpu_kind == "sm120" for g in gates), tier
+        queues = {step["agents"]["queue"] for step in yaml.safe_load(buildkite_pipeline(gates))["steps"]}
+        assert queues == {"gpu-sm120"}, tier
+    # the kernel tier checks our Triton ops on whatever GPU there is (the H200 numbers are its benchmarks)
+    kernel = [g for g in load_tier(profile, "kernel") if g.definition.devices]
+    assert kernel and all(g.definition.gpu_kind is None for g in kernel)
