@@ -24,7 +24,8 @@ import random
 import statistics
 import time
 
-from ds4sync.serving.abstats import MIN_PAIRS, MetricRule, compare_metric, judge, schedule
+from ds4sync.serving.abstats import MetricRule, compare_metric, judge, schedule
+from ds4sync.serving.results import MIN_PAIRS
 
 RULE = MetricRule(direction="higher", threshold_pct=1.0)
 BASE_TOK_S = 295.0

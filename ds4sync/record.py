@@ -24,14 +24,11 @@ from ds4sync.core.proc import pid_alive
 from ds4sync.core.record import ACTIVE_STATUSES, ForkRef, PhaseState, RunStatus, UpstreamRef, now_iso
 from ds4sync.gates.model import TierResult
 from ds4sync.loop.results import DeployResult, PromoteResult
-from ds4sync.merge.plan import MergeSummary
-from ds4sync.native.driver import BuildResult
+from ds4sync.merge.results import MergeSummary
+from ds4sync.native.results import BuildResult
 from ds4sync.patchsets.results import ReplayResult, VerifyResult
-from ds4sync.publish.notify import NotifyResult
-from ds4sync.publish.results import PublishResult
-from ds4sync.serving.ab import ABResult
-from ds4sync.serving.backport import BackportDecision
-from ds4sync.serving.results import ServingResult
+from ds4sync.publish.results import NotifyResult, PublishResult
+from ds4sync.serving.results import ABResult, BackportDecision, ServingResult
 
 #: 2: ``results`` is :class:`RunResults` (one typed field per phase); 1: a dict of JSON per phase.
 SCHEMA_VERSION = 2

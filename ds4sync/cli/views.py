@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ds4sync.core.words import many
-from ds4sync.merge.plan import MergeSummary
+from ds4sync.merge.results import MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
 

@@ -54,7 +54,7 @@ class NightlyResult:
     promoted: str | None = None
     deployed: str | None = None
     pruned: tuple[str, ...] = ()
-    notified: object | None = None  # publish.notify.NotifyResult
+    notified: object | None = None  # publish.results.NotifyResult
     notes: tuple[str, ...] = field(default_factory=tuple)
     log_path: str | None = None  # the log that says why the run stopped (None when done)
 

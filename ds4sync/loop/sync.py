@@ -10,7 +10,8 @@ from ds4sync.core import fault
 from ds4sync.core.errors import GitError, StateError
 from ds4sync.core.git import SHA_RE, check_user_ref
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
-from ds4sync.merge.plan import MergeSummary, plan_merge
+from ds4sync.merge.plan import plan_merge
+from ds4sync.merge.results import MergeSummary
 from ds4sync.runner import (
     Phase,
     RunContext,

@@ -19,8 +19,9 @@ from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
-from ds4sync.merge.plan import ConflictEntry, MergeSummary, merge_message, plan_merge
+from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
+from ds4sync.merge.results import ConflictEntry, MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 

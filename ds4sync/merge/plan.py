@@ -7,131 +7,18 @@ touched); the merge phase records the same shape, with each conflict's resolutio
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from ds4sync.core.git import Conflict, FileChange, GitRepo
-from ds4sync.core.mergetree import MARKER_KINDS, MergeTreeResult
-
-Resolution = Literal["recorded", "rule", "person", "unresolved"]
+from ds4sync.core.mergetree import MergeTreeResult
+from ds4sync.merge.results import ConflictEntry, MergeSummary, Overlap
 
 EOL_HINT = (
     "the sides differ only in line endings (one side renormalised them): set a `text`/`eol` attribute in "
     ".gitattributes and redo the merge with `git -c merge.renormalize=true merge` (git-merge(1), renormalize)"
 )
-
-
-class ConflictEntry(BaseModel):
-    """One conflicted path: its kind and, once known, how it was resolved.
-
-    ``resolution``: ``recorded`` (a resolution replayed from the shared rerere store,
-    named in ``store_entry``), ``rule`` (a per-path rule from ds4sync.yaml, named in
-    ``rule``), ``person`` (resolved by hand and staged), ``unresolved`` (waiting for a
-    person), None in a plan. ``conflict_id`` is rerere's id of the conflict
-    (``<hash>`` or ``<hash>.<variant>``); ``stored_as`` the shared-store entry a person's
-    resolution was recorded to. ``in_index``: False for a conflict git reports only in
-    its messages (nothing in ``git ls-files -u``; a person must look). ``eol_only``: the
-    sides differ only in line endings;
-    ``hint`` says what git needs from a person for this kind.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    path: str
-    kind: str
-    resolution: Resolution | None = None
-    rule: str | None = None
-    related: tuple[str, ...] = ()
-    message: str = ""
-    hint: str = ""
-    in_index: bool = True
-    eol_only: bool = False
-    conflict_id: str | None = None
-    store_entry: str | None = None
-    stored_as: str | None = None
-
-    @property
-    def has_markers_kind(self) -> bool:
-        """Whether git writes conflict markers for this kind (else only staging resolves it)."""
-        return self.kind in MARKER_KINDS
-
-
-class Overlap(BaseModel):
-    """A file whose content both sides changed, which git merged three-way without a conflict.
-
-    These are the places where a clean merge can still be wrong. The set is git's own: the
-    paths of its ``Auto-merging`` messages that end in no conflict (a file both sides changed
-    identically, or one side only moved, needs no merge and is not one). Lines are added
-    plus deleted since the merge-base on each side, renames followed (``path`` is where
-    the merge puts the file; ``base_path`` where it was at the merge-base, when renamed).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    path: str
-    upstream_lines: int
-    fork_lines: int
-    base_path: str | None = None
-
-
-class MergeSummary(BaseModel):
-    """The merge of ``upstream_sha`` into ``fork_sha``, predicted (plan) or done (merge).
-
-    ``upstream_commits``: commits brought in (in upstream, not in the fork);
-    ``fork_commits``: fork-only commits; ``*_files``: paths changed since the
-    merge-base on each side; ``remerge_diff_paths``: after commit, the paths where the
-    committed result differs from git's automatic merge (``git show --remerge-diff``).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    upstream_sha: str
-    fork_sha: str
-    merge_base: str
-    upstream_commits: int
-    fork_commits: int
-    upstream_files: tuple[str, ...] = ()
-    fork_files: tuple[str, ...] = ()
-    conflicts: tuple[ConflictEntry, ...] = ()
-    overlaps: tuple[Overlap, ...] = ()
-    merge_commit: str | None = None
-    remerge_diff_paths: tuple[str, ...] = ()
-    plan_seconds: float = Field(default=0.0, description="wall time of the prediction, s")
-
-    def conflict_kinds(self) -> dict[str, int]:
-        """Conflict counts by kind, most frequent first."""
-        return dict(Counter(c.kind for c in self.conflicts).most_common())
-
-    def resolutions(self) -> dict[str, int]:
-        """Conflict counts by resolution (``recorded``, ``rule``, ``person``, ``unresolved``)."""
-        return dict(Counter(c.resolution or "unresolved" for c in self.conflicts).most_common())
-
-    def brief(self) -> dict[str, object]:
-        """The JSON contract of ``plan --json`` / ``merge --json``."""
-        return {
-            "upstream_sha": self.upstream_sha,
-            "fork_sha": self.fork_sha,
-            "merge_base": self.merge_base,
-            "upstream_commits": self.upstream_commits,
-            "fork_commits": self.fork_commits,
-            "upstream_files_changed": len(self.upstream_files),
-            "fork_files_changed": len(self.fork_files),
-            "conflicts": [
-                {"path": c.path, "kind": c.kind, "resolution": c.resolution}
-                | ({"eol_only": True} if c.eol_only else {})
-                | ({"store_entry": c.store_entry} if c.store_entry else {})
-                | ({"hint": c.hint} if c.hint else {})
-                for c in self.conflicts
-            ],
-            "overlaps": [o.model_dump(exclude_none=True) for o in self.overlaps],
-            "merge_commit": self.merge_commit,
-            "remerge_diff_paths": list(self.remerge_diff_paths),
-        }
 
 
 def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: str | Callable[[], str]) -> MergeSummary:

@@ -15,82 +15,23 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.files import redact_file, tail_lines, write_atomic
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.core.redact import secret_values
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
-from ds4sync.native.proof import ArchProof, ProofResult, prove_archs, run_proof
-from ds4sync.native.toolchain import Toolchain, capture_toolchain, find_tool, require_tools
+from ds4sync.native.proof import prove_archs, run_proof
+from ds4sync.native.results import ArchProof, BuildResult, ProofResult, StepResult
+from ds4sync.native.toolchain import capture_toolchain, find_tool, require_tools
 
-SCHEMA_VERSION = 1
 TAIL_LINES = 40
 # gcc/clang `file:line:col: error:`, nvcc `file(line): error:`, `CMake Error at`, ninja `FAILED:`.
 _ERROR_RE = re.compile(r"(\S+:\d+(?::\d+)?:\s*(?:fatal )?error\b|\S+\(\d+\):\s*error\b|CMake Error|^\s*FAILED:)")
 MAX_ERROR_LINES = 12
 Progress = Callable[[str, str], None]  # (current step, last output line)
-
-
-class StepResult(FrozenModel):
-    """One command of the build: its name, argv, exit status and duration in seconds."""
-
-    name: str
-    argv: tuple[str, ...]
-    returncode: int | None
-    duration_s: float
-    skipped: bool = False
-
-
-class BuildResult(FrozenModel):
-    """What one build did and proved; ``record.results.build`` holds it.
-
-    Timings are seconds: ``toolchain_s`` (capture), ``build_s`` (venv, pre-steps, install),
-    ``proof_s`` (checks), ``total_s``. ``tail`` holds the log's last lines when it failed.
-    """
-
-    schema_version: int = SCHEMA_VERSION
-    status: Literal["passed", "failed"]
-    profile: str
-    src: str
-    python: str
-    venv: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="overrides set for the build; secrets redacted")
-    command: tuple[str, ...] = Field(default=(), description="the install command (argv), run in ``src``")
-    cwd: str = ""
-    toolchain: dict[str, str | None] = Field(default_factory=dict, description="versions: python, torch, nvcc...")
-    toolchain_detail: Toolchain | None = None
-    steps: tuple[StepResult, ...] = ()
-    failed_step: str | None = None
-    proof: ProofResult | None = None
-    archs: ArchProof | None = None
-    summary: str = Field(default="", description='"7/7 imports, 10/10 op schemas, deps passed" or the failing step')
-    message: str = ""
-    checks: dict[str, dict] = Field(
-        default_factory=dict, description='{"imports": {"passed": 7, "total": 7, "failed": []}, ...}'
-    )
-    log_path: str
-    tail: tuple[str, ...] = ()
-    first_errors: tuple[str, ...] = Field(default=(), description="the first compiler/CMake error lines of the log")
-    toolchain_s: float = 0.0
-    build_s: float = 0.0
-    proof_s: float = 0.0
-    total_s: float = 0.0
-    duration_s: float = Field(default=0.0, description="same as total_s, under the name reports read")
-
-    def __bool__(self) -> bool:
-        return self.status == "passed"
-
-    @property
-    def headline(self) -> str:
-        """One line: ``passed: 7/7 imports, 4/4 op schemas, deps passed`` or where it failed."""
-        return f"{self.status}: {self.summary}"
 
 
 def _report_fields(status: str, failed_step: str | None, proof: ProofResult | None) -> dict:

@@ -17,9 +17,10 @@ from typing import Any
 from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.record import PhaseState, now_iso
-from ds4sync.native.driver import BuildResult, Progress, run_build
+from ds4sync.native.driver import Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
 from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
+from ds4sync.native.results import BuildResult
 from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
 

@@ -17,15 +17,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field
-
-from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
 from ds4sync.native.manifest import Manifest, normalize_schema
+from ds4sync.native.results import ArchProof, ItemStatus, ProofItem, ProofResult
 
-ItemStatus = Literal["passed", "failed", "absent", "skipped"]
 _MARK = "DS4SYNC-JSON "
 _IMPORT = f"""
 import importlib, json, sys
@@ -64,60 +60,6 @@ for op in spec["ops"]:
     out.append({{"op": op["op"], "found": True, "actual": str(actual), "parsed_equal": same}})
 print("{_MARK}" + json.dumps(out))
 """
-
-
-class ProofItem(FrozenModel):
-    """One check: ``deps`` (pip check), ``import`` (a module) or ``schema`` (an op)."""
-
-    kind: Literal["deps", "import", "schema"]
-    name: str
-    status: ItemStatus
-    optional: bool = False
-    group: str = ""
-    detail: str = ""
-    expected: str | None = None
-    actual: str | None = None
-
-
-class ProofResult(FrozenModel):
-    """All checks after a build, with counts for the record ("7/7 imports, 4/4 op schemas")."""
-
-    items: tuple[ProofItem, ...] = ()
-    duration_s: float = 0.0
-    imports_passed: int = 0
-    imports_total: int = 0
-    schemas_passed: int = 0
-    schemas_total: int = 0
-    deps: ItemStatus = "skipped"
-    schema_groups: dict[str, str] = Field(default_factory=dict, description='e.g. {"dsv4-fused": "4/4"}')
-    summary: str = ""
-    ok: bool = Field(default=False, description="every required check passed")
-
-    def failures(self) -> list[ProofItem]:
-        """The checks that failed."""
-        return [item for item in self.items if item.status == "failed"]
-
-
-class ArchProof(FrozenModel):
-    """The GPU architectures a build compiled for, against what its profile asked.
-
-    ``asked``: the profile's ``TORCH_CUDA_ARCH_LIST`` (normalised: ``12.0a``, ``9.0``);
-    ``built``: read from the build's own output (nvcc ``-gencode``/``-arch`` flags, CMake's
-    arch messages) and, when ``cuobjdump`` is installed, from the cubins in the built
-    libraries (``source`` says which); ``missing``: asked but not built; ``skipped_kernels``:
-    what the build said it did not build for lack of a matching arch. ``ok``: nothing missing.
-    """
-
-    asked: tuple[str, ...] = ()
-    built: tuple[str, ...] = ()
-    source: str = ""
-    missing: tuple[str, ...] = ()
-    skipped_kernels: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """Whether every asked arch was built (nothing asked: nothing to prove)."""
-        return not self.missing
 
 
 _GENCODE = re.compile(r"(?:-gencode[= ]|--generate-code[= ])arch=compute_(\w+),code=\[?([\w,]+)\]?")

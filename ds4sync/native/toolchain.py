@@ -14,16 +14,13 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pydantic import Field
-
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
+from ds4sync.native.results import Toolchain, ToolInfo
 
 KNOWN_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv", "cargo")
 # Recorded when present, whatever the profile requires.
 RECORDED_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv")
-FACT_TOOLS = ("nvcc", "gcc", "cmake", "ninja")
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")
 _MARK = "DS4SYNC-JSON "
 _PROBE = f"""
@@ -37,53 +34,6 @@ except Exception as exc:
     info["torch_error"] = f"{{type(exc).__name__}}: {{exc}}"
 print("{_MARK}" + json.dumps(info))
 """
-
-
-class ToolInfo(FrozenModel):
-    """One tool: where it is and the version it reports (``--version``)."""
-
-    name: str
-    path: str | None = None
-    version: str | None = None
-    banner: str | None = Field(default=None, description="the line the version was read from")
-
-
-class Toolchain(FrozenModel):
-    """Everything that compiled the build.
-
-    ``torch_cuda`` is ``torch.version.cuda`` (None for a CPU torch); ``compiler_cache`` is
-    ``ccache``, ``sccache`` or None, with ``compiler_cache_how`` saying why.
-    """
-
-    python: str
-    python_version: str
-    torch: str | None = None
-    torch_cuda: str | None = None
-    torch_error: str | None = None
-    tools: dict[str, ToolInfo] = Field(default_factory=dict)
-    compiler_cache: str | None = None
-    compiler_cache_how: str = ""
-    duration_s: float = 0.0
-
-    def line(self) -> str:
-        """``python 3.12.3, torch 2.11.0+cu130 (CUDA 13.0), nvcc 13.0, gcc 12.2.0, ...`` for the terminal."""
-        parts = [f"python {self.python_version}"]
-        if self.torch:
-            parts.append(f"torch {self.torch}" + (f" (CUDA {self.torch_cuda})" if self.torch_cuda else " (CPU)"))
-        parts += [f"{t.name} {t.version or '?'}" for t in self.tools.values() if t.path]
-        parts.append(f"compiler cache: {self.compiler_cache or 'none'}")
-        return ", ".join(parts)
-
-    def facts(self) -> dict[str, str | None]:
-        """The flat versions a report shows: python, torch, torch_cuda, nvcc, gcc, cmake, ninja, compiler_cache."""
-        versions = {name: self.tools[name].version if name in self.tools else None for name in FACT_TOOLS}
-        return {
-            "python": self.python_version,
-            "torch": self.torch,
-            "torch_cuda": self.torch_cuda,
-            **versions,
-            "compiler_cache": self.compiler_cache,
-        }
 
 
 def find_tool(name: str, env: Mapping[str, str]) -> str | None:

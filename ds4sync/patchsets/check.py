@@ -8,114 +8,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
 
-from ds4sync.core.model import FrozenModel
-from ds4sync.patchsets.invariants import InvariantResult, evaluate, evaluate_one
+from ds4sync.patchsets.invariants import evaluate, evaluate_one
 from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
+from ds4sync.patchsets.results import CarryScope, CheckReport, InvariantResult, PatchSetCheck, PatchSetStatus
 from ds4sync.patchsets.tree import FolderTree, Tree
-
-CHECK_SCHEMA_VERSION = 1
-PatchSetStatus = Literal["holds", "violated", "advisory-violations", "landed-upstream", "not-carried", "not-applicable"]
-PATCHSET_STATUSES: tuple[PatchSetStatus, ...] = (
-    "holds",
-    "violated",
-    "advisory-violations",
-    "landed-upstream",
-    "not-carried",
-    "not-applicable",
-)
-COUNTED: frozenset[str] = frozenset({"holds", "violated", "advisory-violations"})
-
-
-class PatchSetCheck(FrozenModel):
-    """One patch-set on one tree.
-
-    ``status``: holds (every checked invariant holds); violated (a blocking invariant failed);
-    advisory-violations (only advisory ones failed: not holding, not failing); landed-upstream
-    (replay found its ``drop_when`` true, so its invariants are reported but do not block);
-    not-carried (the fork branch does not carry it, per ``catalogue.yaml`` ``branches`` or its
-    ``carried_when``: its invariants are reported apart, never as holding or failing);
-    not-applicable (the catalogue does not apply to this tree). ``detail`` says why for the
-    last three.
-    """
-
-    id: str
-    title: str
-    kind: str
-    status: PatchSetStatus
-    detail: str = ""
-    invariants: tuple[InvariantResult, ...] = ()
-    tests: tuple[str, ...] = ()
-    metadata_only: bool = False
-
-
-class CarryScope(FrozenModel):
-    """What decides which patch-sets a fork tree carries.
-
-    ``branch``: the fork branch name (matched against ``catalogue.branches``); ``head``: the
-    fork commit whose history ``carried_when.since`` is looked up in; ``tree_label``: the
-    tree ``carried_when.tree`` was checked on (the fork's own tree, before any merge).
-    """
-
-    branch: str | None = None
-    head: str | None = None
-    tree_label: str = ""
-
-
-class CheckReport(FrozenModel):
-    """A catalogue checked on a tree; ``ok`` when no blocking invariant is violated."""
-
-    schema_version: int = CHECK_SCHEMA_VERSION
-    tree: str
-    patches_dir: str
-    applicable: bool = True
-    applies_detail: str = ""
-    carry: CarryScope = CarryScope()
-    patchsets: tuple[PatchSetCheck, ...] = ()
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """Whether no patch-set is violated."""
-        return all(ps.status != "violated" for ps in self.patchsets)
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def counts(self) -> dict[str, int]:
-        """Invariant counts over the patch-sets that count (holds / violated / advisory-violations).
-
-        ``invariants`` = ``holds`` + ``violated`` + ``advisory`` + ``deferred`` + ``not_counted``:
-        ``violated`` are blocking violations, ``advisory`` advisory ones (never holding),
-        ``not_counted`` every result of a landed-upstream, not-carried or not-applicable
-        patch-set. ``patchsets`` is the number of patch-sets; ``patchsets_<status>`` (dashes
-        as underscores) how many have each status.
-        """
-        results = [r for ps in self.patchsets for r in ps.invariants]
-        counted = {ps.id for ps in self.patchsets if ps.status in COUNTED}
-        inside = [r for r in results if r.patchset in counted]
-        out = {
-            "patchsets": len(self.patchsets),
-            "invariants": len(results),
-            "holds": sum(r.status == "holds" for r in inside),
-            "violated": sum(r.blocking_violation for r in inside),
-            "advisory": sum(r.status == "violated" and r.severity == "advisory" for r in inside),
-            "deferred": sum(r.status == "deferred" for r in inside),
-            "not_counted": len(results) - len(inside),
-        }
-        for status in PATCHSET_STATUSES:
-            out[f"patchsets_{status.replace('-', '_')}"] = sum(ps.status == status for ps in self.patchsets)
-        return out
-
-    def violations(self) -> list[InvariantResult]:
-        """Blocking violations of patch-sets that count (not landed upstream, catalogue applicable)."""
-        counted = {ps.id for ps in self.patchsets if ps.status == "violated"}
-        return [r for ps in self.patchsets for r in ps.invariants if r.patchset in counted and r.blocking_violation]
-
-    def summary(self) -> dict[str, object]:
-        """The JSON form with counts added (what ``--json`` prints and the record stores)."""
-        return {**self.model_dump(mode="json"), "counts": self.counts(), "ok": self.ok}
 
 
 def applies(tree: Tree, catalogue: Catalogue) -> tuple[bool, str]:

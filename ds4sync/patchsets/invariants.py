@@ -9,9 +9,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from ds4sync.core.model import FrozenModel
 from ds4sync.core.paths import is_glob
 from ds4sync.patchsets.model import (
     AbsentInvariant,
@@ -24,37 +23,10 @@ from ds4sync.patchsets.model import (
     SymbolInvariant,
     TestInvariant,
 )
+from ds4sync.patchsets.results import InvariantResult, InvariantStatus
 from ds4sync.patchsets.tree import Tree, match_paths
 
-InvariantStatus = Literal["holds", "violated", "deferred"]
 _MAX_EVIDENCE = 12
-
-
-class InvariantResult(FrozenModel):
-    """One invariant checked on one tree.
-
-    ``status``: holds, violated, or deferred (a ``test`` invariant, run by the gate phase).
-    ``detail``: one line of what was (not) found; ``evidence``: ``path:line: text`` of
-    matches, or the names a cross reference missed.
-    """
-
-    patchset: str
-    invariant: str
-    kind: str
-    severity: Literal["blocking", "advisory"]
-    status: InvariantStatus
-    files: tuple[str, ...] = ()
-    detail: str
-    evidence: tuple[str, ...] = ()
-
-    @property
-    def blocking_violation(self) -> bool:
-        """Whether this result fails a sync (violated and not advisory)."""
-        return self.status == "violated" and self.severity == "blocking"
-
-    def line(self) -> str:
-        """``patch-set / invariant [kind]: detail`` for logs and error lists."""
-        return f"{self.patchset} / {self.invariant} [{self.kind}]: {self.detail}"
 
 
 def evaluate(tree: Tree, patchset: PatchSet) -> list[InvariantResult]:

@@ -21,7 +21,6 @@ from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
 from ds4sync.patchsets.check import (
-    CarryScope,
     applies,
     check_tree,
     drop_evidence,
@@ -30,7 +29,7 @@ from ds4sync.patchsets.check import (
 )
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.results import ReplayEntry, ReplayResult, VerifyResult
+from ds4sync.patchsets.results import CarryScope, ReplayEntry, ReplayResult, VerifyResult
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ds4sync.patchsets.check import CheckReport
 from ds4sync.patchsets.model import PatchSet
+from ds4sync.patchsets.results import CheckReport
 
 _STYLE = {
     "holds": "green",

@@ -14,6 +14,7 @@ from typing import Literal
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import redact_secrets
+from ds4sync.publish.results import NotifyResult
 from ds4sync.publish.settings import NotifyConfig
 
 NoticeKind = Literal["success", "info", "warning", "failure"]
@@ -27,16 +28,6 @@ class Notice(FrozenModel):
     kind: NoticeKind = "info"
     needs_person: tuple[str, ...] = ()
     pr_url: str | None = None
-
-
-class NotifyResult(FrozenModel):
-    """Whether the message went out: targets configured, how many refused it, the title sent."""
-
-    sent: bool
-    targets: int
-    invalid: int = 0
-    title: str = ""
-    message: str = ""
 
 
 def target_urls(config: NotifyConfig, env: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
-"""The publish phase's record entry (the run record holds it typed).
+"""The publish phase's and the nightly notification's record entries (the run record holds them typed).
 
-Apart from :mod:`ds4sync.publish.phase` so that the record can name it without importing the phase.
+Apart from :mod:`ds4sync.publish.phase` and :mod:`ds4sync.publish.notify` so that the record can name
+them without importing the phase and the notifier.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ class PublishResult(FrozenModel):
     compared_with: str | None = None
     published_at: str | None = None
     waits_s: tuple[float, ...] = ()
+
+
+class NotifyResult(FrozenModel):
+    """Whether the message went out: targets configured, how many refused it, the title sent."""
+
+    sent: bool
+    targets: int
+    invalid: int = 0
+    title: str = ""
+    message: str = ""

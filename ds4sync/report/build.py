@@ -15,8 +15,8 @@ from typing import Literal
 
 from ds4sync.core.redact import MARKERS
 from ds4sync.gates.model import GateResult, TierResult
-from ds4sync.merge.plan import MergeSummary
-from ds4sync.native.driver import BuildResult
+from ds4sync.merge.results import MergeSummary
+from ds4sync.native.results import BuildResult
 from ds4sync.patchsets.results import ReplayResult, VerifyResult
 from ds4sync.publish.results import PublishResult
 from ds4sync.record import RunRecord, RunResults
@@ -50,8 +50,7 @@ from ds4sync.report.view import (
     TierView,
     ValidationView,
 )
-from ds4sync.serving.ab import ABResult
-from ds4sync.serving.results import ServingResult
+from ds4sync.serving.results import ABResult, ServingResult
 
 #: The fields of RunResults the report reads (each must have a writer: tests/report/test_writers.py).
 READS: frozenset[str] = frozenset(

@@ -30,30 +30,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
-
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import read_yaml, validate
 from ds4sync.serving import bench
-from ds4sync.serving.abstats import (
-    CONFIDENCE,
-    METHOD,
-    MIN_PAIRS,
-    MetricComparison,
-    MetricRule,
-    Side,
-    Verdict,
-    compare_metric,
-    family_confidence,
-    overall_verdict,
-    rules_for,
-    schedule,
-)
+from ds4sync.serving.abstats import MetricRule, compare_metric, family_confidence, overall_verdict, rules_for, schedule
 from ds4sync.serving.config import (
     BENCH_KEYS,
     ROW_EXTRA_KEYS,
@@ -62,87 +46,15 @@ from ds4sync.serving.config import (
     ServerConfig,
     ServingConfig,
 )
+from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
 from ds4sync.serving.server import ServerHandle, attach, start_server, stop_server, wait_ready
 
 Samples = dict[str, list[float]]
 Measure = Callable[[str, int], dict[str, float]]
-Mode = Literal["recorded", "attached", "started-alternate", "started-both"]
 ServersPolicy = Literal["alternate", "both"]
 JUDGED_BY_DEFAULT = ("output_throughput", "median_tpot_ms", "median_ttft_ms")
 LOST = "lost_requests"
 DEFAULT_ROW = BenchRow(name="decode", input_len=128, output_len=128, num_prompts=8, concurrency=1)
-
-
-class StepRecord(FrozenModel):
-    """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values."""
-
-    step: int
-    side: Side
-    seed: int | None = None
-    prefix_cache: str | None = None
-    boot_s: float | None = None
-    ok: bool = True
-    detail: str = ""
-    values: dict[str, float] = Field(default_factory=dict)
-
-
-class ABResult(FrozenModel):
-    """An A/B comparison: one row per judged metric, an overall verdict, and how it was measured.
-
-    ``confidence`` is the family-wise level of the whole verdict; each row's interval is at
-    ``row.confidence`` (Bonferroni over the judged metrics). ``lost`` counts requests each side
-    lost; ``reported`` holds unjudged metrics' rows.
-    """
-
-    schema_version: int = 2
-    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-    baseline: str
-    candidate: str
-    mode: Mode = "recorded"
-    pairs: int
-    order: tuple[str, ...] = ()
-    seed: int | None = None
-    confidence: float = CONFIDENCE
-    min_pairs: int = MIN_PAIRS
-    method: str = METHOD
-    verdict: Verdict
-    reasons: tuple[str, ...] = ()
-    lost: dict[str, float] = Field(default_factory=dict)
-    rows: tuple[MetricComparison, ...]
-    reported: tuple[MetricComparison, ...] = ()
-    steps: tuple[StepRecord, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def brief(self) -> dict[str, Any]:
-        """``ds4sync ab --json``: the overall verdict, pairs, order, seed, levels and every judged row."""
-        return {
-            "verdict": self.verdict,
-            "reasons": list(self.reasons),
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "mode": self.mode,
-            "pairs": self.pairs,
-            "order": list(self.order),
-            "seed": self.seed,
-            "confidence": self.confidence,
-            "min_pairs": self.min_pairs,
-            "method": self.method,
-            "lost": self.lost,
-            "rows": [row.brief() for row in self.rows],
-            "notes": list(self.notes),
-        }
-
-    def lines(self) -> list[str]:
-        """Report lines, one per judged metric."""
-        return [row.line() for row in self.rows]
-
-    def summary(self) -> str:
-        """``verdict: regression (6 pairs, 99% family-wise; candidate lost 2 of 16 requests)``."""
-        why = "; ".join(self.reasons)
-        return (
-            f"verdict: {self.verdict} ({self.pairs} pairs, {100 * self.confidence:g}% family-wise over "
-            f"{len(self.rows)} metric(s), {self.mode}" + (f"; {why}" if why else "") + ")"
-        )
 
 
 def measurement_from_json(data: Any) -> dict[str, float]:

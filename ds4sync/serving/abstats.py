@@ -21,18 +21,12 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, Direction, MetricComparison, Side, Verdict
 
-Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
-Direction = Literal["higher", "lower"]
-Side = Literal["A", "B"]
-MIN_PAIRS = 3
-CONFIDENCE = 0.99
-METHOD = "paired t on log ratios"
 LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
 
 
@@ -49,65 +43,6 @@ class MetricRule(FrozenModel):
 
     direction: Direction = "higher"
     threshold_pct: float = Field(default=1.0, ge=0)
-
-
-class MetricComparison(FrozenModel):
-    """The A/B verdict of one metric; the JSON shape of ``ds4sync ab --json`` rows.
-
-    Percentages are of the baseline. ``mean_delta_pct`` is the geometric mean of the per-pair
-    ratios minus 1; the interval is of that, at ``confidence`` (already adjusted for the number
-    of metrics judged together). ``reason`` says why the verdict is what it is.
-    """
-
-    metric: str
-    unit: str = ""
-    direction: Direction = "higher"
-    threshold_pct: float = 1.0
-    pairs: int
-    baseline_median: float
-    candidate_median: float
-    delta_pct: float = Field(description="candidate median vs baseline median, percent")
-    mean_delta_pct: float = Field(description="geometric mean of the per-pair ratios, percent")
-    ci_low_pct: float
-    ci_high_pct: float
-    confidence: float = CONFIDENCE
-    method: str = METHOD
-    verdict: Verdict
-    reason: str = ""
-    baseline: tuple[float, ...] = ()
-    candidate: tuple[float, ...] = ()
-
-    def brief(self) -> dict[str, object]:
-        """The documented JSON contract of one row."""
-        return {
-            k: getattr(self, k)
-            for k in (
-                "metric",
-                "unit",
-                "direction",
-                "pairs",
-                "baseline_median",
-                "candidate_median",
-                "delta_pct",
-                "mean_delta_pct",
-                "ci_low_pct",
-                "ci_high_pct",
-                "confidence",
-                "threshold_pct",
-                "verdict",
-                "reason",
-            )
-        }
-
-    def line(self) -> str:
-        """One report line, e.g. ``d.output_throughput: 292.7 vs 298.9 tok/s median (-2.1 %; mean ..., CI ...)``."""
-        unit = f" {self.unit}" if self.unit else ""
-        return (
-            f"{self.metric}: {_num(self.candidate_median)}{unit} vs {_num(self.baseline_median)}{unit} median "
-            f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, {100 * self.confidence:.4g}% CI "
-            f"[{self.ci_low_pct:+.2f}%, {self.ci_high_pct:+.2f}%], {self.pairs} pairs): {self.verdict}"
-            + (f" ({self.reason})" if self.reason else "")
-        )
 
 
 def schedule(pairs: int, *, seed: int) -> list[Side]:
@@ -270,7 +205,3 @@ def overall_verdict(rows: Sequence[MetricComparison]) -> Verdict:
 def rules_for(metrics: Sequence[str], rules: Mapping[str, MetricRule]) -> dict[str, MetricRule]:
     """The rule of each metric: configured, else a default from the name (latencies, losses: lower)."""
     return {name: rules.get(name) or MetricRule(direction=metric_direction(name)) for name in metrics}
-
-
-def _num(value: float) -> str:
-    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"

@@ -20,35 +20,16 @@ import yaml
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
-from ds4sync.serving.ab import ABResult, LiveSides, compare_samples, new_seed, run_schedule
-from ds4sync.serving.abstats import MetricComparison, schedule
+from ds4sync.serving.ab import LiveSides, compare_samples, new_seed, run_schedule
+from ds4sync.serving.abstats import schedule
 from ds4sync.serving.config import BackportConfig, ServingConfig
+from ds4sync.serving.results import BackportDecision, MetricComparison
 from ds4sync.serving.server import ServerStartError
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
 KV_METRIC = "kv_cache_tokens"
-
-
-class BackportDecision(FrozenModel):
-    """Include or exclude, the measured reasons, and the evidence (A/B rows, KV change in percent)."""
-
-    schema_version: int = 1
-    upstream_sha: str
-    base_sha: str | None = None
-    candidate_sha: str | None = None
-    decision: Literal["include", "exclude"]
-    reasons: tuple[str, ...]
-    kv_change_pct: float | None = None
-    ab: ABResult | None = None
-    patchset: str | None = None
-
-    def line(self) -> str:
-        """``<sha10> excluded: reason; reason`` as the report says it."""
-        word = "included" if self.decision == "include" else "excluded"
-        return f"{self.upstream_sha[:10]} {word}: {'; '.join(self.reasons)}"
 
 
 def decide(

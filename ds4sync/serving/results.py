@@ -1,7 +1,13 @@
-"""Result values of the serving tier: one per probe, one per gate run. JSON via model_dump."""
+"""Result values of the serving tier: one per probe, one per gate run, one per A/B and per backport
+decision. JSON via model_dump.
+
+Models only, apart from the code that produces them (``probes``, ``gate``, ``abstats``, ``ab``,
+``backport``), so that the run record can name them without importing the client and the server.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -11,6 +17,15 @@ from ds4sync.core.model import FrozenModel
 ProbeStatus = Literal["passed", "failed", "skipped"]
 StartupKind = Literal["ready", "died", "still-loading", "unreachable", "port-busy", "tool-missing"]
 SCHEMA_VERSION = 2
+
+Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
+Direction = Literal["higher", "lower"]
+Side = Literal["A", "B"]
+Mode = Literal["recorded", "attached", "started-alternate", "started-both"]
+#: The A/B statistic's defaults (see :mod:`ds4sync.serving.abstats`), recorded in every comparison.
+MIN_PAIRS = 3
+CONFIDENCE = 0.99
+METHOD = "paired t on log ratios"
 
 
 class StartupOutcome(FrozenModel):
@@ -134,3 +149,157 @@ class ServingResult(FrozenModel):
             "counts": self.counts(),
             "probes": [p.brief() for p in self.probes],
         }
+
+
+class MetricComparison(FrozenModel):
+    """The A/B verdict of one metric; the JSON shape of ``ds4sync ab --json`` rows.
+
+    Percentages are of the baseline. ``mean_delta_pct`` is the geometric mean of the per-pair
+    ratios minus 1; the interval is of that, at ``confidence`` (already adjusted for the number
+    of metrics judged together). ``reason`` says why the verdict is what it is.
+    """
+
+    metric: str
+    unit: str = ""
+    direction: Direction = "higher"
+    threshold_pct: float = 1.0
+    pairs: int
+    baseline_median: float
+    candidate_median: float
+    delta_pct: float = Field(description="candidate median vs baseline median, percent")
+    mean_delta_pct: float = Field(description="geometric mean of the per-pair ratios, percent")
+    ci_low_pct: float
+    ci_high_pct: float
+    confidence: float = CONFIDENCE
+    method: str = METHOD
+    verdict: Verdict
+    reason: str = ""
+    baseline: tuple[float, ...] = ()
+    candidate: tuple[float, ...] = ()
+
+    def brief(self) -> dict[str, object]:
+        """The documented JSON contract of one row."""
+        return {
+            k: getattr(self, k)
+            for k in (
+                "metric",
+                "unit",
+                "direction",
+                "pairs",
+                "baseline_median",
+                "candidate_median",
+                "delta_pct",
+                "mean_delta_pct",
+                "ci_low_pct",
+                "ci_high_pct",
+                "confidence",
+                "threshold_pct",
+                "verdict",
+                "reason",
+            )
+        }
+
+    def line(self) -> str:
+        """One report line, e.g. ``d.output_throughput: 292.7 vs 298.9 tok/s median (-2.1 %; mean ..., CI ...)``."""
+        unit = f" {self.unit}" if self.unit else ""
+        return (
+            f"{self.metric}: {_num(self.candidate_median)}{unit} vs {_num(self.baseline_median)}{unit} median "
+            f"({self.delta_pct:+.2f}%; mean {self.mean_delta_pct:+.2f}%, {100 * self.confidence:.4g}% CI "
+            f"[{self.ci_low_pct:+.2f}%, {self.ci_high_pct:+.2f}%], {self.pairs} pairs): {self.verdict}"
+            + (f" ({self.reason})" if self.reason else "")
+        )
+
+
+class StepRecord(FrozenModel):
+    """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values."""
+
+    step: int
+    side: Side
+    seed: int | None = None
+    prefix_cache: str | None = None
+    boot_s: float | None = None
+    ok: bool = True
+    detail: str = ""
+    values: dict[str, float] = Field(default_factory=dict)
+
+
+class ABResult(FrozenModel):
+    """An A/B comparison: one row per judged metric, an overall verdict, and how it was measured.
+
+    ``confidence`` is the family-wise level of the whole verdict; each row's interval is at
+    ``row.confidence`` (Bonferroni over the judged metrics). ``lost`` counts requests each side
+    lost; ``reported`` holds unjudged metrics' rows.
+    """
+
+    schema_version: int = 2
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    baseline: str
+    candidate: str
+    mode: Mode = "recorded"
+    pairs: int
+    order: tuple[str, ...] = ()
+    seed: int | None = None
+    confidence: float = CONFIDENCE
+    min_pairs: int = MIN_PAIRS
+    method: str = METHOD
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    lost: dict[str, float] = Field(default_factory=dict)
+    rows: tuple[MetricComparison, ...]
+    reported: tuple[MetricComparison, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def brief(self) -> dict[str, Any]:
+        """``ds4sync ab --json``: the overall verdict, pairs, order, seed, levels and every judged row."""
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "mode": self.mode,
+            "pairs": self.pairs,
+            "order": list(self.order),
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "min_pairs": self.min_pairs,
+            "method": self.method,
+            "lost": self.lost,
+            "rows": [row.brief() for row in self.rows],
+            "notes": list(self.notes),
+        }
+
+    def lines(self) -> list[str]:
+        """Report lines, one per judged metric."""
+        return [row.line() for row in self.rows]
+
+    def summary(self) -> str:
+        """``verdict: regression (6 pairs, 99% family-wise; candidate lost 2 of 16 requests)``."""
+        why = "; ".join(self.reasons)
+        return (
+            f"verdict: {self.verdict} ({self.pairs} pairs, {100 * self.confidence:g}% family-wise over "
+            f"{len(self.rows)} metric(s), {self.mode}" + (f"; {why}" if why else "") + ")"
+        )
+
+
+class BackportDecision(FrozenModel):
+    """Include or exclude, the measured reasons, and the evidence (A/B rows, KV change in percent)."""
+
+    schema_version: int = 1
+    upstream_sha: str
+    base_sha: str | None = None
+    candidate_sha: str | None = None
+    decision: Literal["include", "exclude"]
+    reasons: tuple[str, ...]
+    kv_change_pct: float | None = None
+    ab: ABResult | None = None
+    patchset: str | None = None
+
+    def line(self) -> str:
+        """``<sha10> excluded: reason; reason`` as the report says it."""
+        word = "included" if self.decision == "include" else "excluded"
+        return f"{self.upstream_sha[:10]} {word}: {'; '.join(self.reasons)}"
+
+
+def _num(value: float) -> str:
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"

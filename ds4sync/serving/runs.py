@@ -113,7 +113,7 @@ def record_result(ws: Workspace, key: str, result: Any) -> str | None:
 def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, serving_path: Path | None = None) -> Any:
     """``ds4sync backport evaluate``: measure upstream ``ref`` on the sync branch (or ``onto``) and record it.
 
-    Returns the :class:`~ds4sync.serving.backport.BackportDecision`.
+    Returns the :class:`~ds4sync.serving.results.BackportDecision`.
 
     Raises:
         StateError: no active run and no ``onto`` branch.

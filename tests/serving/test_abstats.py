@@ -9,7 +9,6 @@ import statistics
 import pytest
 
 from ds4sync.serving.abstats import (
-    MIN_PAIRS,
     MetricRule,
     compare_metric,
     family_confidence,
@@ -21,6 +20,7 @@ from ds4sync.serving.abstats import (
     t_interval,
     t_quantile,
 )
+from ds4sync.serving.results import MIN_PAIRS
 
 HIGHER = MetricRule(direction="higher", threshold_pct=1.0)
 LOWER = MetricRule(direction="lower", threshold_pct=1.0)
