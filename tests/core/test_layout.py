@@ -95,11 +95,24 @@ def test_readme_layout_is_the_layout_on_disk() -> None:
     assert named == on_disk
 
 
-def test_cli_start_up_imports_no_heavy_library() -> None:
-    probe = (
-        "import sys, ds4sync.cli;"
-        "heavy = {'torch', 'triton', 'numpy', 'ray', 'plotly', 'git', 'jinja2', 'httpx', 'yaml'};"
-        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
-    )
+def _heavy_imported(module: str, heavy: set[str]) -> list[str]:
+    """The top-level names in ``heavy`` that importing ``module`` in a fresh interpreter loads."""
+    probe = f"import sys, {module}; print(sorted(set({sorted(heavy)!r}) & {{m.split('.')[0] for m in sys.modules}}))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.strip() == "[]"
+    return ast.literal_eval(out.stdout.strip())
+
+
+def test_cli_start_up_imports_no_heavy_library() -> None:
+    heavy = {"torch", "triton", "numpy", "ray", "plotly", "git", "jinja2", "httpx", "yaml"}
+    assert _heavy_imported("ds4sync.cli", heavy) == []
+
+
+def test_run_record_imports_no_heavy_library() -> None:
+    # status, resume, merge, nightly, report and promote all read the record: it names result models
+    # (the packages' results modules), never the code that produces them and its clients.
+    heavy = {"httpx", "rich", "yaml", "ruamel", "jinja2", "git", "torch", "numpy", "ray"}
+    assert _heavy_imported("ds4sync.record", heavy) == []
+
+
+def test_the_heavy_import_probe_can_fail() -> None:
+    assert _heavy_imported("json, email.mime.text", {"email", "json", "tomllib"}) == ["email", "json"]
