@@ -138,7 +138,9 @@ class PatchsetView(View):
     ``status`` is replay's: retained, unconfirmed, reapplied, adapted, landed-upstream,
     needs-adaptation, not-carried (``verify:<status>`` when only verify ran). ``held``,
     ``violated``, ``advisory`` and ``deferred`` count its invariants on the final tree
-    (``advisory`` = advisory violations, never holding).
+    (``advisory`` = advisory violations, never holding). ``evidence``: the upstream facts that
+    made a landed-upstream patch-set unnecessary; ``conflicted``/``rejects``: the files and
+    hunks a person must adapt (needs-adaptation).
     """
 
     id: str
@@ -148,6 +150,9 @@ class PatchsetView(View):
     verify_status: str = ""
     detail: str = ""
     commit: str | None = None
+    evidence: tuple[str, ...] = ()
+    conflicted: tuple[str, ...] = ()
+    rejects: tuple[str, ...] = ()
     invariants: tuple[InvariantView, ...] = ()
     held: int = 0
     violated: int = 0

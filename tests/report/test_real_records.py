@@ -146,9 +146,12 @@ def test_demo_runs_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     s = _sections(written)
     replay = second.results.replay
     assert replay is not None
-    for entry in replay.entries:  # replay's own statuses, not verify's
+    for entry in replay.entries:  # replay's own statuses, not verify's, with what a person needs from each
         assert f"(`{entry.id}`" in s["Integration choices and fixes"]
         assert f"**{entry.status}**" in s["Integration choices and fixes"]
+        assert all(fact in s["Integration choices and fixes"] for fact in entry.evidence), entry.id
+        assert all(f"`{path}`" in s["Integration choices and fixes"] for path in entry.conflicted), entry.id
+    assert any(entry.evidence for entry in replay.entries)  # the demo has a landed-upstream patch-set
     counts = replay.counts()
     tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     assert f"Patch-sets ({len(replay.entries)}: " in s["Integration choices and fixes"]
