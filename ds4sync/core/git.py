@@ -458,26 +458,25 @@ class GitRepo(PatchVerbs):
         out = self.run("diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, head, "--", strip=False)
         return [p for p in out[1].split("\0") if p]
 
+    def _tree_diff(self, base: str, head: str, options: Sequence[str], paths: Iterable[str] | None) -> str | None:
+        """``git diff <options> -z base head -- <paths>``, the paths matching only themselves.
+
+        ``paths`` None: every path; an empty ``paths``: None, and git is not run.
+        """
+        limit = list(paths) if paths is not None else []
+        if paths is not None and not limit:
+            return None
+        args = ("diff", *options, "-z", "--end-of-options", base, head, "--", *_literal(limit))
+        return self.run(*args, strip=False)[1]
+
     def changes(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, FileChange]:
         """Files changed from ``base`` to ``head`` with line counts (renames not followed).
 
         ``paths`` limits the diff (line counting reads blobs, so ask only for what you need).
         """
-        limit = list(paths) if paths is not None else []
-        if paths is not None and not limit:
+        out = self._tree_diff(base, head, ("--numstat", "--no-renames"), paths)
+        if out is None:
             return {}
-        out = self.run(
-            "diff",
-            "--numstat",
-            "-z",
-            "--no-renames",
-            "--end-of-options",
-            base,
-            head,
-            "--",
-            *_literal(limit),
-            strip=False,
-        )[1]
         changes: dict[str, FileChange] = {}
         for entry in out.split("\0"):
             if not entry:
@@ -494,8 +493,8 @@ class GitRepo(PatchVerbs):
         Renames not followed (a renamed file is its old path ``D`` and its new path ``A``);
         a tree diff only, no blob is read.
         """
-        out = self.run("diff", "--name-status", "-z", "--no-renames", "--end-of-options", base, head, "--", strip=False)
-        fields = out[1].split("\0")
+        out = self._tree_diff(base, head, ("--name-status", "--no-renames"), None) or ""
+        fields = out.split("\0")
         return {fields[i + 1]: fields[i][:1] for i in range(0, len(fields) - 1, 2)}
 
     def renamed_names(self, base: str, head: str, paths: Iterable[str] | None = None) -> dict[str, str | None]:
@@ -506,12 +505,9 @@ class GitRepo(PatchVerbs):
         them are candidate sources and only the added ones candidate new names (what merge-ort
         does, which looks for the renames of the files the other side changed).
         """
-        limit = list(paths) if paths is not None else []
-        if paths is not None and not limit:
+        out = self._tree_diff(base, head, ("--name-status", "-M"), paths)
+        if out is None:
             return {}
-        out = self.run(
-            "diff", "--name-status", "-z", "-M", "--end-of-options", base, head, "--", *_literal(limit), strip=False
-        )[1]
         fields = out.split("\0")
         moves: dict[str, str | None] = {}
         i = 0
@@ -535,12 +531,9 @@ class GitRepo(PatchVerbs):
         line counts are then those of the real change at the new path, and ``old_path`` names
         the path at ``base``. ``paths`` limits the diff (give both names of a rename).
         """
-        limit = list(paths) if paths is not None else []
-        if paths is not None and not limit:
+        out = self._tree_diff(base, head, ("--numstat", "-M"), paths)
+        if out is None:
             return {}
-        out = self.run(
-            "diff", "--numstat", "-z", "-M", "--end-of-options", base, head, "--", *_literal(limit), strip=False
-        )[1]
         fields = out.split("\0")
         changes: dict[str, FileChange] = {}
         i = 0
