@@ -235,6 +235,40 @@ def test_topk_sample_bracket_and_its_radix_fallback_agree_with_torch(cap, data):
         assert verdict["ok"], (data, cap, seed, verdict)
 
 
+@pytest.mark.parametrize("parts", [{"SPLIT": 1, "FUSED": False}, {"SPLIT": 4}], ids=["second-launch", "four-parts"])
+@pytest.mark.parametrize("data", ["randn", "special", "ascending"])
+def test_topk_rows_cut_in_parts_or_selected_in_a_second_launch_agree_with_torch(parts, data):
+    """The selection in its own launch, and rows cut into four parts (keys above the bracket gathered per
+    part, then merged), with the bracket taken (the natural capacity) and missed (capacity 16: the radix
+    fallback): torch.topk's set, and the same output on a second call."""
+    build = grid._topk(7, 300, 40, data, "random")
+    g = torch.Generator()
+    g.manual_seed(5)
+    args = build("cpu", g)
+    ref = check.REFERENCES["topk"](args)
+    for cap in (None, 16):
+        cfg = {"SAMPLE": True, "BLOCK": 32, "num_warps": 4, "CAP": cap, **parts}
+        out = topk.topk_per_row(**args, config=cfg)
+        verdict = check.check_topk(out, ref, args, clean=True)
+        assert verdict["ok"], (data, parts, cap, verdict)
+        assert torch.equal(out, topk.topk_per_row(**args, config=cfg))
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "programs", "block", "parts"),
+    [
+        (256, 32768, 1024, 1024, 4),  # R256: four programs per row
+        (4096, 32768, 1024, 1024, 1),  # rows alone fill the GPU
+        (8, 200_000, 1024, 1024, 16),  # at most 16 parts
+        (36, 3000, 1024, 1024, 2),  # at least one BLOCK of columns per part (3 blocks: 2 parts)
+        (256, 1000, 4096, 1024, 1),  # shorter than one BLOCK
+        (256, 32768, 0, 1024, 1),  # PROGRAMS 0: one program per row
+    ],
+)
+def test_topk_split_parts(rows, cols, programs, block, parts):
+    assert topk.split_parts(rows, cols, programs, block) == parts
+
+
 def test_topk_candidate_capacity_covers_the_bracket():
     """The capacity is a power of two >= 512 and grows with the row length at a fixed k."""
     caps = [topk.candidate_cap(c, 2048) for c in (4096, 32768, 200_000)]
