@@ -214,8 +214,9 @@ def main() -> int:
         best = sweep.best_configs(rows)
         path = common.tuned_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_file():  # ops not swept this time keep their tuned configs
-            best = {**json.loads(path.read_text()), **best}
+        if path.is_file():  # ops and buckets not swept this time keep their tuned configs
+            old = json.loads(path.read_text())
+            best = {op: {**old.get(op, {}), **best.get(op, {})} for op in {*old, *best}}
         path.write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
         (args.out / path.name).write_text(path.read_text())
         print(f"tuned configs -> {path.name}: {json.dumps(best)}", flush=True)

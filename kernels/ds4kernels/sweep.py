@@ -26,25 +26,34 @@ PREFILL = [
 DECODE = [
     dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s)
     for b, t, sp, w, s in (
-        (8, 64, False, 4, 2),
-        (8, 64, False, 4, 3),
-        (16, 64, False, 4, 2),
         (8, 64, True, 4, 5),
         (8, 64, True, 4, 6),
         (16, 64, True, 4, 5),
-        (16, 64, True, 4, 6),
         (32, 64, True, 4, 5),
+        (32, 64, True, 4, 4),
+        (32, 64, True, 4, 6),
+        (64, 64, True, 4, 5),
+        (32, 64, True, 8, 5),
+        (16, 64, True, 4, 6),
     )
 ]
-TOPK = [
-    dict(SAMPLE=sm, BLOCK=b, num_warps=w)
-    for sm, b, w in (
-        (True, 1024, 4),
-        (True, 2048, 8),
-        (True, 1024, 8),
-        (True, 4096, 16),
-        (True, 8192, 16),
-        (False, 4096, 16),
+TOPK = [  # the sample-bracket kernel: one part per row (FUSED or not) or rows cut until PROGRAMS programs;
+    # PRE: the bracket in a launch of its own (warps per row) instead of in every part
+    dict(SAMPLE=True, BLOCK=b, num_warps=w, PROGRAMS=p, GROUPS=g, FUSED=f, PRE=pre)
+    for b, w, p, g, f, pre in (
+        (1024, 4, 0, 256, False, 0),
+        (1024, 4, 0, 512, False, 0),
+        (2048, 4, 0, 256, False, 0),
+        (1024, 8, 0, 256, False, 0),
+        (1024, 4, 0, 256, False, 1),
+        (1024, 4, 0, 256, False, 4),
+        (1024, 4, 0, 512, True, 4),
+        (1024, 4, 512, 256, True, 0),
+        (1024, 4, 1024, 256, True, 4),
+        (1024, 4, 2048, 256, True, 4),
+        (1024, 4, 2048, 256, True, 1),
+        (512, 4, 2048, 256, True, 4),
+        (1024, 4, 4096, 256, True, 4),
     )
 ]
 MHC_PRE = [
