@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.gates.model import TIERS
+from ds4sync.core.names import TIERS
 
 
 class EnvFailureRule(FrozenModel):

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 
 from ds4sync.core.errors import Ds4syncError, ToolMissingError
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.names import KERNEL_OPS as KERNEL_OPS
+from ds4sync.core.names import KERNEL_OPS
 
 
 class KernelSuiteError(Ds4syncError):

@@ -16,7 +16,6 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.core.names import TIERS as TIERS
 
 RESULT_SCHEMA_VERSION = 1
 

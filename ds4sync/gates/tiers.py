@@ -12,9 +12,9 @@ from pydantic import BaseModel, ValidationError
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import describe_validation_error, read_yaml, validate
+from ds4sync.core.names import TIERS
 from ds4sync.gates.definition import Gate, GateDef, GateFile
 from ds4sync.gates.kinds import KIND_MODULES, kind_module
-from ds4sync.gates.model import TIERS
 
 
 def gates_dir(profile: Path) -> Path:

@@ -39,10 +39,16 @@ def _check_inputs(ws: Workspace, ref: str) -> str:
     return branch
 
 
-def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str, str]:
+def _refs(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str]:
+    """The fork branch, its head, the upstream SHA and which ref that was read from (inputs checked)."""
     branch = _check_inputs(ws, ref)
     fork_sha = ws.repo.branch_head(branch)
     upstream_sha, used = resolve_upstream_ref(ws, ref, fetch=fetch)
+    return branch, fork_sha, upstream_sha, used
+
+
+def _preflight(ws: Workspace, ref: str, *, fetch: bool = False) -> tuple[str, str, str, str, str]:
+    branch, fork_sha, upstream_sha, used = _refs(ws, ref, fetch=fetch)
     return branch, fork_sha, upstream_sha, _merge_base(ws, ref, branch, fork_sha, upstream_sha), used
 
 
@@ -63,9 +69,7 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     Raises:
         GitError, ConfigError: bad input (a bad ref, no such branch, unrelated histories).
     """
-    branch = _check_inputs(ws, ref)
-    fork_sha = ws.repo.branch_head(branch)
-    upstream_sha, _ = resolve_upstream_ref(ws, ref, fetch=fetch)
+    branch, fork_sha, upstream_sha, _ = _refs(ws, ref, fetch=fetch)
     return plan_merge(
         ws.repo,
         fork_sha=fork_sha,

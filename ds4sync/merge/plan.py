@@ -130,12 +130,10 @@ def _overlaps(
     merged = [p for p in result.auto_merged if p not in conflicted]
     if not merged:
         return ()
-    moved = [p for p in merged if p not in in_place[0] or p not in in_place[1]]
-    up_from, fork_from = {}, {}
-    if moved:
-        up_moves = pool.submit(sides.sources, moved, upstream=True)
-        fork_from = sides.sources(moved, upstream=False)
-        up_from = up_moves.result()
+    moved = {p for p in merged if p not in in_place[0] or p not in in_place[1]}
+    up_moves = pool.submit(sides.sources, sorted(moved), upstream=True)
+    fork_from = sides.sources(sorted(moved), upstream=False)
+    up_from = up_moves.result()
     rows = []  # (path, base path, path upstream, path in the fork)
     for path in sorted(merged):
         base_path = up_from.get(path) or fork_from.get(path) or path

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
+from ds4sync.core.names import TIERS
 from ds4sync.core.redact import MARKERS
 from ds4sync.gates.model import GateResult, TierResult
 from ds4sync.merge.results import MergeSummary
@@ -21,7 +22,6 @@ from ds4sync.patchsets.results import ReplayResult, VerifyResult
 from ds4sync.publish.results import PublishResult
 from ds4sync.record import RunRecord, RunResults
 from ds4sync.report.view import (
-    GATE_TIERS,
     ABRow,
     BackportView,
     BuildView,
@@ -281,7 +281,7 @@ def validation_view(results: RunResults) -> ValidationView:
         environment=environment(results.build, results.gates),
         build=build_view_of(results.build),
         tiers=tiers,
-        tiers_not_run=tuple(t for t in GATE_TIERS if t not in present),
+        tiers_not_run=tuple(t for t in TIERS if t not in present),
         probes=tuple(groups),
     )
 
@@ -334,7 +334,7 @@ def build_view_of(build: BuildResult | None) -> BuildView | None:
 
 def gate_tiers(gates: Mapping[str, TierResult]) -> tuple[TierView, ...]:
     """Gate results grouped by tier, tiers in pipeline order (unknown tiers last)."""
-    order = [t for t in GATE_TIERS if t in gates] + sorted(t for t in gates if t not in GATE_TIERS)
+    order = [t for t in TIERS if t in gates] + sorted(t for t in gates if t not in TIERS)
     views = []
     for name in order:
         tier = gates[name]

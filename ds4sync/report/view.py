@@ -16,12 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.core.names import TIERS
-
 REPORT_SCHEMA_VERSION = 2
 SCHEMA_ID = "urn:ds4sync:report-summary:v2"
 
-GATE_TIERS = TIERS
 COUNT_KEYS: tuple[str, ...] = (
     "passed",
     "failed",

@@ -24,9 +24,10 @@ from pydantic import ValidationError
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
+from ds4sync.core.names import KERNEL_OPS
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
-from ds4sync.gates.kernelsuite import KERNEL_OPS, KernelSuiteResult
+from ds4sync.gates.kernelsuite import KernelSuiteResult
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 
