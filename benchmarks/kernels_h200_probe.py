@@ -2,7 +2,7 @@
 benchmark shapes' byte counts, timed exactly as the suite times ours), then candidate kernel variants on the
 benchmark shapes, each checked against the op's default config before it is timed.
 
-Usage: python benchmarks/kernels_h200_probe.py --out DIR [--ops mhc_pre,decode,...] [--floor-only]
+Usage: python benchmarks/kernels_h200_probe.py --out DIR [--ops topk,...] [--grid] [--floor-only]
 Prints one line per measurement and writes DIR/probe.json. Needs torch with CUDA and triton.
 """
 
@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 from ds4kernels import sweep
 from ds4kernels.bench import _time_us
+from ds4kernels.check import CHECKS, REFERENCES
 from ds4kernels.common import H200
 
 
@@ -75,47 +76,44 @@ def harness_floor() -> list[dict]:
     return rows
 
 
-PLAN = {
-    "mhc_pre": (
-        [
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=32, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="tf32x2"),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=32, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=2, BLOCK_T=64, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=2, BLOCK_T=128, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=8, PRECISION="bf16x3"),
-            dict(SPLIT=1, BLOCK_T=128, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=8, PRECISION="bf16x3"),
-            dict(SPLIT=4, BLOCK_T=128, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=128, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=64, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3", num_stages=4),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=64, BT2=16, BLOCK_D=512, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=4, BLOCK_T=64, BLOCK_K=64, BT2=4, BLOCK_D=512, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=0, BLOCK_T=16, BLOCK_K=128, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-            dict(SPLIT=0, BLOCK_T=16, BLOCK_K=256, BT2=8, BLOCK_D=256, num_warps=4, PRECISION="bf16x3"),
-        ],
-        ("bench-T8192-d4096", "bench-T137-d4096", "saturated-T137-d4096", "T137-d7168"),
-    ),
-    "decode": (
-        [
-            dict(BLOCKS=8, TILE=64, HEAD_DOT=False, SPLIT=False, num_warps=4, num_stages=4),
-            dict(BLOCKS=16, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=3),
-            dict(BLOCKS=8, TILE=128, HEAD_DOT=False, SPLIT=False, num_warps=8, num_stages=3),
-            dict(BLOCKS=8, TILE=128, HEAD_DOT=False, SPLIT=True, num_warps=8, num_stages=3),
-            dict(BLOCKS=16, TILE=128, HEAD_DOT=False, SPLIT=True, num_warps=8, num_stages=3),
-            dict(BLOCKS=8, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=2),
-            dict(BLOCKS=8, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=5),
-            dict(BLOCKS=32, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=3),
-            dict(BLOCKS=2, TILE=64, HEAD_DOT=False, SPLIT=False, num_warps=4, num_stages=3),
-        ],
-        ("bench-B32-n1-ctx8192", "bench-B32-n2-ctx8192", "bench-B64-n1-ctx32768", "bench-B64-n2-ctx32768"),
-    ),
+PLAN = {  # candidate variants, each timed beside the first (the kernel the candidate would replace)
     "topk": (
-        [
-            dict(SAMPLE=True, BLOCK=2048, num_warps=8),
-            dict(SAMPLE=True, BLOCK=1024, num_warps=4),
-        ],
-        ("bench-R256-C32768-K2048", "bench-R4096-C32768-K2048"),
+        [{"IMPL": "triton"}, {"IMPL": "cuda"}],
+        (
+            "bench-R256-C32768-K2048",
+            "bench-R4096-C32768-K2048",
+            "bench-R2048-C32768-K2048",
+            "bench-R4096-C8192-K2048",
+            "bench-R256-C16384-K2048",
+            "bench-R128-C32768-K1024",
+            "bench-R64-C8192-K512",
+            "K2048-R8-C200000",
+        ),
     ),
 }
+
+
+def grid_check(op: str, configs: list[dict]) -> list[dict]:
+    """Every case of the op's full grid with each candidate config, against the torch reference, and
+    bitwise equal on a second call (deterministic)."""
+    fn = sweep.TARGETS[op][0]
+    rows = []
+    for case in sweep.CASES[op]("full"):
+        g = torch.Generator(device="cuda")
+        g.manual_seed(1)
+        args = case.build("cuda", g)
+        ref = REFERENCES[op](args)
+        for cfg in configs:
+            try:
+                out = fn(**args, config=dict(cfg))
+                verdict = CHECKS[op](out, ref, args, True)
+                same = torch.equal(out, fn(**args, config=dict(cfg)))
+                ok, detail = verdict["ok"] and same, verdict["detail"] + ("" if same else "; not deterministic")
+            except Exception as exc:  # a candidate that fails is a result of the check
+                ok, detail = False, f"{type(exc).__name__}: {str(exc)[:300]}"
+            rows.append({"op": op, "case": case.name, "config": cfg, "ok": ok, "detail": detail})
+        del args, ref
+    return rows
 
 
 def main() -> int:
@@ -124,6 +122,7 @@ def main() -> int:
     parser.add_argument("--ops", default="")
     parser.add_argument("--no-floor", action="store_true")
     parser.add_argument("--floor-only", action="store_true", help="only the harness floor, no variants")
+    parser.add_argument("--grid", action="store_true", help="first check each candidate on the op's whole grid")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
@@ -134,6 +133,13 @@ def main() -> int:
     ops = [] if args.floor_only else [o for o in args.ops.split(",") if o] or list(PLAN)
     start = time.time()
     rows = []
+    for op in ops if args.grid else []:
+        checked = grid_check(op, PLAN[op][0])
+        result.setdefault("grid", []).extend(checked)
+        for r in checked:
+            verdict = "ok" if r["ok"] else "BAD " + r["detail"]
+            print(f"grid {r['op']:8} {r['case']:28} {json.dumps(r['config']):40} {verdict}")
+        print(f"grid {op}: {sum(r['ok'] for r in checked)} of {len(checked)} ok", flush=True)
     for op in ops:  # one op at a time, so that a crash leaves the others' rows printed
         part = sweep.run_sweep([op], plan=PLAN)
         rows += part

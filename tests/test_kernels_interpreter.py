@@ -348,3 +348,21 @@ def test_the_deepgemm_name_maps_each_op_to_deep_gemm_and_refuses_the_others(tmp_
     assert result.ok and result.ops[0].count("pass") >= 6
     with pytest.raises(KernelSuiteError, match="has no routing kernel; it has prefill, decode"):
         run_kernel_suite(ops=["routing"], candidate="deepgemm", device="cpu")
+
+
+def test_topk_without_a_cuda_device_runs_the_triton_kernels_and_says_why():
+    """The CUDA radix select (topk_cuda.cu) is the default only on a CUDA device where it builds; here
+    ``build_error`` names the reason and the default, and ``{"IMPL": "triton"}``, run the Triton kernels."""
+    from ds4kernels import topk_cuda
+
+    assert topk_cuda.build_error() == "no CUDA device"
+    assert "IMPL" not in topk.topk_config(4096, 32768, 2048, device=torch.device("cpu"))
+    case = next(c for c in grid.topk_cases("ci") if c.name.startswith("special-edges"))
+    g = torch.Generator()
+    g.manual_seed(2)
+    args = case.build("cpu", g)
+    default = topk.topk_per_row(**args)
+    assert torch.equal(topk.topk_per_row(**args, config={"IMPL": "triton"}), default)
+    assert check.check_topk(default, check.REFERENCES["topk"](args), args, True)["ok"]
+    with pytest.raises(RuntimeError, match="unavailable here: no CUDA device"):
+        topk_cuda.topk_per_row_cuda(**args)
