@@ -274,6 +274,8 @@ def topk_cases(scale: str) -> list[Case]:
         out.append(Case("topk", "K2048-R20-C13000", _topk(20, 13000, 2048, "randn", "edges")))
         for dt in ("const", "lsb10", "special", "ascending"):  # rows past 8192 columns: the sampled bracket
             out.append(Case("topk", f"{dt}-K2048-R20-C13000", _topk(20, 13000, 2048, dt, "edges")))
+        for dt in ("lsb10", "special"):  # and as many rows as the CUDA kernel's many-row launch takes
+            out.append(Case("topk", f"{dt}-K2048-R1024-C13000", _topk(1024, 13000, 2048, dt, "edges")))
         out.append(Case("topk", "K2048-R8-C200000", _topk(8, 200_000, 2048, "randn", "full")))
         for r, c, kk in (
             (64, 8192, 512),

@@ -1,11 +1,11 @@
 // Top-k per row, one 512-thread block per row (the contract of topk.py's module doc).
 //
 // Keys: fp32 -> order-preserving uint32 (NaN highest, as torch.topk).
-//   1. A bracket: a histogram of the top 11 bits of 2048 keys sampled from the row (256 groups of 8
+//   1. A bracket: a histogram of the top 11 bits of 1024 or 2048 keys sampled from the row (groups of 8
 //      neighbours); the digits of two sample ranks, 4 sigma either side of K's, bracket the K-th largest
 //      key (w.h.p.).
 //   2. One pass over the row in index order: keys above the bracket go straight to the output, keys inside
-//      it are gathered into shared memory as (key, column). Rows of at most 4096 columns gather everything.
+//      it are gathered into shared memory as (key, column). Rows of at most two samples gather everything.
 //   3. Radix select on the gathered keys (11-bit digits, from the first bit the bracket leaves open) fixes
 //      the (K - above)-th largest exactly; one pass writes the gathered keys above it, then its lowest-index
 //      ties. When the bracket missed (ties, adversarial rows) the same select runs on the whole row.
@@ -21,11 +21,8 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kItems = 4;  // keys per thread in the sample and in ordered passes over gathered keys
 constexpr int kTile = kThreads * kItems;
-constexpr int kRowItems = 16;  // consecutive columns per thread in the pass over the row: four 16-byte loads
-constexpr int kRowTile = kThreads * kRowItems;  // in flight per block: the pass is bound by memory latency
 constexpr int kBins = 2048;  // 11-bit digits
 constexpr int kCap = 8192;   // gathered keys held in shared memory
-constexpr int kSample = kThreads * kItems;  // 256 groups of 8 neighbours
 
 using Scan = cub::BlockScan<int, kThreads>;
 
@@ -138,12 +135,14 @@ __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_
 // s.hi / s.lo: the keys in [lo, hi] hold the row's K-th largest (w.h.p.): the top-11-bit digits of the
 // sample's j_hi-th and j_lo-th largest keys, 4 sigma of the sample rank either side of K's, widened to
 // whole digits (all ones / 0 past the sample's ends).
+template <int kSample>
 __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
+  constexpr int kSpt = kSample / kThreads;  // sampled keys per thread
   for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
   __syncthreads();
-  const int64_t group = threadIdx.x / 2;
-  for (int j = 0; j < kItems; ++j) {
-    const int64_t pos = group * length / (kSample / 8) + (threadIdx.x % 2) * kItems + j;
+  const int64_t group = threadIdx.x / (8 / kSpt);
+  for (int j = 0; j < kSpt; ++j) {
+    const int64_t pos = group * length / (kSample / 8) + (threadIdx.x % (8 / kSpt)) * kSpt + j;
     atomicAdd(&s.hist[src.key(static_cast<int>(min(pos, static_cast<int64_t>(length - 1)))) >> 21], 1);
   }
   __syncthreads();
@@ -168,7 +167,10 @@ __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads, 2) topk_kernel(const float* __restrict__ x, int64_t sxm, int64_t sxn,
+// kRowItems: consecutive columns per thread in the pass over the row (16-byte loads, all in flight at once);
+// kSample: keys sampled for the bracket; kMinBlocks: blocks per SM the registers are capped for.
+template <int kRowItems, int kSample, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float* __restrict__ x, int64_t sxm, int64_t sxn,
                                                            const int* __restrict__ starts,
                                                            const int* __restrict__ ends, int cols, int k,
                                                            int* __restrict__ out, int64_t som) {
@@ -177,6 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2) topk_kernel(const float* __restri
   const int row = blockIdx.x;
   const int start = min(max(starts[row], 0), cols);
   const int length = max(min(ends[row], cols) - start, 0);
+  constexpr int kRowTile = kThreads * kRowItems;
   int* out_row = out + row * som;
   if (length <= k) {
     for (int i = threadIdx.x; i < k; i += kThreads) out_row[i] = i < length ? i : -1;
@@ -184,9 +187,9 @@ __global__ void __launch_bounds__(kThreads, 2) topk_kernel(const float* __restri
   }
   const RowSource row_src{x + row * sxm + static_cast<int64_t>(start) * sxn, sxn};
   const bool vec = sxn == 1 && (reinterpret_cast<uintptr_t>(row_src.base) & 15) == 0;
-  uint32_t hi = 0xFFFFFFFFu, lo = 0u;  // rows of at most 2 samples' columns: every key is gathered
+  uint32_t hi = 0xFFFFFFFFu, lo = 0u;  // rows of at most two samples' columns: every key is gathered
   if (length > 2 * kSample) {
-    bracket(s, row_src, length, k);
+    bracket<kSample>(s, row_src, length, k);
     hi = s.hi;
     lo = s.lo;
   }
@@ -195,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 2) topk_kernel(const float* __restri
     if (vec && i0 + kRowItems <= length) {
       const float4* p = reinterpret_cast<const float4*>(row_src.base + i0);
       float4 v[kRowItems / 4];
-      for (int j = 0; j < kRowItems / 4; ++j) v[j] = __ldg(p + j);  // all four in flight before any is used
+      for (int j = 0; j < kRowItems / 4; ++j) v[j] = __ldg(p + j);  // all in flight before any is used
       for (int j = 0; j < kRowItems / 4; ++j) {
         keys[4 * j] = sort_key(v[j].x);
         keys[4 * j + 1] = sort_key(v[j].y);
@@ -263,15 +266,25 @@ torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Te
   auto s = starts.to(torch::kInt32).contiguous();
   auto e = ends.to(torch::kInt32).contiguous();
   const size_t smem = sizeof(Smem);
-  static bool configured[64] = {};  // per device, on the first call (outside any graph capture)
-  const int dev = logits.get_device();
-  if (dev >= 64 || !configured[dev]) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(topk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    if (dev < 64) configured[dev] = true;
+  static bool configured[2][64] = {};  // per kernel and device, on the first call (outside any graph capture)
+  auto launch = [&](auto kernel, int which) {
+    const int dev = logits.get_device();
+    if (dev >= 64 || !configured[which][dev]) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      if (dev < 64) configured[which][dev] = true;
+    }
+    kernel<<<rows, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(
+        logits.data_ptr<float>(), logits.stride(0), logits.stride(1), s.data_ptr<int>(), e.data_ptr<int>(),
+        static_cast<int>(cols), static_cast<int>(k), out.data_ptr<int>(), out.stride(0));
+  };
+  // Measured on an H200: rows enough for several waves of blocks run best at 3 blocks per SM (fewer
+  // registers, 8 columns per thread, a 1024-key sample); fewer or longer rows at 2 blocks per SM with 16
+  // columns per thread and a 2048-key sample, whose tighter bracket still fits long rows' gathered keys.
+  if (rows >= 1024 && cols <= 32768) {
+    launch(topk_kernel<8, 1024, 3>, 0);
+  } else {
+    launch(topk_kernel<16, 2048, 2>, 1);
   }
-  topk_kernel<<<rows, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(
-      logits.data_ptr<float>(), logits.stride(0), logits.stride(1), s.data_ptr<int>(), e.data_ptr<int>(),
-      static_cast<int>(cols), static_cast<int>(k), out.data_ptr<int>(), out.stride(0));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
