@@ -33,6 +33,10 @@ def test_every_op_passes_the_ci_grid_under_the_interpreter(suite_result: KernelS
     assert [op.op for op in suite_result.ops] == ["prefill", "decode", "topk", "routing", "mhc_pre", "mhc_post"]
     assert suite_result.environment.interpreter is True
     assert suite_result.scale == "ci"
+    # the implementation column names the kernel that ran where that depends on the machine (top-k: CUDA or Triton)
+    impls = {op.op: op.impl for op in suite_result.ops}
+    assert impls["topk"] == "ds4kernels.topk.topk_per_row [Triton interpreter]"
+    assert impls["routing"] == "ds4kernels.routing.route"
     for op in suite_result.ops:
         bad = [(c.name, c.detail) for c in op.cases if c.status != "pass"]
         assert not bad, f"{op.op}: {bad}"
@@ -356,6 +360,7 @@ def test_topk_without_a_cuda_device_runs_the_triton_kernels_and_says_why():
     from ds4kernels import topk_cuda
 
     assert topk_cuda.build_error() == "no CUDA device"
+    assert topk.backend(torch.device("cpu")) == "Triton interpreter"
     assert "IMPL" not in topk.topk_config(4096, 32768, 2048, device=torch.device("cpu"))
     case = next(c for c in grid.topk_cases("ci") if c.name.startswith("special-edges"))
     g = torch.Generator()

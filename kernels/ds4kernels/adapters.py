@@ -41,6 +41,8 @@ class Impl:
         skip: case tags it cannot take (those cases are reported as skipped, with the reason).
         graph_safe: no host sync inside, so benchmarks time it as CUDA-graph replays (a capture that
             fails falls back to eager timing, and the row says which).
+        backend: for a device, which kernel the call runs there (and why not another), when that
+            depends on the machine; the report's implementation column shows it.
     """
 
     name: str
@@ -48,12 +50,19 @@ class Impl:
     clean: bool = True
     skip: frozenset = field(default_factory=frozenset)
     graph_safe: bool = False
+    backend: Callable[[torch.device], str] | None = None
+
+    def label(self, device: str) -> str:
+        """The name, with the backend on ``device`` when it has one: ``name [backend]``."""
+        return f"{self.name} [{self.backend(torch.device(device))}]" if self.backend else self.name
 
 
 OURS = {
     "prefill": Impl("ds4kernels.prefill.mqa_logits", lambda a: prefill.mqa_logits(**a), graph_safe=True),
     "decode": Impl("ds4kernels.decode.paged_mqa_logits", lambda a: decode.paged_mqa_logits(**a), graph_safe=True),
-    "topk": Impl("ds4kernels.topk.topk_per_row", lambda a: topk.topk_per_row(**a), graph_safe=True),
+    "topk": Impl(
+        "ds4kernels.topk.topk_per_row", lambda a: topk.topk_per_row(**a), graph_safe=True, backend=topk.backend
+    ),
     "routing": Impl("ds4kernels.routing.route", lambda a: routing.route(**a), graph_safe=True),
     "mhc_pre": Impl("ds4kernels.mhc.mhc_pre", lambda a: mhc.mhc_pre(**a), graph_safe=True),
     "mhc_post": Impl("ds4kernels.mhc.mhc_post", lambda a: mhc.mhc_post(**a), graph_safe=True),

@@ -160,7 +160,7 @@ def _run_op(op, candidate, bench, device, scale, repeats, seed, bench_rows) -> d
                     "status": "skip",
                     "metric": None,
                     "tolerance": None,
-                    "detail": f"{impl.name} does not take {sorted(case.tags & impl.skip)}",
+                    "detail": f"{impl.label(device)} does not take {sorted(case.tags & impl.skip)}",
                     "deterministic": None,
                     "seconds": 0.0,
                 }
@@ -189,4 +189,4 @@ def _run_op(op, candidate, bench, device, scale, repeats, seed, bench_rows) -> d
                 bench_case(op, case.name, impl.call, REFERENCES[op], args, case.target, graph_safe=impl.graph_safe)
             )
         del args
-    return {"op": op, "impl": impl.name, "cases": cases}
+    return {"op": op, "impl": impl.label(device), "cases": cases}

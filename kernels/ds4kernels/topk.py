@@ -377,6 +377,21 @@ def topk_config(rows: int, cols: int, k: int, *, device: torch.device | None = N
     return {"SAMPLE": True, "BLOCK": 1024, "num_warps": 4, "PROGRAMS": 1024}
 
 
+def backend(device: torch.device) -> str:
+    """Which kernel :func:`topk_per_row` runs by default on ``device``: ``CUDA radix select (topk_cuda.cu)``, or
+    ``Triton`` with the reason the CUDA kernel is not used on a CUDA device (``Triton interpreter`` on the CPU)."""
+    from .common import interpreting
+
+    if interpreting():
+        return "Triton interpreter"
+    if device.type != "cuda":
+        return "Triton"
+    from .topk_cuda import build_error
+
+    why = build_error()
+    return "CUDA radix select (topk_cuda.cu)" if why is None else f"Triton; CUDA top-k unavailable: {why}"
+
+
 def topk_per_row(
     logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int, *, config: dict | None = None
 ) -> torch.Tensor:
