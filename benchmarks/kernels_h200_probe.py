@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import torch
 import triton
 import triton.language as tl
-from ds4kernels import sweep
+from ds4kernels import suite, sweep
+from ds4kernels.adapters import Impl
 from ds4kernels.bench import _time_us
-from ds4kernels.check import CHECKS, REFERENCES
 from ds4kernels.common import H200
 
 
@@ -94,25 +94,19 @@ PLAN = {  # candidate variants, each timed beside the first (the kernel the cand
 
 
 def grid_check(op: str, configs: list[dict]) -> list[dict]:
-    """Every case of the op's full grid with each candidate config, against the torch reference, and
-    bitwise equal on a second call (deterministic)."""
+    """Every case of the op's full grid with each candidate config, as the suite checks its own kernels
+    (the reference and check, bitwise equal on a second call)."""
     fn = sweep.TARGETS[op][0]
     rows = []
-    for case in sweep.CASES[op]("full"):
-        g = torch.Generator(device="cuda")
-        g.manual_seed(1)
-        args = case.build("cuda", g)
-        ref = REFERENCES[op](args)
-        for cfg in configs:
+    for cfg in configs:
+        impl = Impl(json.dumps(cfg), lambda a, cfg=cfg: fn(**a, config=dict(cfg)), graph_safe=True)
+        for case in sweep.CASES[op]("full"):
             try:
-                out = fn(**args, config=dict(cfg))
-                verdict = CHECKS[op](out, ref, args, True)
-                same = torch.equal(out, fn(**args, config=dict(cfg)))
-                ok, detail = verdict["ok"] and same, verdict["detail"] + ("" if same else "; not deterministic")
+                result, _ = suite.run_case(case, impl, "cuda", repeats=1, seed=1)
+                ok, detail = result["status"] == "pass", result["detail"]
             except Exception as exc:  # a candidate that fails is a result of the check
                 ok, detail = False, f"{type(exc).__name__}: {str(exc)[:300]}"
             rows.append({"op": op, "case": case.name, "config": cfg, "ok": ok, "detail": detail})
-        del args, ref
     return rows
 
 

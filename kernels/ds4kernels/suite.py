@@ -48,7 +48,9 @@ def environment(device: str) -> dict:
     return env
 
 
-def _run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, dict | None]:
+def run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, dict | None]:
+    """One grid case of ``impl`` against the op's reference and check, plus bitwise determinism over
+    ``repeats`` calls: (the case's result row, its arguments). Raises whatever the implementation raises."""
     g = torch.Generator(device=device)
     g.manual_seed(seed)
     args = case.build(device, g)
@@ -167,7 +169,7 @@ def _run_op(op, candidate, bench, device, scale, repeats, seed, bench_rows) -> d
             )
             continue
         try:
-            result, args = _run_case(case, impl, device, repeats, seed + i)
+            result, args = run_case(case, impl, device, repeats, seed + i)
         except Exception as exc:  # a crash in the implementation is a failed case, not a crashed suite
             cases.append(
                 {

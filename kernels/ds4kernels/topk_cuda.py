@@ -40,7 +40,8 @@ def build_error() -> str | None:
     try:
         extension()
     except Exception as exc:  # any build failure means "use the Triton kernel", with the reason kept
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"[:300]
+        lines = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:300]
     return None
 
 
