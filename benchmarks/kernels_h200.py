@@ -164,25 +164,23 @@ def run_peers(args, rep: dict, result: dict) -> None:
 
 
 def side_by_side(ours: dict, peer_reports: dict[str, dict]) -> str:
-    """One markdown table: per benchmark case ours, the reference and each peer (µs), % roofline, target."""
+    """One markdown table: per benchmark case ours, the reference and each peer (µs), % roofline, target.
+    A peer without a row for a case shows "-"; the header and every row have the same columns."""
     names = list(peer_reports)
     by_peer = {p: {(r["op"], r["case"]): r for r in rep["bench"]} for p, rep in peer_reports.items()}
-    head = "| op | case | ours µs | torch ref µs | " + " | ".join(f"{p} µs" for p in names)
-    head += " | ours % roofline | ours % HBM | target | met |"
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    head = ["op", "case", "ours µs", "torch ref µs", *(f"{p} µs" for p in names)]
+    head += ["ours % roofline", "ours % HBM", "target", "met"]
+    rows = [head, ["---"] * len(head)]
     for r in ours["bench"]:
-        cells = []
-        for p in names:
-            pr = by_peer[p].get((r["op"], r["case"]))
-            cells.append(f"{pr['time_us']:.1f}" if pr else "-")
+        peers = [by_peer[p].get((r["op"], r["case"])) for p in names]
         target = ", ".join(f"{k}={v}" for k, v in r["target"].items()) or "-"
         met = "-" if r["target_met"] is None else ("yes" if r["target_met"] else "no")
-        lines.append(
-            f"| {r['op']} | {r['case']} | {r['time_us']:.1f} | {r['ref_time_us']:.1f} | "
-            + " | ".join(cells)
-            + f"{' | ' if cells else ''}{r['pct_roof']:.1%} | {r['pct_hbm']:.1%} | {target} | {met} |"
+        rows.append(
+            [r["op"], r["case"], f"{r['time_us']:.1f}", f"{r['ref_time_us']:.1f}"]
+            + [f"{pr['time_us']:.1f}" if pr else "-" for pr in peers]
+            + [f"{r['pct_roof']:.1%}", f"{r['pct_hbm']:.1%}", target, met]
         )
-    return "\n".join(lines) + "\n"
+    return "".join("| " + " | ".join(row) + " |\n" for row in rows)
 
 
 def main() -> int:
