@@ -78,7 +78,11 @@ def harness_floor() -> list[dict]:
 
 PLAN = {  # candidate variants, each timed beside the first (the kernel the candidate would replace)
     "topk": (
-        [{"IMPL": "triton"}, {"IMPL": "cuda"}],
+        [
+            {"IMPL": "triton"},
+            {"IMPL": "cuda", "FLOAT": False},
+            {"IMPL": "cuda"},
+        ],
         (
             "bench-R256-C32768-K2048",
             "bench-R4096-C32768-K2048",
@@ -110,6 +114,49 @@ def grid_check(op: str, configs: list[dict]) -> list[dict]:
     return rows
 
 
+def topk_pass_agreement(trials: int = 300, seed: int = 0) -> dict:
+    """The CUDA top-k's float pass against its key pass on random adversarial rows: both must give the same
+    output, bitwise (same keys above the bracket, same gathered keys, same lowest-index ties). Rows mix
+    +-0, denormals, +-inf, NaN, heavy ties and wide exponents, at both launch shapes."""
+    from ds4kernels.topk_cuda import topk_per_row_cuda
+
+    gen = torch.Generator().manual_seed(seed)
+    kinds = ("randn", "denormal", "zeros", "ties", "inf", "nan", "negative", "wide", "ascending")
+    bad = []
+    for trial in range(trials):
+        kind = kinds[trial % len(kinds)]
+        many = trial % 10 == 0
+        rows = 1024 if many else int(torch.randint(1, 48, (1,), generator=gen))
+        cols = int(torch.randint(4200, 40000 if not many else 32768, (1,), generator=gen))
+        k = [1, 7, 64, 512, 2048][int(torch.randint(0, 5, (1,), generator=gen))]
+        x = torch.randn(rows, cols, generator=gen)
+        if kind == "denormal":
+            x = x * 1e-40
+        elif kind == "zeros":  # mostly +-0, a few of either sign around them
+            x = torch.where(torch.rand(rows, cols, generator=gen) < 0.9, torch.sign(x) * 0.0, x * 1e-3)
+        elif kind == "ties":
+            x = torch.randint(-3, 4, (rows, cols), generator=gen).float()
+        elif kind == "inf":
+            x[torch.rand(rows, cols, generator=gen) < 0.05] = float("inf")
+            x[torch.rand(rows, cols, generator=gen) < 0.05] = float("-inf")
+        elif kind == "nan":
+            x[torch.rand(rows, cols, generator=gen) < 0.03] = float("nan")
+        elif kind == "negative":
+            x = -x.abs() - 1.0
+        elif kind == "wide":
+            x = x * torch.exp2(torch.randint(-126, 127, (rows, cols), generator=gen).float())
+        elif kind == "ascending":
+            x = torch.arange(cols).float().expand(rows, cols).contiguous() - cols / 2
+        starts = torch.randint(0, 64, (rows,), generator=gen).int()
+        ends = (cols - torch.randint(0, 64, (rows,), generator=gen)).int()
+        x, starts, ends = x.cuda(), starts.cuda(), ends.cuda()
+        got = topk_per_row_cuda(x, starts, ends, k, float_pass=True)
+        want = topk_per_row_cuda(x, starts, ends, k, float_pass=False)
+        if not torch.equal(got, want):
+            bad.append({"trial": trial, "kind": kind, "rows": rows, "cols": cols, "k": k})
+    return {"trials": trials, "bad": bad}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
@@ -134,6 +181,13 @@ def main() -> int:
             verdict = "ok" if r["ok"] else "BAD " + r["detail"]
             print(f"grid {r['op']:8} {r['case']:28} {json.dumps(r['config']):40} {verdict}")
         print(f"grid {op}: {sum(r['ok'] for r in checked)} of {len(checked)} ok", flush=True)
+    if args.grid and "topk" in ops:
+        result["topk_pass_agreement"] = agree = topk_pass_agreement()
+        print(
+            f"topk float pass == key pass, bitwise: {agree['trials'] - len(agree['bad'])} of {agree['trials']}"
+            f" trials; differing: {agree['bad'][:5]}",
+            flush=True,
+        )
     for op in ops:  # one op at a time, so that a crash leaves the others' rows printed
         part = sweep.run_sweep([op], plan=PLAN)
         rows += part

@@ -398,6 +398,7 @@ def topk_per_row(
     """Top-k per row; same contract as :func:`topk_per_row_ref`. Deterministic.
 
     On a CUDA device where ``topk_cuda.cu`` builds, the default is that CUDA radix select (see its header);
+    ``{"IMPL": "cuda", "FLOAT": False}`` makes its pass compare keys, never floats (same output, for checks);
     ``config={"IMPL": "triton"}`` or no CUDA toolkit: the Triton kernels below.
 
     Default Triton (sample-bracket) kernel: 2048 keys sampled from the row bracket the k-th largest key between
@@ -423,7 +424,7 @@ def topk_per_row(
     if impl == "cuda":  # the radix-select CUDA kernel (topk_cuda.cu)
         from .topk_cuda import topk_per_row_cuda
 
-        return topk_per_row_cuda(logits, starts, ends, k)
+        return topk_per_row_cuda(logits, starts, ends, k, float_pass=cfg.pop("FLOAT", True))
     cfg = cfg or topk_config(rows, cols, k)  # {"IMPL": "triton"}: the Triton kernels' own tuned config
     out = torch.empty((rows, k), dtype=torch.int32, device=logits.device)
     if rows == 0:

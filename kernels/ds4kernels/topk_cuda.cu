@@ -6,6 +6,8 @@
 //      key (w.h.p.).
 //   2. One pass over the row in index order: keys above the bracket go straight to the output, keys inside
 //      it are gathered into shared memory as (key, column). Rows of at most two samples gather everything.
+//      The pass compares the floats themselves against the bracket where that decides exactly as the keys
+//      would (float_test), and each thread walks bit masks of its hits rather than branching per column.
 //   3. Radix select on the gathered keys (11-bit digits, from the first bit the bracket leaves open) fixes
 //      the (K - above)-th largest exactly; one pass writes the gathered keys above it, then its lowest-index
 //      ties. When the bracket missed (ties, adversarial rows) the same select runs on the whole row.
@@ -16,6 +18,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cub/block/block_scan.cuh>
 
+#include <type_traits>
+
 namespace {
 
 constexpr int kThreads = 512;
@@ -24,10 +28,11 @@ constexpr int kTile = kThreads * kItems;
 constexpr int kBins = 2048;  // 11-bit digits
 constexpr int kCap = 8192;   // gathered keys held in shared memory
 
-using Scan = cub::BlockScan<int, kThreads>;
-
-struct Smem {
+template <cub::BlockScanAlgorithm kAlgo>
+struct SmemT {
+  using Scan = cub::BlockScan<int, kThreads, kAlgo>;
   typename Scan::TempStorage scan;
+  typename Scan::TempStorage scan2;  // the pass over the row alternates the two: no barrier between tiles
   int hist[kBins];
   int bin;
   int above;
@@ -50,6 +55,10 @@ struct RowSource {  // the row in global memory: (key, column) of column i
   __device__ __forceinline__ int col(int i) const { return i; }
 };
 
+template <class Smem>
+using ScanOf = typename Smem::Scan;
+
+template <class Smem>
 struct GatheredSource {  // the keys gathered in shared memory
   const Smem* s;
   __device__ __forceinline__ uint32_t key(int i) const { return s->ckey[i]; }
@@ -58,6 +67,7 @@ struct GatheredSource {  // the keys gathered in shared memory
 
 // The digit holding the want-th largest key (1-based, want >= 1 and at most the keys counted) among nbins
 // bins (a power of two <= 2048) and the number of keys in larger digits, into s.bin / s.above.
+template <class Smem>
 __device__ void find_bin(Smem& s, int want, int nbins) {
   const int per = nbins > kThreads ? nbins / kThreads : 1;
   int local[kBins / kThreads] = {};
@@ -68,7 +78,7 @@ __device__ void find_bin(Smem& s, int want, int nbins) {
     sum += local[j];
   }
   int run;
-  Scan(s.scan).ExclusiveSum(sum, run);
+  ScanOf<Smem>(s.scan).ExclusiveSum(sum, run);
   for (int j = 0; j < per; ++j) {
     if (local[j] > 0 && run < want && run + local[j] >= want) {
       s.bin = nbins - 1 - (threadIdx.x * per + j);
@@ -81,7 +91,7 @@ __device__ void find_bin(Smem& s, int want, int nbins) {
 
 // The want-th largest key of src[0, n) (whose bits above `open` all equal `fixed`) by 11-bit digits, then
 // its keys above it and its lowest-index ties at out_row[pos0, pos0 + want), in index order.
-template <class Src>
+template <class Smem, class Src>
 __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_row, int pos0, int open,
                              uint64_t fixed) {
   while (open > 0) {
@@ -104,26 +114,20 @@ __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_
   const int ties = want;  // ties at t to take, lowest index first
   int taken = pos0, eq_seen = 0;
   for (int base = 0; base < n; base += kTile) {
-    uint32_t keys[kItems];
-    int packed = 0;
+    const int i0 = base + threadIdx.x * kItems;
+    uint32_t gt = 0, eq = 0;  // bit j: column i0 + j is above t / equal to it
     for (int j = 0; j < kItems; ++j) {
-      const int i = base + threadIdx.x * kItems + j;
-      keys[j] = i < n ? src.key(i) : 0u;
-      packed += (i < n && keys[j] > t) + ((i < n && keys[j] == t) << 16);
-    }
-    int excl, total;
-    Scan(s.scan).ExclusiveSum(packed, excl, total);
-    int pg = excl & 0xFFFF, pe = eq_seen + (excl >> 16);
-    for (int j = 0; j < kItems; ++j) {
-      const int i = base + threadIdx.x * kItems + j;
-      if (i >= n) continue;
-      if (keys[j] > t) {
-        out_row[taken + pg++] = src.col(i);
-      } else if (keys[j] == t) {
-        if (pe < ties) out_row[taken + (total & 0xFFFF) + pe - eq_seen] = src.col(i);
-        ++pe;
+      if (i0 + j < n) {
+        const uint32_t key = src.key(i0 + j);
+        gt |= static_cast<uint32_t>(key > t) << j;
+        eq |= static_cast<uint32_t>(key == t) << j;
       }
     }
+    int excl, total;
+    ScanOf<Smem>(s.scan).ExclusiveSum(__popc(gt) + (__popc(eq) << 16), excl, total);
+    int pg = excl & 0xFFFF, pe = eq_seen + (excl >> 16);
+    for (; gt; gt &= gt - 1) out_row[taken + pg++] = src.col(i0 + __ffs(gt) - 1);
+    for (; eq && pe < ties; eq &= eq - 1) out_row[taken + (total & 0xFFFF) + pe++ - eq_seen] = src.col(i0 + __ffs(eq) - 1);
     // the ties taken in this tile follow its keys above t; later tiles start after both
     const int eq_tile = total >> 16;
     taken += (total & 0xFFFF) + max(0, min(ties - eq_seen, eq_tile));
@@ -135,7 +139,7 @@ __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_
 // s.hi / s.lo: the keys in [lo, hi] hold the row's K-th largest (w.h.p.): the top-11-bit digits of the
 // sample's j_hi-th and j_lo-th largest keys, 4 sigma of the sample rank either side of K's, widened to
 // whole digits (all ones / 0 past the sample's ends).
-template <int kSample>
+template <int kSample, class Smem>
 __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   constexpr int kSpt = kSample / kThreads;  // sampled keys per thread
   for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
@@ -167,19 +171,123 @@ __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   __syncthreads();
 }
 
+// The two tests of the pass over the row: above the bracket (to the output) and inside it (gathered).
+struct KeyTest {  // on the keys (any bracket)
+  using T = uint32_t;
+  uint32_t hi, lo;
+  __device__ __forceinline__ static T of(float x) { return sort_key(x); }
+  __device__ __forceinline__ bool above(T v) const { return v > hi; }
+  __device__ __forceinline__ bool inside(T v) const { return v >= lo; }  // for keys not above
+};
+
+struct FloatTest {  // the same tests as float compares, without the key of every column (see float_test)
+  using T = float;
+  float g, lo;
+  __device__ __forceinline__ static T of(float x) { return x; }
+  __device__ __forceinline__ bool above(T v) const { return !(v < g); }  // NaN is above, as its key
+  __device__ __forceinline__ bool inside(T v) const { return v >= lo; }
+};
+
+__device__ __forceinline__ float key_float(uint32_t k) {  // the float whose key is k (k a non-NaN key)
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
+}
+
+// The bracket [lo, hi] as float compares, when they decide exactly as KeyTest does for every float x:
+// key(x) > hi <=> key(x) >= hi + 1 <=> !(x < key_float(hi + 1)), and key(x) >= lo <=> x >= key_float(lo).
+// Both hold for a threshold from -inf's key to +inf's other than +0's (the floats -0 and +0 compare equal,
+// their keys do not). NaN's key (all ones) is above every hi but all ones, which is left to KeyTest; lo = 0
+// takes every key, as x >= -inf takes every float but NaN, which is above.
+__device__ __forceinline__ bool float_test(uint32_t hi, uint32_t lo, FloatTest& t) {
+  auto exact = [](uint32_t k) { return k >= 0x007FFFFFu && k <= 0xFF800000u && k != 0x80000000u; };
+  if (hi == 0xFFFFFFFFu || !exact(hi + 1) || (lo != 0u && !exact(lo))) return false;
+  t.g = key_float(hi + 1);
+  t.lo = lo == 0u ? -INFINITY : key_float(lo);
+  return true;
+}
+
+// The pass over the row in index order: columns above the bracket to out_row[n_gt], columns inside it
+// gathered into s.ckey / s.cidx[n_c] (as many as fit); n_gt and n_c count them all. Whole tiles run without
+// bounds checks, the last one with them. Each thread keeps which of its columns go where as bit masks and
+// walks only their set bits (a branch per column would run, predicated, in nearly every warp: sparse hits;
+// measured on the H200, that predicated scatter was slower at every benchmark shape, dense rows included).
+template <int kRowItems, class Smem, class Test>
+__device__ __forceinline__ void row_pass(Smem& s, const RowSource& src, bool vec, int length, int k, int* out_row,
+                                         const Test& t, int& n_gt, int& n_c) {
+  constexpr int kRowTile = kThreads * kRowItems;
+  constexpr int kQ = kRowItems / 4;
+  n_gt = 0;
+  n_c = 0;
+  // (array-reference lambda parameters crash nvcc 13.0's front end: pointers)
+  auto load = [&](float4* q, int base) {  // 16-byte loads, all in flight before any is used
+    const int i0 = base + threadIdx.x * kRowItems;
+    if (vec && i0 + kRowItems <= length) {
+      const float4* p = reinterpret_cast<const float4*>(src.base + i0);
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) q[j] = __ldg(p + j);
+    } else {
+      float f[kRowItems];
+#pragma unroll
+      for (int j = 0; j < kRowItems; ++j)
+        f[j] = i0 + j < length ? __ldg(src.base + static_cast<int64_t>(i0 + j) * src.stride) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) q[j] = make_float4(f[4 * j], f[4 * j + 1], f[4 * j + 2], f[4 * j + 3]);
+    }
+  };
+  auto tile = [&](const float4* q, int base, auto& scan_storage, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    const int i0 = base + threadIdx.x * kRowItems;
+    uint32_t up = 0, in = 0;  // bit j: column i0 + j is above the bracket / inside it
+#pragma unroll
+    for (int j = 0; j < kRowItems; ++j) {
+      const float x = j % 4 == 0 ? q[j / 4].x : j % 4 == 1 ? q[j / 4].y : j % 4 == 2 ? q[j / 4].z : q[j / 4].w;
+      const typename Test::T v = Test::of(x);
+      const bool ok = kFull || i0 + j < length;
+      const bool a = t.above(v);
+      up |= static_cast<uint32_t>(ok && a) << j;
+      in |= static_cast<uint32_t>(ok && !a && t.inside(v)) << j;
+    }
+    int excl, total;
+    ScanOf<Smem>(scan_storage).ExclusiveSum(__popc(up) + (__popc(in) << 16), excl, total);
+    int pg = n_gt + (excl & 0xFFFF), pc = n_c + (excl >> 16);
+    for (; up && pg < k; up &= up - 1) out_row[pg++] = i0 + __ffs(up) - 1;
+    for (; in && pc < kCap; in &= in - 1) {  // the key again from the line just read (L1)
+      const int i = i0 + __ffs(in) - 1;
+      s.ckey[pc] = src.key(i);
+      s.cidx[pc++] = i;
+    }
+    n_gt += total & 0xFFFF;
+    n_c += total >> 16;
+  };
+  // (loading the next tile during this one was slower on the H200: 32.7 vs 30.2 us at 256 x 32768)
+  float4 q[kQ];
+  load(q, 0);
+  int n = 0;
+  for (int base = 0; base < length; base += kRowTile, ++n) {
+    auto& storage = n & 1 ? s.scan2 : s.scan;
+    if (base + kRowTile <= length) {
+      tile(q, base, storage, std::true_type{});
+    } else {
+      tile(q, base, storage, std::false_type{});
+    }
+    if (base + kRowTile < length) load(q, base + kRowTile);
+  }
+  __syncthreads();  // the gathered keys and the scan storage, before the selection
+}
+
 // kRowItems: consecutive columns per thread in the pass over the row (16-byte loads, all in flight at once);
-// kSample: keys sampled for the bracket; kMinBlocks: blocks per SM the registers are capped for.
-template <int kRowItems, int kSample, int kMinBlocks>
+// kSample: keys sampled for the bracket; kMinBlocks: blocks per SM the registers are capped for;
+// kAlgo: CUB's block scan; float_pass: the pass tests floats where the bracket allows it (float_test), else keys.
+template <int kRowItems, int kSample, int kMinBlocks, cub::BlockScanAlgorithm kAlgo>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float* __restrict__ x, int64_t sxm, int64_t sxn,
                                                            const int* __restrict__ starts,
                                                            const int* __restrict__ ends, int cols, int k,
-                                                           int* __restrict__ out, int64_t som) {
+                                                           int* __restrict__ out, int64_t som, bool float_pass) {
+  using Smem = SmemT<kAlgo>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int row = blockIdx.x;
   const int start = min(max(starts[row], 0), cols);
   const int length = max(min(ends[row], cols) - start, 0);
-  constexpr int kRowTile = kThreads * kRowItems;
   int* out_row = out + row * som;
   if (length <= k) {
     for (int i = threadIdx.x; i < k; i += kThreads) out_row[i] = i < length ? i : -1;
@@ -194,57 +302,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float*
     lo = s.lo;
   }
   // 2. keys above hi to the output, keys in [lo, hi] gathered, both in index order
-  auto load_tile = [&](uint32_t(&keys)[kRowItems], int i0) {
-    if (vec && i0 + kRowItems <= length) {
-      const float4* p = reinterpret_cast<const float4*>(row_src.base + i0);
-      float4 v[kRowItems / 4];
-      for (int j = 0; j < kRowItems / 4; ++j) v[j] = __ldg(p + j);  // all in flight before any is used
-      for (int j = 0; j < kRowItems / 4; ++j) {
-        keys[4 * j] = sort_key(v[j].x);
-        keys[4 * j + 1] = sort_key(v[j].y);
-        keys[4 * j + 2] = sort_key(v[j].z);
-        keys[4 * j + 3] = sort_key(v[j].w);
-      }
-    } else {
-      for (int j = 0; j < kRowItems; ++j) keys[j] = i0 + j < length ? row_src.key(i0 + j) : 0u;
-    }
-  };
-  int n_gt = 0, n_c = 0;
-  for (int base = 0; base < length; base += kRowTile) {
-    const int i0 = base + threadIdx.x * kRowItems;
-    uint32_t keys[kRowItems];
-    load_tile(keys, i0);  // (loading the next tile during this one was slower: registers)
-    int packed = 0;
-    for (int j = 0; j < kRowItems; ++j) {
-      const bool ok = i0 + j < length;
-      packed += (ok && keys[j] > hi) + ((ok && keys[j] >= lo && keys[j] <= hi) << 16);
-    }
-    int excl, total;
-    Scan(s.scan).ExclusiveSum(packed, excl, total);
-    int pg = n_gt + (excl & 0xFFFF), pc = n_c + (excl >> 16);
-    for (int j = 0; j < kRowItems; ++j) {
-      const int i = i0 + j;
-      if (i >= length) continue;
-      if (keys[j] > hi) {
-        if (pg < k) out_row[pg] = i;
-        ++pg;
-      } else if (keys[j] >= lo) {
-        if (pc < kCap) {
-          s.ckey[pc] = keys[j];
-          s.cidx[pc] = i;
-        }
-        ++pc;
-      }
-    }
-    n_gt += total & 0xFFFF;
-    n_c += total >> 16;
-    __syncthreads();
+  int n_gt, n_c;
+  FloatTest ft;
+  if (float_pass && float_test(hi, lo, ft)) {
+    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, ft, n_gt, n_c);
+  } else {
+    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, KeyTest{hi, lo}, n_gt, n_c);
   }
   // 3. the exact selection among the gathered keys; the whole row when the bracket missed or overflowed
   if (n_gt <= k && n_gt + n_c >= k && n_c <= kCap) {
     if (n_gt < k) {
       const int open = lo == hi ? 0 : 32 - __clz(lo ^ hi);  // the bits the bracket leaves open
-      select_write(s, GatheredSource{&s}, n_c, k - n_gt, out_row, n_gt, open, static_cast<uint64_t>(hi) >> open);
+      select_write(s, GatheredSource<Smem>{&s}, n_c, k - n_gt, out_row, n_gt, open, static_cast<uint64_t>(hi) >> open);
     }
   } else {
     select_write(s, row_src, length, k, out_row, 0, 32, 0);
@@ -253,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float*
 
 }  // namespace
 
-torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Tensor ends, int64_t k) {
+torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Tensor ends, int64_t k, bool float_pass) {
   TORCH_CHECK(logits.is_cuda() && logits.dim() == 2 && logits.scalar_type() == torch::kFloat32,
               "logits must be a 2-D float32 CUDA tensor");
   TORCH_CHECK(k >= 1 && k < (1 << 30), "k must be in [1, 2^30)");
@@ -265,9 +334,8 @@ torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Te
   if (rows == 0) return out;
   auto s = starts.to(torch::kInt32).contiguous();
   auto e = ends.to(torch::kInt32).contiguous();
-  const size_t smem = sizeof(Smem);
   static bool configured[2][64] = {};  // per kernel and device, on the first call (outside any graph capture)
-  auto launch = [&](auto kernel, int which) {
+  auto launch = [&](auto kernel, int which, size_t smem) {
     const int dev = logits.get_device();
     if (dev >= 64 || !configured[which][dev]) {
       C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -275,20 +343,22 @@ torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Te
     }
     kernel<<<rows, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(
         logits.data_ptr<float>(), logits.stride(0), logits.stride(1), s.data_ptr<int>(), e.data_ptr<int>(),
-        static_cast<int>(cols), static_cast<int>(k), out.data_ptr<int>(), out.stride(0));
+        static_cast<int>(cols), static_cast<int>(k), out.data_ptr<int>(), out.stride(0), float_pass);
   };
-  // Measured on an H200: rows enough for several waves of blocks run best at 3 blocks per SM (fewer
-  // registers, 8 columns per thread, a 1024-key sample); fewer or longer rows at 2 blocks per SM with 16
-  // columns per thread and a 2048-key sample, whose tighter bracket still fits long rows' gathered keys.
+  // Measured on an H200 (benchmarks/results/kernels_h200_notes.md): rows enough for several waves of blocks run
+  // best at 3 blocks per SM (8 columns per thread, a 1024-key sample) with warp-scan block scans; fewer or longer
+  // rows at 2 blocks per SM with 16 columns per thread, a 2048-key sample (whose tighter bracket still fits long
+  // rows' gathered keys) and raking scans.
   if (rows >= 1024 && cols <= 32768) {
-    launch(topk_kernel<8, 1024, 3>, 0);
+    launch(topk_kernel<8, 1024, 3, cub::BLOCK_SCAN_WARP_SCANS>, 0, sizeof(SmemT<cub::BLOCK_SCAN_WARP_SCANS>));
   } else {
-    launch(topk_kernel<16, 2048, 2>, 1);
+    launch(topk_kernel<16, 2048, 2, cub::BLOCK_SCAN_RAKING>, 1, sizeof(SmemT<cub::BLOCK_SCAN_RAKING>));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("topk_per_row", &topk_per_row, "Top-k per row (radix select; int32 [rows, k], request-local indices)");
+  m.def("topk_per_row", &topk_per_row, "Top-k per row (radix select; int32 [rows, k], request-local indices)",
+        py::arg("logits"), py::arg("starts"), py::arg("ends"), py::arg("k"), py::arg("float_pass"));
 }

@@ -45,8 +45,18 @@ def build_error() -> str | None:
     return None
 
 
-def topk_per_row_cuda(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, k: int) -> torch.Tensor:
+def topk_per_row_cuda(
+    logits: torch.Tensor,
+    starts: torch.Tensor,
+    ends: torch.Tensor,
+    k: int,
+    *,
+    float_pass: bool = True,
+) -> torch.Tensor:
     """int32 [rows, k] request-local indices; logits [rows, cols] fp32 CUDA, any strides; starts, ends [rows].
+
+    ``float_pass``: the pass over the row compares floats against the bracket instead of computing every
+    column's key (where the bracket allows it; same result).
 
     Raises:
         RuntimeError: the extension cannot be built here (why, in one line), or not a 2-D fp32 CUDA tensor,
@@ -55,4 +65,4 @@ def topk_per_row_cuda(logits: torch.Tensor, starts: torch.Tensor, ends: torch.Te
     why = build_error()
     if why is not None:
         raise RuntimeError(f"the CUDA top-k (topk_cuda.cu) is unavailable here: {why}")
-    return extension().topk_per_row(logits, starts, ends, int(k))
+    return extension().topk_per_row(logits, starts, ends, int(k), bool(float_pass))
