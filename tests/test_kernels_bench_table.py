@@ -56,7 +56,7 @@ def test_side_by_side_has_one_column_per_header_cell_for_any_number_of_peers(n_p
     assert head[4 : 4 + n_peers] == [f"peer{i} µs" for i in range(n_peers)]
     assert head[4 + n_peers :] == ["ours % roofline", "ours % HBM", "target", "met"]
     assert len(body) == 2 and all(len(r) == len(head) for r in body)
-    a, b = (dict(zip(head, r)) for r in body)
+    a, b = (dict(zip(head, r, strict=True)) for r in body)
     assert (a["ours µs"], a["torch ref µs"], a["ours % HBM"], a["met"]) == ("30.0", "300.0", "25.0%", "no")
     assert a["target"] == "pct_hbm_min=0.3" and b["target"] == "-" and b["met"] == "-"
     for i in range(n_peers):
