@@ -353,7 +353,7 @@ def topk_config(rows: int, cols: int, k: int, *, device: torch.device | None = N
     """Kernel, tile size, warps and parts per row (tuned on an H200; small under the interpreter).
 
     ``IMPL="cuda"`` (on a CUDA device when ``topk_cuda.cu`` builds there): the CUDA radix select, faster
-    than the Triton kernels at every benchmark shape on the H200 (1.5-2x); otherwise the Triton kernels.
+    than the Triton kernels at every benchmark shape on the H200 (1.5-2.4x); otherwise the Triton kernels.
     ``SAMPLE`` (default) is the sample-bracket kernel; ``SAMPLE=False`` the four-pass radix kernel.
     ``PROGRAMS``: split rows into parts until rows x parts reaches it (0: one program per row);
     ``FUSED``: with one part, the selection runs in the same program as the pass; ``PRE`` (warps, 0: off):
