@@ -371,3 +371,37 @@ def test_topk_without_a_cuda_device_runs_the_triton_kernels_and_says_why():
     assert check.check_topk(default, check.REFERENCES["topk"](args), args, True)["ok"]
     with pytest.raises(RuntimeError, match="unavailable here: no CUDA device"):
         topk_cuda.topk_per_row_cuda(**args)
+
+
+@pytest.mark.parametrize(
+    ("log", "want"),
+    [
+        (  # a front-end crash: ninja's last line alone names no cause
+            "Error building extension 'ds4kernels_topk_cuda': [1/2] nvcc -c topk_cuda.cu -o topk_cuda.cuda.o\n"
+            "FAILED: topk_cuda.cuda.o\nnvcc -c topk_cuda.cu\nSegmentation fault\n"
+            "ninja: build stopped: subcommand failed.",
+            "RuntimeError: Segmentation fault (ninja: build stopped: subcommand failed.)",
+        ),
+        (  # a compile error: its first error line, not the build's first line or FAILED:
+            "Error building extension 'x': [1/2] nvcc\nFAILED: a.o\n"
+            'topk_cuda.cu(120): error: identifier "kQ" is undefined\n'
+            'topk_cuda.cu(140): error: expected a ";"\n2 errors detected in the compilation of "topk_cuda.cu".\n'
+            "ninja: build stopped: subcommand failed.",
+            'RuntimeError: topk_cuda.cu(120): error: identifier "kQ" is undefined '
+            "(ninja: build stopped: subcommand failed.)",
+        ),
+        ("No CUDA runtime is found", "RuntimeError: No CUDA runtime is found"),  # one line: itself, once
+        ("", "RuntimeError: "),
+    ],
+)
+def test_topk_cuda_build_failure_line_names_the_cause(log, want):
+    from ds4kernels import topk_cuda
+
+    assert topk_cuda.build_failure_line(RuntimeError(log)) == want
+
+
+def test_topk_cuda_build_failure_line_is_one_line_of_at_most_300_characters():
+    from ds4kernels import topk_cuda
+
+    line = topk_cuda.build_failure_line(OSError("a.cu(1): error: " + "x" * 500 + "\nninja: build stopped"))
+    assert "\n" not in line and len(line) == 300 and line.startswith("OSError: a.cu(1): error: xxx")

@@ -8,6 +8,7 @@ minute the first time, then cached in torch's extensions directory).
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import torch
@@ -40,9 +41,27 @@ def build_error() -> str | None:
     try:
         extension()
     except Exception as exc:  # any build failure means "use the Triton kernel", with the reason kept
-        lines = str(exc).strip().splitlines()
-        return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:300]
+        return build_failure_line(exc)
     return None
+
+
+def build_failure_line(exc: BaseException) -> str:
+    """One line (at most 300 characters) for a failed build: the compiler's first error line, and the message's
+    last line when it differs (ninja's "build stopped" alone names no cause). Torch's message carries the
+    whole build log."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    first = next(
+        (
+            line
+            for line in lines
+            if re.search(r"\berror\b|segmentation fault|died due to signal", line, re.IGNORECASE)
+            and not line.startswith(("Error building extension", "ninja:", "FAILED:"))
+        ),
+        None,
+    )
+    cause = f"{first} ({last})" if first and first != last else last
+    return f"{type(exc).__name__}: {cause}"[:300]
 
 
 def topk_per_row_cuda(
