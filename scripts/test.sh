@@ -13,8 +13,8 @@ step 2/7 "pip itself"
 .venv/bin/python -m pip install --upgrade pip
 step 3/7 "torch 2.13.0, the CPU build (about 200 MB; the build tests compile against it)"
 .venv/bin/python -m pip install torch==2.13.0  # first and pinned, so that no CUDA torch is resolved
-step 4/7 "ds4sync with the test, kernel and ray extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests)"
-.venv/bin/python -m pip install -e '.[test,kernel,ray]'
+step 4/7 "ds4sync with the test, kernel, ray and cuda-check extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests; cuda-check: nvcc, which compiles the CUDA top-k without a GPU)"
+.venv/bin/python -m pip install -e '.[test,kernel,ray,cuda-check]'
 step 5/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
 missing=()
 command -v ccache >/dev/null 2>&1 || missing+=(ccache)
