@@ -33,7 +33,6 @@ def _nvcc() -> Path | None:
 
 
 NVCC = _nvcc()
-pytestmark = pytest.mark.skipif(NVCC is None, reason="needs nvcc: pip install -e '.[cuda-check]'")
 
 
 def _ptxas_report(stderr: str) -> dict[tuple[int, int, int], dict[str, int]]:
@@ -54,6 +53,7 @@ def _ptxas_report(stderr: str) -> dict[tuple[int, int, int], dict[str, int]]:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc: pip install -e '.[cuda-check]'")
 @pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
 def test_topk_cuda_compiles_for_the_h200_and_sm120_without_spills(arch: str, tmp_path: Path) -> None:
     assert NVCC is not None
