@@ -25,7 +25,8 @@ SHAPES = {(8, 1024, 3), (16, 2048, 2)}  # (columns per thread, sample, blocks pe
 def _nvcc() -> Path | None:
     """nvcc of the installed ``nvidia-cuda-nvcc`` wheel (``site-packages/nvidia/cu13/bin``), if any."""
     spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations or [] if spec else []:
+    roots = (spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
         candidate = Path(root) / "cu13" / "bin" / "nvcc"
         if candidate.is_file():
             return candidate
