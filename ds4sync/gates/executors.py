@@ -17,6 +17,7 @@ own task retries are off: a retry is ours to decide and to record.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ds4sync.core.errors import ConfigError, GitError, ToolMissingError
+from ds4sync.core.git import GitRepo, git_env
+from ds4sync.core.proc import pid_alive, run
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, runner_for
 from ds4sync.gates.model import GateResult
@@ -155,20 +158,28 @@ def _land(shipped: dict[str, Any], gate: Gate, ctx: GateContext, *, retried_afte
 def _run_on_node(
     gate: Gate, source: str, commit: str, python: str, base_ref: str | None, extra: dict[str, Any]
 ) -> dict[str, Any]:
-    """The Ray task: the node's copy of the repository at ``commit``, the gate run there, its files read back."""
+    """The Ray task: the node's copy of the repository at ``commit``, the gate run there, its files read back.
+
+    The task's worktree and log folder are removed when it ends, passed or not: a node that runs
+    gates every night keeps one clone, not one checkout per gate. A task killed with its node
+    cannot clean up; the next task on that host removes what dead tasks left (:func:`_node_checkout`).
+    """
     import ray
 
     from ds4sync.gates.cache import environment_fingerprint
 
-    checkout = _node_checkout(source, commit)
-    log_dir = Path(tempfile.mkdtemp(prefix=f"ds4sync-gate-{gate.name}-"))
-    python = python if os.path.exists(python) else _python_here()
-    ctx = GateContext(cwd=checkout, python=python, log_dir=log_dir, base_ref=base_ref, extra=extra)
-    result = runner_for(gate.definition.kind)(gate, ctx)
-    files = {}
-    for key, suffix in (("log", "log"), ("junit", "xml")):
-        path = log_dir / f"{gate.tier}-{gate.name}.{suffix}"
-        files[key] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    clone, checkout = _node_checkout(source, commit, gate.name)
+    log_dir = _task_dir(clone.path.parent / "logs", checkout.name)
+    try:
+        python = python if os.path.exists(python) else _python_here()
+        ctx = GateContext(cwd=checkout, python=python, log_dir=log_dir, base_ref=base_ref, extra=extra)
+        result = runner_for(gate.definition.kind)(gate, ctx)
+        files = {}
+        for key, suffix in (("log", "log"), ("junit", "xml")):
+            path = log_dir / f"{gate.tier}-{gate.name}.{suffix}"
+            files[key] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    finally:
+        _drop_task(clone, checkout, log_dir)
     context = ray.get_runtime_context()
     return {
         "result": result.model_dump(mode="json"),
@@ -186,12 +197,14 @@ def _python_here() -> str:
     return sys.executable
 
 
-def _node_checkout(source: str, commit: str) -> Path:
-    """This node's worktree of ``source`` at ``commit`` (cloned once per node, then fetched), detached."""
-    from filelock import FileLock
+def _node_checkout(source: str, commit: str, gate_name: str) -> tuple[GitRepo, Path]:
+    """This node's clone of ``source`` (cloned once per node, then fetched) and a new detached worktree
+    of it at ``commit`` for this task, named ``<gate>-<commit12>-<pid>-<ns>``.
 
-    from ds4sync.core.git import GitRepo, git_env
-    from ds4sync.core.proc import run
+    Under the clone's lock it first removes the worktrees and log folders of tasks whose process
+    is gone from this host (a node killed mid-gate), so they do not pile up.
+    """
+    from filelock import FileLock
 
     root = Path(os.environ.get("DS4SYNC_RAY_CACHE", Path(tempfile.gettempdir()) / "ds4sync-ray"))
     root.mkdir(parents=True, exist_ok=True)
@@ -203,7 +216,43 @@ def _node_checkout(source: str, commit: str) -> Path:
             if res.returncode != 0:
                 raise GitError(f"cannot clone {source} on this node: {res.output.strip()[-300:]}", where=str(clone))
         repo = GitRepo(clone)
+        _sweep_dead_tasks(repo, root)
         if repo.resolve_commit(commit) is None:
             repo.run("fetch", "--quiet", "origin", commit)
-        target = root / "worktrees" / f"{commit[:12]}-{os.getpid()}-{time.monotonic_ns()}"
-        return repo.worktree_add_detached(target, commit).path
+        target = root / "worktrees" / f"{gate_name}-{commit[:12]}-{os.getpid()}-{time.monotonic_ns()}"
+        return repo, repo.worktree_add_detached(target, commit).path
+
+
+def _task_dir(parent: Path, name: str) -> Path:
+    parent.mkdir(parents=True, exist_ok=True)
+    path = parent / name
+    path.mkdir()
+    return path
+
+
+def _task_pid(name: str) -> int | None:
+    """The pid in a task folder's name (``<gate>-<commit12>-<pid>-<ns>``), or None for any other name."""
+    parts = name.rsplit("-", 3)
+    return int(parts[2]) if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit() else None
+
+
+def _drop_task(repo: GitRepo, checkout: Path, log_dir: Path) -> None:
+    """Remove one task's worktree (git's own ``worktree remove``) and its log folder."""
+    from filelock import FileLock
+
+    with FileLock(str(repo.path.parent / ".clone.lock")):
+        repo.worktree_remove(checkout)
+    shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _sweep_dead_tasks(repo: GitRepo, root: Path) -> None:
+    """Worktrees and log folders of tasks whose process no longer exists (caller holds the clone's lock)."""
+    for folder in (root / "worktrees", root / "logs"):
+        for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+            pid = _task_pid(entry.name)
+            if pid is None or pid_alive(pid):
+                continue
+            if folder.name == "worktrees":
+                repo.worktree_remove(entry)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)

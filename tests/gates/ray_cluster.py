@@ -144,6 +144,18 @@ def kill_under(flags: Path, name: str, seen: dict) -> None:
     seen[name] = raylet
 
 
+def node_leftovers(cache: Path) -> dict:
+    """What gate tasks left in the nodes' shared cache: task folders, and the clone's registered worktrees."""
+    listing = subprocess.run(
+        ["git", "-C", str(cache / "repo"), "worktree", "list", "--porcelain"], capture_output=True, text=True
+    ).stdout
+    return {
+        "worktrees": sorted(p.name for p in (cache / "worktrees").glob("*")),
+        "logs": sorted(p.name for p in (cache / "logs").glob("*")),
+        "registered": listing.count("worktree ") - 1,  # the clone's own entry is the first
+    }
+
+
 def main() -> None:
     work = Path(sys.argv[1])
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -176,6 +188,7 @@ def main() -> None:
             }
             for g in remote.gates
         }
+        out["left_after_unit"] = node_leftovers(work / "node-cache")
         import ray
 
         out["nodes"] = {
@@ -190,6 +203,7 @@ def main() -> None:
             (gate,) = result.gates
             out[name] = {"status": gate.status, "reason": gate.reason, "executor": gate.details.get("executor")}
         out["killed_raylets"] = killed
+        out["left_at_end"] = node_leftovers(work / "node-cache")
     except BaseException:
         traceback.print_exc()  # before the cluster goes: a driver left connected to a dead head hangs for 60 s
         raise

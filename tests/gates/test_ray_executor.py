@@ -67,3 +67,13 @@ def test_a_node_lost_mid_gate_is_an_error_naming_it_or_a_rerun_elsewhere(cluster
     assert rerun["executor"]["retried_after_lost"], rerun
     assert once["status"] == "error" and "was lost" in once["reason"], once
     assert once["executor"]["lost_nodes"], once
+
+
+def test_gate_tasks_leave_no_worktree_or_log_folder_on_the_nodes(cluster_run: dict) -> None:
+    """Every task removes its checkout and logs; a task killed with its node cannot, so the next task on the
+    host removes them: after the rerun of ``victim-rerun`` only the last victim's folders are left."""
+    assert cluster_run["left_after_unit"] == {"worktrees": [], "logs": [], "registered": 0}
+    end = cluster_run["left_at_end"]
+    assert [name.split("-")[:2] for name in end["worktrees"]] == [["victim", "once"]], end
+    assert [name.split("-")[:2] for name in end["logs"]] == [["victim", "once"]], end
+    assert end["registered"] == 1, end
