@@ -50,6 +50,101 @@ def mhc_post_ref(x, residual, post, comb):
 
 
 @triton.jit
+def _mix_dot(acc, xr, fk, PRECISION: tl.constexpr, INTERPRET: tl.constexpr):
+    """acc [BT, MIXP] fp32 += xr [BT, BK] (bf16 or fp32, as loaded) @ fk [MIXP, BK] fp32 ᵀ, at ``PRECISION``."""
+    xk = xr.to(tl.float32)
+    if PRECISION == "bf16x3":  # x is bf16: it feeds the tensor cores as loaded; fn = three bf16 parts
+        f1 = fk.to(tl.bfloat16)
+        r1 = fk - f1.to(tl.float32)
+        f2 = r1.to(tl.bfloat16)
+        f3 = (r1 - f2.to(tl.float32)).to(tl.bfloat16)
+        if INTERPRET:  # the interpreter's bf16 dot is unreliable: the same parts, as exact fp32 dots
+            acc += tl.dot(xk, tl.trans(f1.to(tl.float32)), input_precision="ieee")
+            acc += tl.dot(xk, tl.trans(f2.to(tl.float32)), input_precision="ieee")
+            acc += tl.dot(xk, tl.trans(f3.to(tl.float32)), input_precision="ieee")
+        else:
+            acc += tl.dot(xr, tl.trans(f1))
+            acc += tl.dot(xr, tl.trans(f2))
+            acc += tl.dot(xr, tl.trans(f3))
+    elif PRECISION == "tf32x2":  # x is bf16, exact in tf32: only fn needs a high and a low tf32 part
+        f_hi = (fk.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        acc += tl.dot(xk, tl.trans(f_hi), input_precision="tf32")
+        acc += tl.dot(xk, tl.trans(fk - f_hi), input_precision="tf32")
+    else:
+        acc += tl.dot(xk, tl.trans(fk), input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _sum_partials(mix_ptr, sq_ptr, offs_t, t_ok, T, SPLITS, MIXP: tl.constexpr):
+    """The SPLITS partial mixes [BT, MIXP] and Σx² [BT] of ``offs_t``, summed in split order (deterministic)."""
+    offs_m = tl.arange(0, MIXP)
+    acc = tl.zeros([offs_t.shape[0], MIXP], dtype=tl.float32)
+    sq = tl.zeros([offs_t.shape[0]], dtype=tl.float32)
+    for s in range(0, SPLITS):
+        row = (s * T + offs_t).to(tl.int64)
+        acc += tl.load(mix_ptr + row[:, None] * MIXP + offs_m[None, :], mask=t_ok[:, None], other=0.0)
+        sq += tl.load(sq_ptr + row, mask=t_ok, other=0.0)
+    return acc, sq
+
+
+@triton.jit
+def _gates_and_maps(
+    acc, sq, offs_t, t_ok, scale_ptr, base_ptr, post_ptr, c_ptr, K, iters, hc_eps, rms_eps, store,
+    N: tl.constexpr, GROUPS: tl.constexpr,
+):  # fmt: skip
+    """From the mix acc [BT, GROUPS·N] (x @ fnᵀ) and Σx² [BT]: the RMS factor, the gates and Sinkhorn.
+    Stores post [T, N] and C [T, N, N] when ``store``; returns pre [BT, N] fp32."""
+    bt: tl.constexpr = acc.shape[0]
+    offs_m = tl.arange(0, GROUPS * N)
+    m_ok = offs_m < (2 + N) * N
+    mix = acc * tl.rsqrt(sq / K + rms_eps)[:, None]
+    grp = offs_m // N  # 0: pre, 1: post, 2..N+1: rows of C
+    sc = tl.load(scale_ptr + tl.minimum(grp, 2))
+    z = mix * sc[None, :] + tl.load(base_ptr + offs_m, mask=m_ok, other=0.0)[None, :]
+    sig = 1.0 / (1.0 + tl.exp(-z))
+    if store:
+        col = offs_m % N
+        prow = offs_t[:, None] * N + col[None, :]
+        tl.store(post_ptr + prow, 2.0 * sig, mask=t_ok[:, None] & (grp == 1)[None, :])
+        # Sinkhorn on [BT, GROUPS, N]: groups 2..N+1 hold C's rows, the others are zeroed out.
+        g3 = tl.reshape(grp[None, :] + tl.zeros([bt, GROUPS * N], dtype=tl.int32), [bt, GROUPS, N])
+        is_c = (g3 >= 2) & (g3 < 2 + N)
+        z3 = tl.where(is_c, tl.reshape(z, [bt, GROUPS, N]), 0.0)
+        e3 = tl.exp(z3 - tl.max(z3, axis=2)[:, :, None])
+        c3 = tl.where(is_c, e3 / tl.sum(e3, axis=2)[:, :, None] + hc_eps, 0.0)
+        c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
+        for _ in range(iters - 1):
+            c3 = c3 / (tl.sum(c3, axis=2)[:, :, None] + hc_eps)
+            c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
+        c_flat = tl.reshape(c3, [bt, GROUPS * N])
+        tl.store(
+            c_ptr + offs_t[:, None] * (N * N) + (offs_m - 2 * N)[None, :],
+            c_flat,
+            mask=t_ok[:, None] & ((grp >= 2) & m_ok)[None, :],
+        )
+    pre2 = tl.reshape(tl.where((grp == 0)[None, :], sig + hc_eps, 0.0), [bt, GROUPS, N])
+    return tl.sum(pre2, axis=1)
+
+
+@triton.jit
+def _weighted_sum(x_ptr, y_ptr, pre, offs_t, t_ok, K, D, d_lo, d_hi, N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """y[offs_t, d_lo:d_hi] = Σ_i pre[:, i] · X[offs_t, i, d_lo:d_hi], in BLOCK_D columns at a time."""
+    offs_n = tl.arange(0, N)
+    for d0 in range(d_lo, d_hi, BLOCK_D):
+        offs_d = d0 + tl.arange(0, BLOCK_D)
+        d_ok = offs_d < d_hi
+        ptr = x_ptr + offs_t[:, None, None].to(tl.int64) * K + offs_n[None, :, None] * D + offs_d[None, None, :]
+        xs = tl.load(ptr, mask=t_ok[:, None, None] & d_ok[None, None, :], other=0.0).to(tl.float32)
+        y = tl.sum(xs * pre[:, :, None], axis=1)
+        tl.store(
+            y_ptr + offs_t[:, None].to(tl.int64) * D + offs_d[None, :],
+            y.to(y_ptr.dtype.element_ty),
+            mask=t_ok[:, None] & d_ok[None, :],
+        )
+
+
+@triton.jit
 def _hc_pre_kernel(
     x_ptr,
     fn_ptr,
@@ -71,6 +166,7 @@ def _hc_pre_kernel(
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
+    """The older single launch: one program per BLOCK_T tokens walks all of n·d, then y (a second read of X)."""
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < T
     offs_m = tl.arange(0, GROUPS * N)
@@ -85,52 +181,17 @@ def _hc_pre_kernel(
         ).to(tl.float32)
         sq += tl.sum(xk * xk, axis=1)
         fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        acc += tl.dot(xk, tl.trans(fk), input_precision=PRECISION)
-    mix = acc * tl.rsqrt(sq / K + rms_eps)[:, None]
-    grp = offs_m // N  # 0: pre, 1: post, 2..N+1: rows of C
-    sc = tl.load(scale_ptr + tl.minimum(grp, 2))
-    z = mix * sc[None, :] + tl.load(base_ptr + offs_m, mask=m_ok, other=0.0)[None, :]
-    sig = 1.0 / (1.0 + tl.exp(-z))
-    col = offs_m % N
-    row = offs_t[:, None] * N + col[None, :]
-    tl.store(post_ptr + row, 2.0 * sig, mask=t_ok[:, None] & (grp == 1)[None, :])
-    # Sinkhorn on [BLOCK_T, GROUPS, N]: groups 2..N+1 hold C's rows, the others are zeroed out.
-    g3 = tl.reshape(grp[None, :] + tl.zeros([BLOCK_T, GROUPS * N], dtype=tl.int32), [BLOCK_T, GROUPS, N])
-    is_c = (g3 >= 2) & (g3 < 2 + N)
-    z3 = tl.where(is_c, tl.reshape(z, [BLOCK_T, GROUPS, N]), 0.0)
-    e3 = tl.exp(z3 - tl.max(z3, axis=2)[:, :, None])
-    c3 = tl.where(is_c, e3 / tl.sum(e3, axis=2)[:, :, None] + hc_eps, 0.0)
-    c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
-    for _ in range(iters - 1):
-        c3 = c3 / (tl.sum(c3, axis=2)[:, :, None] + hc_eps)
-        c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
-    c_flat = tl.reshape(c3, [BLOCK_T, GROUPS * N])
-    tl.store(
-        c_ptr + offs_t[:, None] * (N * N) + (offs_m - 2 * N)[None, :],
-        c_flat,
-        mask=t_ok[:, None] & ((grp >= 2) & m_ok)[None, :],
+        acc = _mix_dot(acc, xk, fk, PRECISION, False)
+    pre = _gates_and_maps(
+        acc, sq, offs_t, t_ok, scale_ptr, base_ptr, post_ptr, c_ptr, K, iters, hc_eps, rms_eps, True, N, GROUPS
     )
-    # y = Σ_i pre_i · X[:, i]: pre as [BLOCK_T, N], then a second pass over X (recently read: L2).
-    pre2 = tl.reshape(tl.where((grp == 0)[None, :], sig + hc_eps, 0.0), [BLOCK_T, GROUPS, N])
-    pre = tl.sum(pre2, axis=1)  # [BLOCK_T, N]
-    offs_n = tl.arange(0, N)
-    for d0 in range(0, D, BLOCK_D):
-        offs_d = d0 + tl.arange(0, BLOCK_D)
-        d_ok = offs_d < D
-        ptr = x_ptr + offs_t[:, None, None].to(tl.int64) * K + offs_n[None, :, None] * D + offs_d[None, None, :]
-        xs = tl.load(ptr, mask=t_ok[:, None, None] & d_ok[None, None, :], other=0.0).to(tl.float32)
-        y = tl.sum(xs * pre[:, :, None], axis=1)
-        tl.store(
-            y_ptr + offs_t[:, None].to(tl.int64) * D + offs_d[None, :],
-            y.to(y_ptr.dtype.element_ty),
-            mask=t_ok[:, None] & d_ok[None, :],
-        )
+    _weighted_sum(x_ptr, y_ptr, pre, offs_t, t_ok, K, D, 0, D, N, BLOCK_D)
 
 
 def mhc_pre(
     x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_eps: float = 1e-6, *, config: dict | None = None
 ):
-    """Triton hc_pre: mixing GEMV (TF32x3 dot) with the RMS factor, sigmoid gates, Sinkhorn on the [n, n]
+    """Triton hc_pre: mixing GEMV (tensor-core dots) with the RMS factor, sigmoid gates, Sinkhorn on the [n, n]
     combination matrices and the pre-weighted sum. Same contract as :func:`mhc_pre_ref`.
 
     ``PRECISION``: "tf32x3" (default on a GPU), "tf32x2" (bf16 x is exact in tf32, so fn alone is split
@@ -165,6 +226,7 @@ def mhc_pre(
         )  # fmt: skip
         return y, post, comb
     k = n * d
+    mixp = groups * n
     bt, bk, bt2, bd = cfg.pop("BLOCK_T"), cfg.pop("BLOCK_K"), cfg.pop("BT2"), cfg.pop("BLOCK_D")
     warps = cfg.pop("num_warps", 4)
     splits = cfg.pop("SPLIT", 0)
@@ -173,7 +235,6 @@ def mhc_pre(
         splits = _auto_splits(t, k, bt, bk, sms)
     k_split = triton.cdiv(triton.cdiv(k, splits), bk) * bk
     splits = triton.cdiv(k, k_split)
-    mixp = groups * n
     mix = torch.empty((splits, t, mixp), dtype=torch.float32, device=x.device)
     sq = torch.empty((splits, t), dtype=torch.float32, device=x.device)
     _hc_mix_kernel[(triton.cdiv(t, bt), splits)](
@@ -223,25 +284,7 @@ def _hc_mix_kernel(
         xk = xr.to(tl.float32)
         sq += tl.sum(xk * xk, axis=1)
         fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        if PRECISION == "bf16x3":  # x is bf16: it feeds the tensor cores as loaded; fn = three bf16 parts
-            f1 = fk.to(tl.bfloat16)
-            r1 = fk - f1.to(tl.float32)
-            f2 = r1.to(tl.bfloat16)
-            f3 = (r1 - f2.to(tl.float32)).to(tl.bfloat16)
-            if INTERPRET:  # the interpreter's bf16 dot is unreliable: the same parts, as exact fp32 dots
-                acc += tl.dot(xk, tl.trans(f1.to(tl.float32)), input_precision="ieee")
-                acc += tl.dot(xk, tl.trans(f2.to(tl.float32)), input_precision="ieee")
-                acc += tl.dot(xk, tl.trans(f3.to(tl.float32)), input_precision="ieee")
-            else:
-                acc += tl.dot(xr, tl.trans(f1))
-                acc += tl.dot(xr, tl.trans(f2))
-                acc += tl.dot(xr, tl.trans(f3))
-        elif PRECISION == "tf32x2":  # x is bf16, exact in tf32: only fn needs a high and a low tf32 part
-            f_hi = (fk.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
-            acc += tl.dot(xk, tl.trans(f_hi), input_precision="tf32")
-            acc += tl.dot(xk, tl.trans(fk - f_hi), input_precision="tf32")
-        else:
-            acc += tl.dot(xk, tl.trans(fk), input_precision=PRECISION)
+        acc = _mix_dot(acc, xr, fk, PRECISION, INTERPRET)
     row = split.to(tl.int64) * T + offs_t
     tl.store(mix_ptr + row[:, None] * MIXP + offs_m[None, :], acc, mask=t_ok[:, None])
     tl.store(sq_ptr + row, sq, mask=t_ok)
@@ -274,51 +317,12 @@ def _hc_finish_kernel(
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     pid_d = tl.program_id(1)
     t_ok = offs_t < T
-    offs_m = tl.arange(0, GROUPS * N)
-    m_ok = offs_m < (2 + N) * N
-    acc = tl.zeros([BLOCK_T, GROUPS * N], dtype=tl.float32)
-    sq = tl.zeros([BLOCK_T], dtype=tl.float32)
-    for s in range(0, SPLITS):
-        row = (s * T + offs_t).to(tl.int64)
-        acc += tl.load(mix_ptr + row[:, None] * (GROUPS * N) + offs_m[None, :], mask=t_ok[:, None], other=0.0)
-        sq += tl.load(sq_ptr + row, mask=t_ok, other=0.0)
-    mix = acc * tl.rsqrt(sq / K + rms_eps)[:, None]
-    grp = offs_m // N  # 0: pre, 1: post, 2..N+1: rows of C
-    sc = tl.load(scale_ptr + tl.minimum(grp, 2))
-    z = mix * sc[None, :] + tl.load(base_ptr + offs_m, mask=m_ok, other=0.0)[None, :]
-    sig = 1.0 / (1.0 + tl.exp(-z))
-    if pid_d == 0:
-        col = offs_m % N
-        prow = offs_t[:, None] * N + col[None, :]
-        tl.store(post_ptr + prow, 2.0 * sig, mask=t_ok[:, None] & (grp == 1)[None, :])
-        g3 = tl.reshape(grp[None, :] + tl.zeros([BLOCK_T, GROUPS * N], dtype=tl.int32), [BLOCK_T, GROUPS, N])
-        is_c = (g3 >= 2) & (g3 < 2 + N)
-        z3 = tl.where(is_c, tl.reshape(z, [BLOCK_T, GROUPS, N]), 0.0)
-        e3 = tl.exp(z3 - tl.max(z3, axis=2)[:, :, None])
-        c3 = tl.where(is_c, e3 / tl.sum(e3, axis=2)[:, :, None] + hc_eps, 0.0)
-        c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
-        for _ in range(iters - 1):
-            c3 = c3 / (tl.sum(c3, axis=2)[:, :, None] + hc_eps)
-            c3 = c3 / (tl.sum(c3, axis=1)[:, None, :] + hc_eps)
-        c_flat = tl.reshape(c3, [BLOCK_T, GROUPS * N])
-        tl.store(
-            c_ptr + offs_t[:, None] * (N * N) + (offs_m - 2 * N)[None, :],
-            c_flat,
-            mask=t_ok[:, None] & ((grp >= 2) & m_ok)[None, :],
-        )
-    pre2 = tl.reshape(tl.where((grp == 0)[None, :], sig + hc_eps, 0.0), [BLOCK_T, GROUPS, N])
-    pre = tl.sum(pre2, axis=1)  # [BLOCK_T, N]
-    offs_n = tl.arange(0, N)
-    offs_d = pid_d * BLOCK_D + tl.arange(0, BLOCK_D)
-    d_ok = offs_d < D
-    ptr = x_ptr + offs_t[:, None, None].to(tl.int64) * K + offs_n[None, :, None] * D + offs_d[None, None, :]
-    xs = tl.load(ptr, mask=t_ok[:, None, None] & d_ok[None, None, :], other=0.0).to(tl.float32)
-    y = tl.sum(xs * pre[:, :, None], axis=1)
-    tl.store(
-        y_ptr + offs_t[:, None].to(tl.int64) * D + offs_d[None, :],
-        y.to(y_ptr.dtype.element_ty),
-        mask=t_ok[:, None] & d_ok[None, :],
+    acc, sq = _sum_partials(mix_ptr, sq_ptr, offs_t, t_ok, T, SPLITS, GROUPS * N)
+    pre = _gates_and_maps(
+        acc, sq, offs_t, t_ok, scale_ptr, base_ptr, post_ptr, c_ptr, K, iters, hc_eps, rms_eps, pid_d == 0, N, GROUPS
     )
+    d_lo = pid_d * BLOCK_D
+    _weighted_sum(x_ptr, y_ptr, pre, offs_t, t_ok, K, D, d_lo, tl.minimum(d_lo + BLOCK_D, D), N, BLOCK_D)
 
 
 def mhc_pre_config(t: int, n: int, d: int) -> dict:
