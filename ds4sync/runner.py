@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -177,6 +177,34 @@ def open_workspace(
         fork_branch=branch or config.fork.branch,
         profile_explicit=chosen is not None,
     )
+
+
+def for_run(ws: Workspace, record: RunRecord) -> Workspace:
+    """``ws`` with the profile ``record`` was started with: one run reads one patch-set catalogue, one
+    gate set, one resolution store and one set of report templates from its merge to its report.
+
+    A workspace opened without a profile of its own (no ``--profile``, none in ds4sync.yaml) takes the
+    run's; one that names a different profile is refused.
+
+    Raises:
+        ConfigError: ``ws`` names another profile than the run's, or the run's profile folder is gone.
+    """
+    if record.profile is None or Path(record.profile) == ws.profile:
+        return ws
+    recorded = Path(record.profile)
+    if ws.profile_explicit:
+        raise ConfigError(
+            f"run {record.run_id} was started with the profile {recorded}, not {ws.profile}",
+            where="--profile / profile in ds4sync.yaml",
+            fix=f"leave the profile out (or pass --profile {recorded}), or abort the run and start a new one",
+        )
+    if not recorded.is_dir():
+        raise ConfigError(
+            f"the profile run {record.run_id} was started with is gone",
+            where=str(recorded),
+            fix="put the profile folder back, or abort the run and start a new one",
+        )
+    return replace(ws, profile=recorded, profile_explicit=recorded != shipped_profile())
 
 
 def require_branch(ws: Workspace) -> str:

@@ -78,7 +78,7 @@ def report(
     else:
         text = files.report_text(
             ws.store,
-            ws.profile,
+            ws.profile if ws.profile_explicit else None,  # else the run's own profile
             run_id=run,
             fmt=fmt.value,
             public=public,

@@ -23,7 +23,7 @@ from typing import Literal
 
 from ds4sync.core import fault
 from ds4sync.core.children import registered_children
-from ds4sync.core.errors import ConfigError, ToolMissingError
+from ds4sync.core.errors import ConfigError, NeedsPersonError, ToolMissingError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import stop_process_groups
 from ds4sync.core.record import now_iso
@@ -35,7 +35,7 @@ from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
 from ds4sync.gates.tiers import load_tier
 from ds4sync.record import RunRecord
-from ds4sync.runner import Workspace
+from ds4sync.runner import Workspace, for_run
 
 STOP_GRACE_S = 3.0
 
@@ -206,9 +206,18 @@ def _run_tier(
     ws: Workspace, options: TierOptions, *, record: RunRecord | None, progress: Progress | None
 ) -> TierResult:
     started_at, start = now_iso(), time.monotonic()
+    if record is not None:
+        ws = for_run(ws, record)  # the run's own gate definitions
     emit = progress or (lambda _event: None)
     target = options.target or (Path(record.worktree) if record else ws.repo.path)
     repo = GitRepo(target)
+    unmerged = sorted(set(repo.unmerged_paths()))
+    if unmerged:  # a tree git cannot write yet: no gate can say what it ran on
+        raise NeedsPersonError(
+            f"{len(unmerged)} unmerged path(s) in the worktree: {', '.join(unmerged[:5])}",
+            where=str(target),
+            fix="resolve and `git add` them (then `ds4sync resume`), and gate again",
+        )
     head, tree = repo.head(), tree_id(repo)
     gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
     settings = ws.config.gates

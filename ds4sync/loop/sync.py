@@ -17,6 +17,7 @@ from ds4sync.runner import (
     RunContext,
     RunOutcome,
     Workspace,
+    for_run,
     require_branch,
     require_clone_complete,
     resolve_upstream_ref,
@@ -61,6 +62,21 @@ def _merge_base(ws: Workspace, ref: str, branch: str, fork_sha: str, upstream_sh
             fix="check that the upstream ref belongs to this fork's upstream",
         )
     return base
+
+
+def _upstream_branch(ws: Workspace, ref: str, sha: str, say: Progress) -> str | None:
+    """The upstream branch a run may say it merges: ``ref`` when it names one; for a SHA, the configured
+    upstream branch only when git finds the SHA on it (``refs/remotes/<remote>/<branch>``, or the local
+    branch without an upstream remote); else None, and the report names the commit by its SHA."""
+    if not SHA_RE.match(ref):
+        return ref
+    name, remote = ws.config.upstream.ref, ws.config.upstream.remote
+    tip_ref = f"refs/remotes/{remote}/{name}" if ws.repo.remote_url(remote) is not None else f"refs/heads/{name}"
+    tip = ws.repo.resolve_commit(tip_ref)
+    if tip is not None and ws.repo.is_ancestor(sha, tip):
+        return name
+    say(f"note: {sha[:12]} is not on {tip_ref} (as git sees it here); the report names it by its SHA, not as {name}")
+    return None
 
 
 def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
@@ -130,7 +146,7 @@ def start_merge(
                 ref=ref,
                 sha=upstream_sha,
                 name=config.upstream.name,
-                branch=config.upstream.ref if SHA_RE.match(ref) else ref,
+                branch=_upstream_branch(ws, ref, upstream_sha, say),
                 resolved_from=used,
             ),
             fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
@@ -220,6 +236,7 @@ def resume(
             raise StateError(
                 "no run to resume", where=str(ws.store.root), fix="start one with `ds4sync merge <upstream-ref>`"
             )
+        ws = for_run(ws, record)  # the profile the run was started with, not the shipped one
         stop_leftover_children(ws, record, say)
         _reprove_if_moved(record, say)
         ctx = RunContext(ws, record, say, deadline=deadline)

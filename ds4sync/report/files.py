@@ -87,14 +87,16 @@ def report_text(
     notes: str | None = None,
     kind: Kind = "pr",
 ) -> str:
-    """The report of run ``run_id`` (else the active run, else the latest) as text.
+    """The report of run ``run_id`` (else the active run, else the latest) as text, with the templates of
+    ``profile``, else of the profile the run was started with.
 
     Raises:
         StateError: no such run, or no run at all.
         ConfigError: no report templates.
     """
     record = store.resolve(run_id)
-    return render_report(record, templates_dir=templates_dir(profile), fmt=fmt, public=public, notes=notes, kind=kind)
+    chosen = profile or (Path(record.profile) if record.profile else None)
+    return render_report(record, templates_dir=templates_dir(chosen), fmt=fmt, public=public, notes=notes, kind=kind)
 
 
 def compare_text(

@@ -1,0 +1,66 @@
+"""What a run says it merged: a SHA is called "upstream main" only when git finds it on upstream's main.
+
+Asked by SHA, a run names the configured upstream branch when the commit is on it (the remote-tracking
+branch, or the local branch where there is no upstream remote), and otherwise names the commit by its SHA
+and says why. Real git in tmp_path repositories; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_json import data as cli_data
+from tests.scenarios import BRANCH, lines, make_pair
+from tests.test_merge_trust import git, run_cli
+
+
+def pair_with_a_side_branch(tmp_path: Path, *, remote: bool) -> tuple[Path, str, str, Path]:
+    """A fork and its upstream, where upstream also has a branch ``side`` whose tip is not on main.
+    Returns (fork checkout, upstream main's tip, side's tip, config file)."""
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    main_tip = pair.upstream.head()
+    pair.upstream.branch("side")
+    side_tip = pair.upstream.commit({"c.py": lines("side")}, "a commit only on side")
+    pair.upstream.checkout("main")
+    git(pair.repo, "fetch", "-q", "upstream")
+    if not remote:  # upstream's branches as local ones, and no upstream remote (a mirror clone)
+        git(pair.repo, "checkout", "-q", "--detach")
+        git(pair.repo, "branch", "-f", "main", main_tip)
+        git(pair.repo, "branch", "side", side_tip)
+        git(pair.repo, "remote", "remove", "upstream")
+    profile = tmp_path / "profile"
+    (profile / "patches").mkdir(parents=True)
+    config = tmp_path / "ds4sync.yaml"
+    config.write_text(yaml.safe_dump({"fork": {"branch": BRANCH}, "profile": str(profile)}))
+    return pair.repo, main_tip, side_tip, config
+
+
+@pytest.mark.parametrize("remote", [True, False], ids=["upstream-remote", "no-remote"])
+def test_a_sha_on_upstream_main_is_named_main_and_one_off_it_by_its_sha(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], remote: bool
+) -> None:
+    repo, main_tip, side_tip, config = pair_with_a_side_branch(tmp_path, remote=remote)
+    args = ("--repo", str(repo), "--config", str(config))
+    code, out, err = run_cli(capsys, "merge", side_tip, *args)
+    assert code == 0, err
+    tip_ref = "refs/remotes/upstream/main" if remote else "refs/heads/main"
+    assert f"note: {side_tip[:12]} is not on {tip_ref}" in err
+    [path] = (repo / ".git" / "ds4sync" / "runs").glob("*/record.json")
+    record = json.loads(path.read_text())
+    assert record["upstream"]["branch"] is None and record["upstream"]["sha"] == side_tip
+    code, report, _ = run_cli(capsys, "report", *args)
+    assert code == 0
+    title = report.splitlines()[0]
+    assert side_tip in title and " main" not in title, title
+    assert "upstream:main" not in report and ":main at" not in report
+    assert run_cli(capsys, "abort", *args, "--yes")[0] == 0
+
+    code, out, err = run_cli(capsys, "merge", main_tip, *args, "--json")
+    assert code == 0, err
+    data = cli_data(out)
+    assert json.loads(Path(data["record"]).read_text())["upstream"]["branch"] == "main"
+    assert run_cli(capsys, "report", *args)[1].splitlines()[0].endswith(" main")
