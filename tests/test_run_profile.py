@@ -67,9 +67,8 @@ def test_resume_without_profile_records_into_the_runs_profile_and_renders_with_i
     # `ds4sync report` without --profile renders with the run's templates too; --profile still overrides
     code, out, _ = run_cli(capsys, "report", "--repo", str(waiting["repo"]), "--run", waiting["run_id"])
     assert code == 0 and MARKER in out
-    code, out, _ = run_cli(
-        capsys, "report", "--repo", str(waiting["repo"]), "--run", waiting["run_id"], "--profile", str(shipped_profile())
-    )
+    shipped = ("--profile", str(shipped_profile()))
+    code, out, _ = run_cli(capsys, "report", "--repo", str(waiting["repo"]), "--run", waiting["run_id"], *shipped)
     assert code == 0 and MARKER not in out
 
 
