@@ -213,7 +213,7 @@ def require_branch(ws: Workspace) -> str:
     Raises:
         StateError: none of them names one (a detached HEAD and no configured branch).
     """
-    branch = ws.fork_branch or ws.repo.current_branch()
+    branch = ws.fork_branch or _fork_branch_of(ws, ws.repo.current_branch())
     if not branch:
         raise StateError(
             "no fork branch given and HEAD is detached",
@@ -221,6 +221,18 @@ def require_branch(ws: Workspace) -> str:
             fix="pass --branch NAME, set fork.branch in ds4sync.yaml, or check out the fork branch",
         )
     return branch
+
+
+def _fork_branch_of(ws: Workspace, checked_out: str | None) -> str | None:
+    """The checked-out branch, or, inside a sync worktree (its branch is a run's sync branch), the fork
+    branch that run syncs: a sync branch is never taken for the fork."""
+    if checked_out is None or not ws.store.root.is_dir():
+        return checked_out
+    for run_id in reversed(ws.store.run_ids()):
+        record = ws.store.load(run_id)
+        if record.sync_branch == checked_out:
+            return record.fork.branch
+    return checked_out
 
 
 def resolve_upstream(ws: Workspace, ref: str, *, fetch: bool = False) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from ds4sync.core.errors import GitError
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
+from ds4sync.core.proc import not_started
 from ds4sync.core.redact import redact_secrets
 
 __all__ = [
@@ -688,6 +689,14 @@ class GitRepo(PatchVerbs):
                 current[key] = value
         return found
 
+    def main_worktree(self) -> GitRepo:
+        """The repository's main worktree (first in ``git worktree list``); this checkout when that one is
+        bare or its folder is gone."""
+        main = next(iter(self.worktrees()), None)
+        if main is None or Path(main).resolve() == self.path.resolve() or not (Path(main) / ".git").exists():
+            return self
+        return GitRepo(Path(main))
+
     def worktree_remove(self, path: Path) -> None:
         """Remove the worktree at ``path``, even when locked or its folder is gone; its changes are lost.
 
@@ -1009,5 +1018,7 @@ def _git(
             check=False,
         )
     except FileNotFoundError as exc:
-        raise GitError("git is not installed", where=str(cwd), fix="install git >= 2.38") from exc
+        raise not_started(
+            "git", cwd, missing=GitError("git is not installed", where=str(cwd), fix="install git >= 2.38")
+        ) from exc
     return proc.returncode, proc.stdout, proc.stderr

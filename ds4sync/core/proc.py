@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.errors import Ds4syncError, StateError, ToolMissingError
 from ds4sync.core.redact import is_secret_name, redact_secrets
 
 KILL_GRACE_S = 5.0
@@ -213,9 +213,7 @@ def run(
                 stderr=subprocess.STDOUT,
             )
         except FileNotFoundError as exc:
-            raise ToolMissingError(
-                f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
-            ) from exc
+            raise not_started(argv[0], cwd) from exc
         _register(proc.pid, argv)
         if on_start is not None:
             on_start(proc.pid)
@@ -301,6 +299,20 @@ def _unregister(pid: int) -> None:
             ACTIVE_REGISTRIES[-1].forget(pid)
 
 
+def not_started(program: str, cwd: str | Path, *, missing: Ds4syncError | None = None) -> Ds4syncError:
+    """Why a child could not start (``subprocess`` raises FileNotFoundError for both): the folder it was to
+    run in is gone (a StateError), else the program is not installed (``missing``, or a ToolMissingError)."""
+    if not Path(cwd).is_dir():
+        return StateError(
+            f"cannot run {Path(program).name}: the folder it runs in does not exist",
+            where=str(cwd),
+            fix="run ds4sync from a folder that exists (a removed worktree is not one)",
+        )
+    return missing or ToolMissingError(
+        f"program not found: {program}", where=str(cwd), fix="install it or put it on PATH"
+    )
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists (and is not a zombie we own)."""
     if pid <= 0:
@@ -340,9 +352,7 @@ def spawn(
                 stderr=subprocess.STDOUT,
             )
         except FileNotFoundError as exc:
-            raise ToolMissingError(
-                f"program not found: {argv[0]}", where=str(cwd), fix="install it or put it on PATH"
-            ) from exc
+            raise not_started(argv[0], cwd) from exc
     _register(proc.pid, argv)
     return proc
 

@@ -264,9 +264,10 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         record = abort_target(ws, run_id=run_id)
         stop_leftover_children(ws, record, lambda _m: None)
         fault.point("abort.after-stop-children")
-        ws.repo.worktree_remove(Path(record.worktree))
+        repo = ws.repo.main_worktree()  # not the sync worktree itself, when the command was run inside it
+        repo.worktree_remove(Path(record.worktree))
         fault.point("abort.after-worktree-remove")
-        ws.repo.delete_branch(record.sync_branch)
+        repo.delete_branch(record.sync_branch)
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)

@@ -1,0 +1,100 @@
+"""Commands run from inside a run's own sync worktree, where a maintainer resolves conflicts.
+
+- ``abort`` there removes the worktree and the sync branch and says so (it used to remove the folder its
+  own git commands ran in, then report "git is not installed" with the branch left behind);
+- ``plan`` and ``merge`` there take the fork branch the run syncs, never the sync branch checked out there;
+- a child whose working folder is gone is reported as that, at every way ds4sync starts one (git, a
+  command, a server), never as a missing program.
+
+Real git in tmp_path repositories; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ds4sync.core.errors import GitError, StateError, ToolMissingError
+from ds4sync.core.git import GitRepo, _git
+from ds4sync.core.proc import run, spawn
+from tests.cli_json import data as cli_data
+from tests.scenarios import BRANCH, lines
+from tests.test_merge_trust import ROOT, conflict_pair, git, run_cli
+
+
+@pytest.fixture
+def inside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    """A run stopped for a person; ``sub`` is a folder inside its sync worktree."""
+    pair = conflict_pair(tmp_path)
+    code, out, err = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    assert code == 4, err
+    data = cli_data(out)
+    sub = Path(data["worktree"]) / "deeper"
+    sub.mkdir()
+    return {"repo": pair.repo, "worktree": Path(data["worktree"]), "sync_branch": data["sync_branch"], "sub": sub}
+
+
+@pytest.mark.parametrize("how", ["in-process", "subprocess"])
+def test_abort_from_inside_the_sync_worktree_drops_the_run(
+    inside: dict, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    fork_head = git(inside["repo"], "rev-parse", BRANCH)
+    if how == "in-process":
+        code, out, err = run_cli(capsys, "abort", "--repo", str(inside["sub"]))
+    else:  # as a person types it: the shell's folder is the one being removed
+        proc = subprocess.run(
+            [sys.executable, "-m", "ds4sync.cli", "abort"], cwd=inside["sub"], capture_output=True, text=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(inside["repo"].parent / "home"), "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    assert code == 0, err
+    assert "aborted" in out
+    assert not inside["worktree"].exists()
+    assert git(inside["repo"], "branch", "--list", inside["sync_branch"]) == ""
+    assert git(inside["repo"], "rev-parse", BRANCH) == fork_head
+    assert git(inside["repo"], "worktree", "list", "--porcelain").count("worktree ") == 1
+    code, out, _ = run_cli(capsys, "status", "--repo", str(inside["repo"]), "--json")
+    assert cli_data(out)["status"] == "aborted"
+
+
+def test_plan_from_inside_the_sync_worktree_plans_for_the_fork_branch(
+    inside: dict, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (inside["worktree"] / "f.py").write_text(lines("fork", "up"))
+    code, _, err = run_cli(capsys, "resume", "--repo", str(inside["repo"]))
+    assert code == 0, err
+    fork_head = git(inside["repo"], "rev-parse", BRANCH)
+    assert git(inside["worktree"], "branch", "--show-current") == inside["sync_branch"]
+    assert git(inside["worktree"], "rev-parse", "HEAD") != fork_head  # the sync branch holds the merge
+    code, out, err = run_cli(capsys, "plan", "upstream/main", "--repo", str(inside["sub"]), "--json")
+    assert code == 0, err
+    plan = cli_data(out)
+    assert plan["fork_sha"] == fork_head and plan["upstream_commits"] == 1
+
+
+def test_a_child_whose_folder_is_gone_is_not_a_missing_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    repo = GitRepo(_init(gone))
+    shutil.rmtree(gone)
+    with pytest.raises(StateError, match="the folder it runs in does not exist"):
+        repo.run("status")
+    with pytest.raises(StateError, match="cannot run true: the folder it runs in does not exist"):
+        run(["true"], cwd=gone)
+    with pytest.raises(StateError, match="the folder it runs in does not exist"):
+        spawn(["true"], cwd=gone, log_path=tmp_path / "log")
+    # a program that is not there, from a folder that is: still the missing program
+    with pytest.raises(ToolMissingError, match="program not found: no-such-program-here"):
+        run(["no-such-program-here"], cwd=tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))  # a folder with no git in it
+    with pytest.raises(GitError, match="git is not installed"):
+        _git(tmp_path, "--version")
+
+
+def _init(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
