@@ -98,3 +98,35 @@ def test_a_child_whose_folder_is_gone_is_not_a_missing_program(tmp_path: Path, m
 def _init(path: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     return path
+
+
+def test_a_prepare_that_git_cannot_check_out_leaves_no_branch_and_resumes_once_fixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fork head needs a blob the object store lost (a mirror with a missing object): ``worktree add``
+    fails. The run fails with git's reason and a way on, and leaves no sync branch or worktree; once the
+    object is back, ``resume`` runs prepare again and goes on."""
+    pair = conflict_pair(tmp_path)
+    fork = GitRepo(pair.repo)
+    git(pair.repo, "checkout", "-q", BRANCH)
+    (pair.repo / "only-on-the-fork.txt").write_text("the fork's own file\n")
+    git(pair.repo, "add", "only-on-the-fork.txt")
+    git(pair.repo, "commit", "-q", "-m", "fork adds a file")
+    git(pair.repo, "checkout", "-q", "main")
+    blob = git(pair.repo, "rev-parse", f"{BRANCH}:only-on-the-fork.txt")
+    loose = fork.git_dir / "objects" / blob[:2] / blob[2:]
+    saved = loose.read_bytes()
+    loose.unlink()
+    code, out, err = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 2
+    [line] = [text for text in err.splitlines() if not text.startswith("· ")]  # one error line after progress
+    assert "worktree add" in line and blob in line and "git fsck" in line and "ds4sync resume" in line
+    assert git(pair.repo, "branch", "--list", "sync/*") == ""
+    assert git(pair.repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
+    assert cli_data(out)["status"] == "failed"
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(saved)
+    code, out, err = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
+    assert code == 4, err  # on to the merge, which stops for a person at its conflict
+    assert (Path(cli_data(out)["worktree"]) / "only-on-the-fork.txt").is_file()

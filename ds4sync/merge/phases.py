@@ -49,7 +49,16 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
             repo.worktree_remove(worktree)
             repo.delete_branch(record.sync_branch)
             ctx.progress(f"creating worktree {worktree}")
-            repo.worktree_add(worktree, record.sync_branch, record.fork.head_before)
+            try:
+                repo.worktree_add(worktree, record.sync_branch, record.fork.head_before)
+            except GitError as exc:  # leave nothing half made: what git left of the checkout, and the branch
+                repo.worktree_remove(worktree)  # that this call made (worktree_add refuses an existing one)
+                repo.delete_branch(record.sync_branch)
+                exc.fix = (
+                    "fix what git reports (for a missing object: `git fsck`, then fetch it), then `ds4sync resume`"
+                    " (prepare runs again), or `ds4sync abort`"
+                )
+                raise
         summary = planned.result()
     return PhaseOutcome(
         "done",
