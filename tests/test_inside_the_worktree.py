@@ -11,6 +11,7 @@ Real git in tmp_path repositories; nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,19 @@ def test_a_prepare_that_git_cannot_check_out_leaves_no_branch_and_resumes_once_f
     code, out, err = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
     assert code == 4, err  # on to the merge, which stops for a person at its conflict
     assert (Path(cli_data(out)["worktree"]) / "only-on-the-fork.txt").is_file()
+
+
+def test_abort_writes_the_report_again_and_status_says_what_is_gone(
+    inside: dict, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(capsys, "status", "--repo", str(inside["repo"]), "--json")
+    report = Path(cli_data(out)["results"]["report"]["path"])
+    assert "(needs-person)" in report.read_text()
+    assert run_cli(capsys, "abort", "--repo", str(inside["repo"]))[0] == 0
+    assert "(aborted)" in report.read_text() and "(needs-person)" not in report.read_text()
+    summary = json.loads(report.with_name("summary.json").read_text())
+    assert summary["run"]["status"] == "aborted"
+    code, out, _ = run_cli(capsys, "status", "--repo", str(inside["repo"]))
+    text = " ".join(out.split())
+    assert f"worktree: {inside['worktree']} (removed by the abort)" in text
+    assert f"sync branch: {inside['sync_branch']} (deleted by the abort)" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -93,7 +94,11 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
     )
     for tier, result in record.results.gates.items():  # the same line the gate phase and the report print
         console.print(f"tier {tier}: {result.line()}", markup=False)
-    console.print(f"worktree: {record.worktree}\nsync branch: {record.sync_branch}\nbackup: {record.backup_ref}")
+    gone = " (removed by the abort)" if record.status == "aborted" else ""
+    absent = "" if (Path(record.worktree) / ".git").exists() else gone or " (not there)"
+    console.print(f"worktree: {record.worktree}{absent}", markup=False)
+    console.print(f"sync branch: {record.sync_branch}{gone and ' (deleted by the abort)'}", markup=False)
+    console.print(f"backup: {record.backup_ref}", markup=False)
     console.print(f"record: {record_path}")
     console.print(f"next: {next_step(record)}")
 
@@ -151,6 +156,8 @@ def next_step(record: RunRecord) -> str:
         return f"nothing: promoted at {at} ({record.fork.branch} is the merge)"
     if record.status == "done":
         return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
+    if record.status == "failed" and not (Path(record.worktree) / ".git").exists():
+        return "fix what the failed phase reports, then `ds4sync resume` (it runs again), or `ds4sync abort`"
     if record.status == "failed":
         return "look at the failed phase, fix it in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     return "nothing: the run is finished"

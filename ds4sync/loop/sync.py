@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ds4sync.core import fault
-from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, check_user_ref
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
@@ -271,6 +271,14 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
+        if record.results.report is not None:  # the written report and summary state the final status too
+            from ds4sync.report.files import write_report
+
+            try:
+                write_report(ws.store, record, for_run(ws, record).profile)
+            except Ds4syncError as exc:
+                record.notes.append(f"the report was not written again after the abort: {exc}")
+                ws.store.save(record)
         return record
 
 
