@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,3 +26,30 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def builder(tmp_path: Path) -> RepoBuilder:
     """An empty repository on branch main, to be grown with ``commit``."""
     return RepoBuilder(tmp_path / "repo")
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One ``ds4sync demo``: its work folder, exit code and what it printed (stdout, stderr)."""
+
+    workdir: Path
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """``ds4sync demo`` run once for the tests that read what it leaves (records, reports, output); those
+    tests only read it. Isolated from the user's git config as :func:`_isolated_git` isolates each test."""
+    from ds4sync.cli import main
+
+    root = tmp_path_factory.mktemp("demo-run")
+    (root / "home").mkdir()
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+        patch.setenv("HOME", str(root / "home"))
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        patch.setenv("DS4SYNC_CRASH_DIR", str(root / "crashes"))
+        code = main(["demo", "--workdir", str(root / "demo")])
+    return DemoRun(workdir=root / "demo", code=code, out=out.getvalue(), err=err.getvalue())

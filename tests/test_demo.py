@@ -7,18 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.cli import main
+from tests.conftest import DemoRun
 
 pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes
 
 
-def test_demo_runs_both_syncs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--workdir", str(tmp_path / "demo")]) == 0
-    captured = capsys.readouterr()
-    out = captured.out
+def test_demo_runs_both_syncs(demo_run: DemoRun) -> None:
+    assert demo_run.code == 0
+    out = demo_run.out
     if "build: 1/1 imports" in out:  # the build ran: its steps were shown as they went, in both syncs
-        assert captured.err.count("· build: install\n") == 2 and captured.err.count("· build: proof: 2 op schemas") == 2
-    records = sorted((tmp_path / "demo" / "fork" / ".git" / "ds4sync" / "runs").glob("*/record.json"))
+        assert demo_run.err.count("· build: install\n") == 2 and demo_run.err.count("· build: proof: 2 op schemas") == 2
+    records = sorted((demo_run.workdir / "fork" / ".git" / "ds4sync" / "runs").glob("*/record.json"))
     assert len(records) == 2
     by_upstream = {}
     for path in records:

@@ -136,14 +136,14 @@ def test_a_prepare_that_git_cannot_check_out_leaves_no_branch_and_resumes_once_f
 def test_abort_writes_the_report_again_and_status_says_what_is_gone(
     inside: dict, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run_cli(capsys, "status", "--repo", str(inside["repo"]), "--json")
+    out = run_cli(capsys, "status", "--repo", str(inside["repo"]), "--json")[1]
     report = Path(cli_data(out)["results"]["report"]["path"])
     assert "(needs-person)" in report.read_text()
     assert run_cli(capsys, "abort", "--repo", str(inside["repo"]))[0] == 0
     assert "(aborted)" in report.read_text() and "(needs-person)" not in report.read_text()
     summary = json.loads(report.with_name("summary.json").read_text())
     assert summary["run"]["status"] == "aborted"
-    code, out, _ = run_cli(capsys, "status", "--repo", str(inside["repo"]))
+    out = run_cli(capsys, "status", "--repo", str(inside["repo"]))[1]
     text = " ".join(out.split())
     assert f"worktree: {inside['worktree']} (removed by the abort)" in text
     assert f"sync branch: {inside['sync_branch']} (deleted by the abort)" in text

@@ -16,6 +16,7 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import render_report, report_schema, report_view
+from tests.conftest import DemoRun
 from tests.report.conftest import ROOT
 from tests.report.pipeline_runs import failed_run, killed_run, merged_run, needs_person_run
 
@@ -133,11 +134,11 @@ def test_status_and_report_give_the_same_gate_counts(tmp_path: Path, capsys: pyt
 
 
 @pytest.mark.slow
-def test_demo_runs_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_runs_reports(demo_run: DemoRun, capsys: pytest.CaptureFixture[str]) -> None:
     """Both demo syncs: the written report states the final status; stdout, status and report agree on gates."""
-    assert main(["demo", "--workdir", str(tmp_path / "demo")]) == 0
-    out = capsys.readouterr().out
-    store = RecordStore(tmp_path / "demo" / "fork" / ".git" / "ds4sync")
+    assert demo_run.code == 0
+    out = demo_run.out
+    store = RecordStore(demo_run.workdir / "fork" / ".git" / "ds4sync")
     second = store.load(store.run_ids()[-1])
     assert second.status == "done" and second.results.report is not None
     written = Path(second.results.report.path).read_text()
@@ -166,7 +167,7 @@ def test_demo_runs_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert f"gates unit: {line}" in out
     assert f"- Tier unit: {line}." in written
     capsys.readouterr()
-    assert main(["status", "--repo", str(tmp_path / "demo" / "fork")]) == 0
+    assert main(["status", "--repo", str(demo_run.workdir / "fork")]) == 0
     assert f"tier unit: {line}" in " ".join(capsys.readouterr().out.split())
     first = store.load(store.run_ids()[0])
     first_report = render_report(first, templates_dir=ROOT / "reports")
@@ -187,11 +188,10 @@ def _normal(text: str, workdir: Path) -> str:
 
 
 @pytest.mark.slow
-def test_shipped_examples_are_the_demos_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_shipped_examples_are_the_demos_reports(demo_run: DemoRun) -> None:
     """Each file in reports/examples is a demo run's report (paths, SHAs, times aside) or says it is synthetic."""
-    workdir = tmp_path / "demo"
-    assert main(["demo", "--workdir", str(workdir)]) == 0
-    capsys.readouterr()
+    workdir = demo_run.workdir
+    assert demo_run.code == 0
     store = RecordStore(workdir / "fork" / ".git" / "ds4sync")
     fresh = {
         "demo-pr.md": render_report(store.load(store.run_ids()[-1]), templates_dir=TEMPLATES, public=True),
