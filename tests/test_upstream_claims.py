@@ -64,3 +64,17 @@ def test_a_sha_on_upstream_main_is_named_main_and_one_off_it_by_its_sha(
     data = cli_data(out)
     assert json.loads(Path(data["record"]).read_text())["upstream"]["branch"] == "main"
     assert run_cli(capsys, "report", *args)[1].splitlines()[0].endswith(" main")
+
+
+def test_plan_counts_paths_and_says_a_rename_is_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair = make_pair(
+        tmp_path,
+        {"a.py": lines("a"), "b.py": lines("b")},
+        [],
+        [{"c.py": lines("c")}],
+        upstream_renames=(("b.py", "d.py"),),
+    )
+    code, out, err = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 0, err
+    assert "upstream 2, fork 1 (a rename counts two)" in " ".join(out.split())
+    assert git(pair.repo, "diff", "--name-only", "--no-renames", pair.base, "upstream/main").split() == ["b.py", "d.py"]

@@ -33,7 +33,9 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
     head.add_row("merge-base", summary.merge_base)
     head.add_row("upstream commits", str(summary.upstream_commits))
     head.add_row("fork-only commits", str(summary.fork_commits))
-    head.add_row("files changed", f"upstream {len(summary.upstream_files)}, fork {len(summary.fork_files)}")
+    head.add_row(  # git diff --name-status --no-renames: a rename counts as the path it left and the one it made
+        "paths changed", f"upstream {len(summary.upstream_files)}, fork {len(summary.fork_files)} (a rename counts two)"
+    )
     head.add_row("conflicts", str(len(summary.conflicts)) + _kinds(summary))
     head.add_row("semantic overlaps", str(len(summary.overlaps)))
     if summary.merge_commit:

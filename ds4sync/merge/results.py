@@ -75,7 +75,8 @@ class MergeSummary(BaseModel):
 
     ``upstream_commits``: commits brought in (in upstream, not in the fork);
     ``fork_commits``: fork-only commits; ``*_files``: paths changed since the
-    merge-base on each side; ``remerge_diff_paths``: after commit, the paths where the
+    merge-base on each side (``git diff --name-status --no-renames``: a rename is two paths, the one
+    it left and the one it made); ``remerge_diff_paths``: after commit, the paths where the
     committed result differs from git's automatic merge (``git show --remerge-diff``).
     """
 
