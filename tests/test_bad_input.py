@@ -167,6 +167,18 @@ def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.
         ("merge:\n  sync_branch: 'sync/{branch'\n", "merge.sync_branch"),
         ("merge:\n  backup_branch: 'backup/{when}'\n", "unknown placeholder {when}"),
         ("gates:\n  tiers: [unit]\nprofile: no-such-profile\n", "profile folder does not exist"),
+        # a tier name that is none, in either list: at load, not after the merge when the gate phase reads it
+        ("gates:\n  tiers: [static, unti]\n", "gates.tiers.1: Input should be 'static'"),
+        ("gates:\n  tiers: [unit]\n  promote_tiers: [Unit]\n", "gates.promote_tiers.0: Input should be"),
+        # a key given twice, at the top and deeper: PyYAML would let the last one win, silently
+        (
+            "upstream:\n  remote: a\nupstream:\n  remote: b\n",
+            "ds4sync.yaml:3:1: malformed YAML (key 'upstream' given twice (first on line 1))",
+        ),
+        (
+            "fork:\n  branch: x\n  branch: y\n",
+            "ds4sync.yaml:3:3: malformed YAML (key 'branch' given twice (first on line 2))",
+        ),
     ],
 )
 def test_bad_config_values(pair, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:
@@ -253,6 +265,26 @@ def test_malformed_lock_json_is_a_stale_lock_not_a_crash(pair, capsys: pytest.Ca
     (state / "lock.json").write_text(text)
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
     assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "text"),
+    [
+        ("gates", "unit.yaml", "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}}\ntier: unit\n"),
+        ("patches/p", "patchset.yaml", "id: p\nkind: fork-feature\nid: q\n"),
+    ],
+    ids=["gate-file", "patch-set-file"],
+)
+def test_a_key_given_twice_in_a_profile_file(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, folder: str, name: str, text: str
+) -> None:
+    profile = tmp_path / "profile"
+    for sub in ("gates", "patches", folder):
+        (profile / sub).mkdir(parents=True, exist_ok=True)
+    (profile / folder / name).write_text(text)
+    command = ("gate", "--tier", "unit") if folder == "gates" else ("patches", "list")
+    code, err = one_error_line(capsys, *command, "--repo", str(pair.repo), "--profile", str(profile))
+    assert code == 2 and f"{name}:" in err and "given twice (first on line 1)" in err, err
 
 
 def test_bad_regex_in_a_gate(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ A leaf module: it imports nothing else of ds4sync but its errors.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,7 +23,8 @@ class FrozenModel(BaseModel):
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error becomes a ConfigError with line and column."""
+    """Parse a YAML file; a syntax error or a key given twice in one mapping (which PyYAML would let the
+    last one win) becomes a ConfigError with line and column."""
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -36,13 +38,36 @@ def read_yaml(path: Path) -> Any:
     import yaml  # start-up stays light for commands without a config file
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"malformed YAML ({problem})", where=where, fix="fix the syntax at that line") from exc
     return {} if data is None else data
+
+
+@functools.cache
+def _unique_keys_loader() -> type:
+    """PyYAML's SafeLoader, refusing a key that a mapping already has (its documented extension point)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line)
+                except TypeError:  # an unhashable key: SafeLoader's own error follows
+                    continue
+                if first != key_node.start_mark.line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} given twice (first on line {first + 1})", key_node.start_mark
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def validate(model: type[M], data: Any, *, source: Path | str) -> M:

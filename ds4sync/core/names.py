@@ -23,6 +23,9 @@ class Tier(StrEnum):
 
 
 TIERS: tuple[str, ...] = tuple(tier.value for tier in Tier)
+#: The same words as a type, for config fields that name tiers (a typo fails when the file is read).
+TierName = Literal["static", "unit", "gpu", "kernel", "serving", "perf"]
+assert get_args(TierName) == TIERS
 
 #: What a patch-set carries: the fork's own feature, an upstream backport, a fix-up, a removal.
 PatchSetKind = Literal["fork-feature", "backport", "fixup", "removal"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.core.names import ExecutorName
+from ds4sync.core.names import ExecutorName, TierName
 
 # Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
 VLLM_RUN_ALL_PATTERNS: tuple[str, ...] = (
@@ -46,8 +46,8 @@ class GatesConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     python: str | None = None
-    tiers: tuple[str, ...] = ()
-    promote_tiers: tuple[str, ...] | None = None
+    tiers: tuple[TierName, ...] = ()
+    promote_tiers: tuple[TierName, ...] | None = None
     jobs: int = Field(default=2, ge=1)
     gpus: tuple[str, ...] = ()
     run_all_patterns: tuple[str, ...] = VLLM_RUN_ALL_PATTERNS
