@@ -295,3 +295,25 @@ def test_bad_regex_in_a_gate(pair, capsys: pytest.CaptureFixture[str], tmp_path:
     )
     code, err = one_error_line(capsys, "gate", "--tier", "unit", "--repo", str(pair.repo), "--profile", str(profile))
     assert code == 2 and "unit.yaml" in err and "(unclosed" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("frok:\n  branch: x\n", "frok: unknown key (did you mean 'fork'?)"),
+        ("fork:\n  brnach: x\n", "fork.brnach: unknown key (did you mean 'branch'?)"),
+        ("gates:\n  tires: [unit]\n", "gates.tires: unknown key (did you mean 'tiers'?)"),
+        (
+            "merge:\n  rules:\n    - {glob: a, strategy: ours, reasn: y}\n",
+            "merge.rules.0.reasn: unknown key (did you mean 'reason'?)",
+        ),
+        ("zzzz: 1\n", "zzzz: unknown key; fix that key in ds4sync.yaml"),  # nothing near: no guess
+    ],
+)
+def test_an_unknown_key_names_the_nearest_known_one(
+    pair, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    (pair.repo / "ds4sync.yaml").write_text(text)
+    code, err = one_error_line(capsys, "config", "check", "--repo", str(pair.repo))
+    assert code == 2 and expected in err, err
+    assert "see `ds4sync config check`" not in err  # the fix does not point back at the command that printed it

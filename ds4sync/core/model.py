@@ -5,9 +5,10 @@ A leaf module: it imports nothing else of ds4sync but its errors.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -81,20 +82,51 @@ def validate(model: type[M], data: Any, *, source: Path | str) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(
-            describe_validation_error(exc),
+            describe_validation_error(exc, model),
             where=str(source),
-            fix=f"see `ds4sync config check` and the {model.__name__} fields",
+            fix=f"fix that key in {Path(str(source)).name} (its keys are the fields of {model.__name__})",
         ) from exc
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """``key.path: expected ...`` for the first error of a pydantic ValidationError."""
+def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """``key.path: expected ...`` for the first error of a pydantic ValidationError; an unknown key of
+    ``model`` (or of a model inside it) names the nearest known one, as difflib finds it."""
     err = exc.errors()[0]
     loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
-        return f"{loc}: unknown key"
+        known = _keys_at(model, err["loc"][:-1]) if model is not None else ()
+        near = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
+        return f"{loc}: unknown key" + (f" (did you mean '{near[0]}'?)" if near else "")
     if err["type"] == "missing":
         return f"{loc}: required key is missing"
     got = err.get("input")
     shown = repr(got) if isinstance(got, str | int | float | bool) or got is None else type(got).__name__
     return f"{loc}: {err['msg'].rstrip('.')} (got {shown})"
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The field names (and aliases) of the model found at ``loc`` inside ``model``: through fields,
+    optional and container types; () where the path leaves the models."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue  # an index into a list or tuple: the item type is found below
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return ()
+        current = _model_in(fields[part].annotation)
+        if current is None:
+            return ()
+    fields = getattr(current, "model_fields", {})
+    return tuple(name for name, info in fields.items() for name in (name, info.alias) if name)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The first pydantic model in a field's type (``X``, ``X | None``, ``tuple[X, ...]``, ``dict[str, X]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
