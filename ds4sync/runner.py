@@ -256,6 +256,7 @@ def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tup
     where = str(repo.path)
     check_user_ref(ref, what="upstream ref", where=where)
     require_unambiguous(repo, ref)
+    _require_commitish(repo, ref)
     remote = ws.config.upstream.remote
     has_remote = repo.remote_url(remote) is not None
     source = remote if has_remote else ws.config.upstream.url
@@ -284,6 +285,15 @@ def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tup
         if local:
             exc.fix = f"{exc.fix}; for the local branch '{ref}' say `refs/heads/{ref}`"
         raise
+
+
+def _require_commitish(repo: GitRepo, ref: str) -> None:
+    """Refuse a ref git has that names no commit (a tree or blob SHA, ``X^{tree}``)."""
+    kind = repo.object_type(ref)
+    if kind is not None and kind not in ("commit", "tag"):
+        raise GitError(
+            f"'{ref}' is a {kind}, not a commit", where=str(repo.path), fix="name an upstream commit, branch or tag"
+        )
 
 
 def _upstream_sha(repo: GitRepo, ref: str, source: str | None, remote: str) -> str:

@@ -317,3 +317,43 @@ def test_an_unknown_key_names_the_nearest_known_one(
     code, err = one_error_line(capsys, "config", "check", "--repo", str(pair.repo))
     assert code == 2 and expected in err, err
     assert "see `ds4sync config check`" not in err  # the fix does not point back at the command that printed it
+
+
+@pytest.mark.parametrize("how", ["tree-sha", "peeled-tree", "blob-sha"])
+@pytest.mark.parametrize("command", ["plan", "merge"])
+def test_an_object_that_is_no_commit_is_named_for_what_it_is(
+    pair, capsys: pytest.CaptureFixture[str], how: str, command: str
+) -> None:
+    git = lambda *a: subprocess.run(["git", "-C", str(pair.repo), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    head = git("rev-parse", "upstream/main")
+    ref = {"tree-sha": git("rev-parse", f"{head}^{{tree}}"), "peeled-tree": f"{head}^{{tree}}",
+           "blob-sha": git("rev-parse", f"{head}:f.py")}[how]  # fmt: skip
+    kind = "blob" if how == "blob-sha" else "tree"
+    before = refs_and_worktrees(pair.repo)
+    code, err = one_error_line(capsys, command, ref, "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 2 and f"'{ref}' is a {kind}, not a commit" in err, err
+    assert refs_and_worktrees(pair.repo) == before
+
+
+def test_a_fork_branch_only_on_a_remote_gets_the_command_that_makes_it(
+    pair, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subprocess.run(
+        ["git", "-C", str(pair.repo), "update-ref", "refs/remotes/origin/topic", "upstream/main"], check=True
+    )
+    code, err = one_error_line(capsys, "plan", "upstream/main", "--repo", str(pair.repo), "--branch", "topic")
+    assert code == 2 and "no local branch named 'topic'" in err
+    assert "`git branch topic origin/topic`" in err
+
+
+def test_status_all_shows_whole_run_ids_in_a_narrow_table(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(2):
+        assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
+        assert main(["abort", "--repo", str(pair.repo), "--yes"]) == 0
+    capsys.readouterr()
+    assert main(["status", "--all", "--repo", str(pair.repo), "--json"]) == 0
+    ids = [row["run_id"] for row in cli_data(capsys.readouterr().out)["runs"]]
+    assert len(ids) == 2
+    assert main(["status", "--all", "--repo", str(pair.repo)]) == 0  # not a terminal: rich's 80 columns
+    out = capsys.readouterr().out
+    assert all(run_id in out for run_id in ids), out

@@ -125,7 +125,9 @@ def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
         console.print("no runs yet; start one with `ds4sync merge <upstream-ref>`")
         return
     table = Table(title=f"{len(rows)} run{'s' if len(rows) != 1 else ''}")
-    for column in ("run", "status", "fork branch", "upstream", "created"):
+    widest = max((len(row["run_id"]) for row in rows), default=3)
+    table.add_column("run", no_wrap=True, min_width=widest)  # whole: it is what --run takes
+    for column in ("status", "fork branch", "upstream", "created"):
         table.add_column(column)
     for row in rows:
         table.add_row(

@@ -324,12 +324,23 @@ class GitRepo(PatchVerbs):
         check_user_ref(branch, what="branch", where=str(self.path))
         sha = self.resolve_commit(f"refs/heads/{branch}")
         if sha is None:
-            raise GitError(
-                f"no local branch named '{branch}'",
-                where=str(self.path),
-                fix="pass --branch with an existing branch (see `git branch`)",
+            tracking = sorted(
+                ref.removeprefix("refs/remotes/")
+                for ref in self.out("for-each-ref", "--format=%(refname)", "refs/remotes/").splitlines()
+                if ref.endswith(f"/{branch}") and ref.count("/") == 3
             )
+            fix = (
+                f"make it from {tracking[0]}: `git branch {branch} {tracking[0]}` (or pass --branch with another)"
+                if tracking
+                else "pass --branch with an existing branch (see `git branch`)"
+            )
+            raise GitError(f"no local branch named '{branch}'", where=str(self.path), fix=fix)
         return sha
+
+    def object_type(self, spec: str) -> str | None:
+        """git's type of the object ``spec`` names (commit, tree, blob, tag), or None when there is none."""
+        status, out, _ = self.run("cat-file", "-t", "--end-of-options", spec, ok_codes=(0, 1, 128))
+        return out.strip() if status == 0 and out.strip() else None
 
     def current_branch(self) -> str | None:
         """The checked-out branch name, or None on a detached HEAD."""
