@@ -78,3 +78,41 @@ def test_plan_counts_paths_and_says_a_rename_is_two(tmp_path: Path, capsys: pyte
     assert code == 0, err
     assert "upstream 2, fork 1 (a rename counts two)" in " ".join(out.split())
     assert git(pair.repo, "diff", "--name-only", "--no-renames", pair.base, "upstream/main").split() == ["b.py", "d.py"]
+
+
+def test_the_latest_run_is_the_last_started_even_within_one_second(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run ids sort by time, then SHA: two runs started in one second must still sort in the order they began,
+    whatever their SHAs, or "the latest run" (status, report, resume) is the wrong one."""
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "1")}, {"a.py": lines("a", "1", "2")}], [])
+    first, second = git(pair.repo, "rev-parse", "upstream/main~1"), git(pair.repo, "rev-parse", "upstream/main")
+    if first[:10] < second[:10]:  # the later run gets the smaller SHA, so that SHA order would pick the wrong one
+        first, second = second, first
+    args = ("--repo", str(pair.repo), "--branch", BRANCH)
+    for sha in (first, second):
+        code, out, err = run_cli(capsys, "merge", sha, *args, "--json")
+        assert code == 0, err
+        last = cli_data(out)["run_id"]
+        if sha == first:
+            assert run_cli(capsys, "abort", "--repo", str(pair.repo), "--yes")[0] == 0
+    ids = sorted(p.name for p in (pair.repo / ".git" / "ds4sync" / "runs").iterdir())
+    assert ids[-1] == last and last.endswith(second[:10])
+    code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
+    assert cli_data(out)["run_id"] == last
+
+
+def test_a_new_run_id_sorts_after_a_run_started_in_the_same_second(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from ds4sync.loop import sync
+    from ds4sync.runner import open_workspace
+
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "1")}], [])
+    ws = open_workspace(pair.repo, branch=BRANCH)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    newest = ws.store.root / "runs" / f"{stamp}-ffffffffff"  # this second, and a SHA that sorts last
+    newest.mkdir(parents=True)
+    (newest / "record.json").write_text("{}")
+    made = sync._new_run_id(ws, "0" * 40)
+    assert made[:15] > stamp and sorted([newest.name, made])[-1] == made

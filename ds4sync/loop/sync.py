@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,6 +80,19 @@ def _upstream_branch(ws: Workspace, ref: str, sha: str, say: Progress) -> str | 
     return None
 
 
+def _new_run_id(ws: Workspace, upstream_sha: str) -> str:
+    """A run id whose time sorts after the newest run's (caller holds the store's lock): ids order the runs,
+    and "the latest run" is the last; two runs started in one second would order by SHA instead. Waits for
+    the next second at most; a newest run from a later time (a clock set back) is not waited for."""
+    ids = ws.store.run_ids()
+    newest = ids[-1][:15] if ids else ""
+    run_id = make_run_id(upstream_sha)
+    while run_id[:15] == newest:
+        time.sleep(0.05)
+        run_id = make_run_id(upstream_sha)
+    return run_id
+
+
 def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     """Predict the merge of ``ref`` into the fork branch; touches no work tree, takes no lock.
 
@@ -129,7 +143,7 @@ def start_merge(
         from ds4sync.merge.phases import backup_branch_name
         from ds4sync.record import RunRecord
 
-        run_id = make_run_id(upstream_sha)
+        run_id = _new_run_id(ws, upstream_sha)
         suffix = 1
         while ws.store.run_dir(run_id).exists():
             suffix += 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -26,6 +28,8 @@ def repo(tmp_path: Path) -> tuple[Path, Path, str, str]:
     Returns (repo, state dir, id of the merge run, id of the failed run).
     """
     merged_store, merged_id = merged_run(tmp_path / "a")
+    while datetime.now(UTC).strftime("%H%M%S") == merged_id[9:15]:  # two stores: ids of one second order by SHA
+        time.sleep(0.05)
     failed_store, failed_id = failed_run(tmp_path / "b")
     builder = RepoBuilder(tmp_path / "fork")
     builder.commit({"README.md": "fork\n"}, "fork: initial")
