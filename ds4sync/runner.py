@@ -173,7 +173,7 @@ def open_workspace(
         repo=repo,
         config=config,
         state_dir=Path(root),
-        profile=Path(chosen or shipped_profile()),
+        profile=Path(chosen).resolve() if chosen is not None else shipped_profile(),  # the record keeps it whole
         fork_branch=branch or config.fork.branch,
         profile_explicit=chosen is not None,
     )
@@ -189,7 +189,7 @@ def for_run(ws: Workspace, record: RunRecord) -> Workspace:
     Raises:
         ConfigError: ``ws`` names another profile than the run's, or the run's profile folder is gone.
     """
-    if record.profile is None or Path(record.profile) == ws.profile:
+    if record.profile is None or Path(record.profile).resolve() == ws.profile.resolve():
         return ws
     recorded = Path(record.profile)
     if ws.profile_explicit:

@@ -7,6 +7,7 @@ leaves the run as it was. Real git in tmp_path repositories; nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -97,3 +98,25 @@ def test_another_profile_is_refused_and_the_run_is_left_as_it_was(
     assert not (waiting["profile"] / "patches" / "resolutions").exists()
     code, out, _ = run_cli(capsys, "status", "--repo", str(waiting["repo"]), "--json")
     assert cli_data(out)["status"] == "needs-person"
+
+
+def test_a_relative_profile_is_recorded_whole_and_found_from_another_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pair = conflict_pair(tmp_path)
+    own_profile(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(
+        capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--profile", "profile", "--json"
+    )
+    assert code == 4, err
+    data = cli_data(out)
+    record = json.loads((pair.repo / ".git" / "ds4sync" / "runs" / data["run_id"] / "record.json").read_text())
+    assert record["profile"] == str(tmp_path / "profile")  # whole, not as typed
+    Path(data["worktree"], "f.py").write_text(lines("fork", "up"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 0, err
+    assert list((tmp_path / "profile" / "patches" / "resolutions").iterdir())
