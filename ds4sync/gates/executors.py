@@ -16,6 +16,7 @@ own task retries are off: a retry is ours to decide and to record.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -199,7 +200,7 @@ def _python_here() -> str:
 
 def _node_checkout(source: str, commit: str, gate_name: str) -> tuple[GitRepo, Path]:
     """This node's clone of ``source`` (cloned once per node, then fetched) and a new detached worktree
-    of it at ``commit`` for this task, named ``<gate>-<commit12>-<pid>-<ns>``.
+    of it at ``commit`` for this task, named ``<gate>-<commit12>-<host>-<pid>-<ns>``.
 
     Under the clone's lock it first removes the worktrees and log folders of tasks whose process
     is gone from this host (a node killed mid-gate), so they do not pile up.
@@ -219,7 +220,7 @@ def _node_checkout(source: str, commit: str, gate_name: str) -> tuple[GitRepo, P
         _sweep_dead_tasks(repo, root)
         if repo.resolve_commit(commit) is None:
             repo.run("fetch", "--quiet", "origin", commit)
-        target = root / "worktrees" / f"{gate_name}-{commit[:12]}-{os.getpid()}-{time.monotonic_ns()}"
+        target = root / "worktrees" / f"{gate_name}-{commit[:12]}-{_HOST}-{os.getpid()}-{time.monotonic_ns()}"
         return repo, repo.worktree_add_detached(target, commit).path
 
 
@@ -230,10 +231,16 @@ def _task_dir(parent: Path, name: str) -> Path:
     return path
 
 
+#: This host in task folder names, so that a cache folder shared by several hosts is swept only of this one's.
+_HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def _task_pid(name: str) -> int | None:
-    """The pid in a task folder's name (``<gate>-<commit12>-<pid>-<ns>``), or None for any other name."""
-    parts = name.rsplit("-", 3)
-    return int(parts[2]) if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit() else None
+    """The pid in the name of a task folder of this host (``<gate>-<commit12>-<host>-<pid>-<ns>``), else None."""
+    parts = name.rsplit("-", 4)
+    if len(parts) != 5 or parts[2] != _HOST or not (parts[3].isdigit() and parts[4].isdigit()):
+        return None
+    return int(parts[3])
 
 
 def _drop_task(repo: GitRepo, checkout: Path, log_dir: Path) -> None:
