@@ -179,6 +179,10 @@ def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.
             "fork:\n  branch: x\n  branch: y\n",
             "ds4sync.yaml:3:3: malformed YAML (key 'branch' given twice (first on line 2))",
         ),
+        (  # both on one line, in a flow mapping
+            "fork: {branch: x, branch: y}\n",
+            "ds4sync.yaml:1:19: malformed YAML (key 'branch' given twice (first on line 1))",
+        ),
     ],
 )
 def test_bad_config_values(pair, capsys: pytest.CaptureFixture[str], text: str, expected: str) -> None:

@@ -59,13 +59,14 @@ def _unique_keys_loader() -> type:
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
                 try:
-                    first = seen.setdefault(key, key_node.start_mark.line)
+                    first = seen.get(key)
                 except TypeError:  # an unhashable key: SafeLoader's own error follows
                     continue
-                if first != key_node.start_mark.line:
+                if first is not None:  # by key, not by line: `{a: 1, a: 2}` repeats it on one line
                     raise yaml.constructor.ConstructorError(
                         None, None, f"key {key!r} given twice (first on line {first + 1})", key_node.start_mark
                     )
+                seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep=deep)
 
     return UniqueKeyLoader
