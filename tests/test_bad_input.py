@@ -304,14 +304,14 @@ def test_bad_regex_in_a_gate(pair, capsys: pytest.CaptureFixture[str], tmp_path:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("frok:\n  branch: x\n", "frok: unknown key (did you mean 'fork'?)"),
-        ("fork:\n  brnach: x\n", "fork.brnach: unknown key (did you mean 'branch'?)"),
-        ("gates:\n  tires: [unit]\n", "gates.tires: unknown key (did you mean 'tiers'?)"),
+        ("frok:\n  branch: x\n", "ds4sync.yaml:1: frok: unknown key (did you mean 'fork'?)"),
+        ("fork:\n  brnach: x\n", "ds4sync.yaml:2: fork.brnach: unknown key (did you mean 'branch'?)"),
+        ("gates:\n  tires: [unit]\n", "ds4sync.yaml:2: gates.tires: unknown key (did you mean 'tiers'?)"),
         (
             "merge:\n  rules:\n    - {glob: a, strategy: ours, reasn: y}\n",
-            "merge.rules.0.reasn: unknown key (did you mean 'reason'?)",
+            "ds4sync.yaml:3: merge.rules.0.reasn: unknown key (did you mean 'reason'?)",
         ),
-        ("zzzz: 1\n", "zzzz: unknown key; fix that key in ds4sync.yaml"),  # nothing near: no guess
+        ("zzzz: 1\n", "ds4sync.yaml:1: zzzz: unknown key; fix that key in ds4sync.yaml"),  # nothing near: no guess
     ],
 )
 def test_an_unknown_key_names_the_nearest_known_one(
@@ -361,3 +361,87 @@ def test_status_all_shows_whole_run_ids_in_a_narrow_table(pair, capsys: pytest.C
     assert main(["status", "--all", "--repo", str(pair.repo)]) == 0  # not a terminal: rich's 80 columns
     out = capsys.readouterr().out
     assert all(run_id in out for run_id in ids), out
+
+
+# The line of the offending key or value, for every file ds4sync validates and at every depth: a top-level
+# key, a nested one, an item of a list (block and flow style), a wrong value (the value's line, not its key's),
+# a section under `serving:` and the same section as a whole file, and one gate's kind-specific `run:` mapping.
+CONFIG_LINES = {
+    "ds4sync.yaml": [
+        ("# comment\n\nfork:\n  branch: x\n  brnach: y\n", ":5: fork.brnach: unknown key"),
+        (
+            "merge:\n  rules:\n    - glob: a\n      strategy: ours\n    - glob: b\n      strategy: mine\n",
+            ":6: merge.rules.1.strategy",
+        ),
+        (
+            "merge:\n  rules: [{glob: a, strategy: ours},\n    {glob: b, strategy: mine}]\n",
+            ":3: merge.rules.1.strategy",
+        ),
+        ("fork:\n  branch:\n    - not\n    - a string\n", ":3: fork.branch"),
+    ],
+    "serving-section": [
+        (
+            "x: 1\nserving:\n  server:\n    model: m\n    base_url: http://h:1\n  probs: [health]\n",
+            ":6: serving.probs: unknown key (did you mean 'probes'?)",
+        ),
+        (
+            "serving:\n  server:\n    model: m\n    base_url: http://h:1\n    attach_timeout_s: soon\n",
+            ":5: serving.server.attach_timeout_s",
+        ),
+    ],
+    "serving-whole-file": [
+        (
+            "server:\n  model: m\n  base_url: http://h:1\nprobs: [health]\n",
+            ":4: probs: unknown key (did you mean 'probes'?)",
+        ),
+        ("- server\n", "expected a mapping at the top level, got list"),
+        ("serving: [a, b]\n", ":1: expected a mapping at serving, got list"),
+    ],
+    "gate-file": [
+        (
+            "tier: unit\ngates:\n  - name: a\n    kind: command\n    run:\n      argv: ['true']\n      agrv: x\n",
+            ":7: gates.0.run.agrv: unknown key (did you mean 'argv'?)",
+        ),
+        (
+            "tier: unit\ngates:\n  - name: a\n    kind: command\n    run: [x]\n",
+            ":5: gates.0.run: Input should be a valid dictionary",
+        ),
+        (
+            "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}, timout_s: 3}\n",
+            ":3: gates.0.timout_s: unknown key",
+        ),
+    ],
+    "patch-set-file": [  # an item of a tagged union: the line of the item whose kind rejects the key
+        (
+            "id: p\ntitle: t\nkind: fork-feature\npatches: []\ninvariants:\n  - {kind: file_exists, path: a, pth: z}\n",
+            ":6: invariants.0.",
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "expected"), [(where, text, exp) for where, cases in CONFIG_LINES.items() for text, exp in cases]
+)
+def test_a_config_error_names_the_line_of_the_key_or_value(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str, text: str, expected: str
+) -> None:
+    repo = str(pair.repo)
+    if where == "ds4sync.yaml":
+        file = pair.repo / "ds4sync.yaml"
+        command: tuple[str, ...] = ("config", "check", "--repo", repo)
+    elif where.startswith("serving"):
+        file = tmp_path / "serving.yaml"
+        command = ("serving", "gate", "--repo", repo, "--serving-config", str(file))
+    else:
+        folder = "gates" if where == "gate-file" else "patches/p"
+        for sub in ("gates", "patches", folder):
+            (tmp_path / "profile" / sub).mkdir(parents=True, exist_ok=True)
+        file = tmp_path / "profile" / folder / ("unit.yaml" if where == "gate-file" else "patchset.yaml")
+        verb = ("gate", "--tier", "unit") if where == "gate-file" else ("patches", "list")
+        command = (*verb, "--repo", repo, "--profile", str(tmp_path / "profile"))
+    file.write_text(text)
+    before = refs_and_worktrees(pair.repo)
+    code, err = one_error_line(capsys, *command)
+    assert code == 2 and f"{file.name}{expected}" in err if expected.startswith(":") else expected in err, err
+    assert refs_and_worktrees(pair.repo) == before

@@ -72,28 +72,70 @@ def _unique_keys_loader() -> type:
     return UniqueKeyLoader
 
 
-def validate(model: type[M], data: Any, *, source: Path | str) -> M:
+def validate(model: type[M], data: Any, *, source: Path | str, at: tuple[str | int, ...] = ()) -> M:
     """Validate ``data`` into ``model``; the first error becomes one ConfigError line.
 
-    The line reads ``<file>: <key.path>: <what was expected>``.
+    The line reads ``<file>:<line>: <key.path>: <what was expected>``. ``at`` is where ``data`` sits
+    in the file (``("serving",)`` for a section, ``("gates", 0, "run")`` for one gate's settings) and
+    leads the key path; the line is the offending key's (an unknown key) or value's, found by walking
+    the file's YAML nodes, and is left out where the file is not YAML.
     """
     if not isinstance(data, dict):
-        raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}", where=str(source))
+        what = ".".join(map(str, at)) or "the top level"
+        line = _line_of(source, at, key=False)
+        raise ConfigError(
+            f"expected a mapping at {what}, got {type(data).__name__}",
+            where=f"{source}:{line}" if line and at else str(source),
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        err = exc.errors()[0]
+        line = _line_of(source, (*at, *err["loc"]), key=err["type"] == "extra_forbidden")
         raise ConfigError(
-            describe_validation_error(exc, model),
-            where=str(source),
+            describe_validation_error(exc, model, at=at),
+            where=f"{source}:{line}" if line else str(source),
             fix=f"fix that key in {Path(str(source)).name} (its keys are the fields of {model.__name__})",
         ) from exc
 
 
-def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
-    """``key.path: expected ...`` for the first error of a pydantic ValidationError; an unknown key of
-    ``model`` (or of a model inside it) names the nearest known one, as difflib finds it."""
+def _line_of(source: Path | str, loc: tuple[Any, ...], *, key: bool) -> int | None:
+    """The 1-based line of ``loc`` in the YAML file ``source``: the mapping key's line when ``key``,
+    else its value's; the deepest node found where the path leaves the file; None for no YAML file."""
+    path = Path(str(source))
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        return None
+    import yaml
+
+    try:
+        node: Any = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for index, part in enumerate(loc):
+        found = None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
+                    last = index == len(loc) - 1
+                    found, line = value_node, (key_node if key and last else value_node).start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            found = node.value[part]
+            line = found.start_mark.line + 1
+        if found is None:
+            break
+        node = found
+    return line
+
+
+def describe_validation_error(
+    exc: ValidationError, model: type[BaseModel] | None = None, *, at: tuple[str | int, ...] = ()
+) -> str:
+    """``key.path: expected ...`` for the first error of a pydantic ValidationError, the path led by ``at``;
+    an unknown key of ``model`` (or of a model inside it) names the nearest known one, as difflib finds it."""
     err = exc.errors()[0]
-    loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    loc = ".".join(str(part) for part in (*at, *err["loc"])) or "(top level)"
     if err["type"] == "extra_forbidden":
         known = _keys_at(model, err["loc"][:-1]) if model is not None else ()
         near = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)

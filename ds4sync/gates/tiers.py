@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import describe_validation_error, read_yaml, validate
+from ds4sync.core.model import read_yaml, validate
 from ds4sync.core.names import TIERS
 from ds4sync.gates.definition import Gate, GateDef, GateFile
 from ds4sync.gates.kinds import KIND_MODULES, kind_module
@@ -54,12 +54,5 @@ def _load_gate(parsed: GateFile, index: int, gate: GateDef, path: Path) -> Gate:
             where=str(path),
         )
     spec_model: type[BaseModel] = kind_module(gate.kind).Spec
-    try:
-        spec = spec_model.model_validate(gate.run)
-    except ValidationError as exc:
-        raise ConfigError(
-            f"gates.{index}.run.{describe_validation_error(exc)}",
-            where=str(path),
-            fix=f"see the {spec_model.__module__}.Spec fields",
-        ) from exc
+    spec = validate(spec_model, gate.run, source=path, at=("gates", index, "run"))
     return Gate(definition=gate, spec=spec, tier=parsed.tier, source=path, shared_rules=parsed.env_failures)

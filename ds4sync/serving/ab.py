@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import read_yaml, validate
 from ds4sync.serving import bench
 from ds4sync.serving.abstats import MetricRule, compare_metric, family_confidence, overall_verdict, rules_for, schedule
 from ds4sync.serving.config import (
@@ -44,7 +43,7 @@ from ds4sync.serving.config import (
     BenchConfig,
     BenchRow,
     ServerConfig,
-    ServingConfig,
+    read_serving_file,
 )
 from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
 from ds4sync.serving.server import ServerHandle, attach, start_server, stop_server, wait_ready
@@ -417,8 +416,7 @@ def side_config(spec: str, *, model: str | None) -> ServerConfig | None:
         return ServerConfig(base_url=spec, model=model)
     path = Path(spec)
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        data = read_yaml(path)
-        return validate(ServingConfig, data.get("serving", data), source=path).server
+        return read_serving_file(path).server
     return None
 
 

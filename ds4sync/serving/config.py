@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.serving.abstats import MetricRule
 
 ProbeName = Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput"]
@@ -317,3 +317,16 @@ class ServingConfig(FrozenModel):
                 f"p99_ttft_ms, request_goodput, lost_requests; or one of {', '.join(AB_EXTRA_METRICS)}"
             )
         return self
+
+
+def read_serving_file(path: Path) -> ServingConfig:
+    """The serving section of the YAML file ``path``: under its ``serving:`` key, or the file's whole mapping.
+
+    Raises:
+        ConfigError: the file is unreadable, malformed, not a mapping, or the section is invalid
+            (the line names the file and the offending key's line).
+    """
+    data = read_yaml(path)
+    if isinstance(data, dict) and "serving" in data:
+        return validate(ServingConfig, data["serving"], source=path, at=("serving",))
+    return validate(ServingConfig, data, source=path)

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import read_yaml, validate
 from ds4sync.runner import Workspace
-from ds4sync.serving.config import ServingConfig
+from ds4sync.serving.config import ServingConfig, read_serving_file
 
 
 def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
@@ -19,8 +18,7 @@ def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
         ConfigError: neither has one, or it is malformed.
     """
     if path is not None:
-        data = read_yaml(path)
-        return validate(ServingConfig, data.get("serving", data), source=path)
+        return read_serving_file(path)
     if ws.config.serving is None:
         raise ConfigError(
             "no serving section",

@@ -197,11 +197,12 @@ def test_malformed_patchset_stops_replay_for_a_person_and_resume_goes_on(sc: Sce
     path = sc.patches / "bounds-check" / "patchset.yaml"
     good = path.read_text()
     path.write_text(good.replace("kind: fork-feature", "kind: feature"))
+    line = 1 + good.splitlines().index("kind: fork-feature")
     code, data = _merge(sc, capsys)
     assert code == 4 and data["status"] == "needs-person"
     record = _record(sc)
     assert record.phases["replay"].status == "needs-person"
-    assert record.phases["replay"].message.startswith(f"{path}: kind: Input should be")
+    assert record.phases["replay"].message.startswith(f"{path}:{line}: kind: Input should be")  # the value's line
     path.write_text(good)
     assert main(["resume", "--repo", str(sc.fork.path)]) == 4
     assert _record(sc).results.replay.pending == "softcap"

@@ -27,11 +27,11 @@ from typing import Any
 from ds4sync.config import CONFIG_NAME, load_config
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, TestCounts, TestFailure
-from ds4sync.serving.config import ServingConfig
+from ds4sync.serving.config import ServingConfig, read_serving_file
 from ds4sync.serving.gate import run_serving_gate
 
 
@@ -49,8 +49,7 @@ def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
     if spec.config_file:
         path = Path(spec.config_file)
         path = path if path.is_absolute() else ctx.cwd / path
-        data = read_yaml(path)
-        return validate(ServingConfig, data.get("serving", data), source=path)
+        return read_serving_file(path)
     found = ctx.extra.get("serving_config")
     if isinstance(found, ServingConfig):
         return found
