@@ -114,3 +114,35 @@ def test_a_new_run_id_sorts_after_a_run_started_in_the_same_second(tmp_path: Pat
     (newest / "record.json").write_text("{}")
     made = sync._new_run_id(ws, "0" * 40)
     assert made[:15] > stamp and sorted([newest.name, made])[-1] == made
+
+
+@pytest.mark.parametrize(
+    ("ref", "extra", "read_from"),
+    [
+        ("main", (), "refs/remotes/upstream/main"),  # not the checkout's own, stale, local main
+        ("upstream/main", (), "refs/remotes/upstream/main"),
+        ("v1", (), "refs/tags/v1"),
+        ("main", ("--fetch",), "main fetched from upstream"),
+        ("SHA", (), "commit SHA"),
+        ("refs/heads/main", (), "refs/heads/main"),
+    ],
+)
+def test_plan_says_which_ref_it_read_upstream_from_and_which_branch_is_the_fork(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ref: str, extra: tuple[str, ...], read_from: str
+) -> None:
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    tip = pair.upstream.head()
+    git(pair.upstream.path, "tag", "v1")
+    git(pair.repo, "fetch", "-q", "--tags", "upstream")
+    ref, read_from = ref.replace("SHA", tip), read_from.replace("SHA", tip)
+    want = pair.base if ref == "refs/heads/main" else tip  # the local branch, taken as written
+    args = (ref, "--repo", str(pair.repo), "--branch", BRANCH, *extra)
+    code, out, err = run_cli(capsys, "plan", *args, "--json")
+    assert code == 0, err
+    data = cli_data(out)
+    assert data["upstream_sha"] == want and data["upstream_resolved_from"] == read_from
+    assert data["fork_branch"] == BRANCH and data["fork_sha"] == git(pair.repo, "rev-parse", BRANCH)
+    code, out, err = run_cli(capsys, "plan", *args)
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert f"{want} (read from {read_from})" in text and f"(head of {BRANCH})" in text

@@ -28,8 +28,9 @@ def print_json(console: Console, data: Any) -> None:
 def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> None:
     """Counts, conflicts (kind and resolution) and semantic overlaps as tables."""
     head = Table(title=title, show_header=False, box=None)
-    head.add_row("upstream", summary.upstream_sha)
-    head.add_row("fork", summary.fork_sha)
+    source = f" (read from {summary.upstream_resolved_from})" if summary.upstream_resolved_from else ""
+    head.add_row("upstream", summary.upstream_sha + source)
+    head.add_row("fork", summary.fork_sha + (f" (head of {summary.fork_branch})" if summary.fork_branch else ""))
     head.add_row("merge-base", summary.merge_base)
     head.add_row("upstream commits", str(summary.upstream_commits))
     head.add_row("fork-only commits", str(summary.fork_commits))

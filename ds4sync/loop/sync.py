@@ -99,13 +99,14 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
     Raises:
         GitError, ConfigError: bad input (a bad ref, no such branch, unrelated histories).
     """
-    branch, fork_sha, upstream_sha, _ = _refs(ws, ref, fetch=fetch)
-    return plan_merge(
+    branch, fork_sha, upstream_sha, used = _refs(ws, ref, fetch=fetch)
+    summary = plan_merge(
         ws.repo,
         fork_sha=fork_sha,
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
     )
+    return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used})
 
 
 def start_merge(

@@ -77,13 +77,17 @@ class MergeSummary(BaseModel):
     ``fork_commits``: fork-only commits; ``*_files``: paths changed since the
     merge-base on each side (``git diff --name-status --no-renames``: a rename is two paths, the one
     it left and the one it made); ``remerge_diff_paths``: after commit, the paths where the
-    committed result differs from git's automatic merge (``git show --remerge-diff``).
+    committed result differs from git's automatic merge (``git show --remerge-diff``);
+    ``fork_branch`` and ``upstream_resolved_from`` (set by plan): the branch ``fork_sha`` is the head
+    of, and the ref ``upstream_sha`` was read from (``refs/remotes/upstream/main``, a fetch, a commit).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     upstream_sha: str
     fork_sha: str
+    fork_branch: str | None = None
+    upstream_resolved_from: str | None = None
     merge_base: str
     upstream_commits: int
     fork_commits: int
@@ -108,6 +112,8 @@ class MergeSummary(BaseModel):
         return {
             "upstream_sha": self.upstream_sha,
             "fork_sha": self.fork_sha,
+            **({"fork_branch": self.fork_branch} if self.fork_branch else {}),
+            **({"upstream_resolved_from": self.upstream_resolved_from} if self.upstream_resolved_from else {}),
             "merge_base": self.merge_base,
             "upstream_commits": self.upstream_commits,
             "fork_commits": self.fork_commits,
