@@ -147,3 +147,5 @@ def test_abort_writes_the_report_again_and_status_says_what_is_gone(
     text = " ".join(out.split())
     assert f"worktree: {inside['worktree']} (removed by the abort)" in text
     assert f"sync branch: {inside['sync_branch']} (deleted by the abort)" in text
+    # written when the run stopped for a person (its report phase pending), then again by the abort
+    assert f"report: {report} (of the run as it stopped; the report phase has not run)" in text

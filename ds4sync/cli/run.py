@@ -217,10 +217,13 @@ def status(
         return
     record = ws.store.resolve(run)
     path = str(ws.store.record_path(record.run_id))
+    report = ws.store.run_dir(record.run_id) / "report.md"
     done(
         json_out,
         lambda: record.model_dump(mode="json"),
-        text=lambda: ui.run_status(out, record, record_path=path),
+        text=lambda: ui.run_status(
+            out, record, record_path=path, report_path=str(report) if report.is_file() else None
+        ),
     )
 
 

@@ -83,8 +83,9 @@ def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> N
     console.print(f"  record: {record_path}")
 
 
-def run_status(console: Console, record: RunRecord, *, record_path: str) -> None:
-    """A run's phases and what to do next."""
+def run_status(console: Console, record: RunRecord, *, record_path: str, report_path: str | None = None) -> None:
+    """A run's phases and what to do next; ``report_path``: the run's written report, where there is one
+    (a run that stopped failed or for a person gets one while its report phase stays pending)."""
     table = Table(title=f"run {record.run_id} ({record.status})")
     for column in ("phase", "status", "message"):
         table.add_column(column)
@@ -103,6 +104,13 @@ def run_status(console: Console, record: RunRecord, *, record_path: str) -> None
     console.print(f"sync branch: {record.sync_branch}{gone and ' (deleted by the abort)'}", markup=False)
     console.print(f"backup: {record.backup_ref}", markup=False)
     console.print(f"record: {record_path}")
+    if report_path:
+        early = (
+            ""
+            if record.phase("report").status == "done"
+            else " (of the run as it stopped; the report phase has not run)"
+        )
+        console.print(f"report: {report_path}{early}", markup=False)
     console.print(f"next: {next_step(record)}")
 
 

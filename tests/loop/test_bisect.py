@@ -289,3 +289,9 @@ def test_a_failed_nightly_names_the_culprit_in_its_record_and_report(
     assert history.upstream[20][:12] in note and "#1020" in note and "on-load-hook" in note
     assert note in (record_path.parent / "report.md").read_text()
     assert "#1020" in captured.out + captured.err
+    # the report phase never ran, yet a report is there: status names it and says what it is
+    assert record["phases"].get("report", {}).get("status", "pending") == "pending"
+    assert main(["status", "--repo", str(history.root)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    report = record_path.parent / "report.md"
+    assert f"report: {report} (of the run as it stopped; the report phase has not run)" in text

@@ -168,7 +168,10 @@ def test_demo_runs_reports(demo_run: DemoRun, capsys: pytest.CaptureFixture[str]
     assert f"- Tier unit: {line}." in written
     capsys.readouterr()
     assert main(["status", "--repo", str(demo_run.workdir / "fork")]) == 0
-    assert f"tier unit: {line}" in " ".join(capsys.readouterr().out.split())
+    status_text = " ".join(capsys.readouterr().out.split())
+    assert f"tier unit: {line}" in status_text
+    assert second.results.report is not None and second.phases["report"].status == "done"
+    assert f"report: {second.results.report.path} next:" in status_text  # the report phase's own: no caveat
     first = store.load(store.run_ids()[0])
     first_report = render_report(first, templates_dir=ROOT / "reports")
     assert f"`{first.run_id}` ({first.status})" in first_report
