@@ -167,3 +167,54 @@ def test_promote_again_says_already_promoted(gated: faultrepo.Scenario, capsys) 
     capsys.readouterr()
     assert main(["promote", "--repo", repo]) == 0
     assert "already promoted at" in capsys.readouterr().out
+
+
+NEEDS_DATA = """from pathlib import Path
+
+
+def test_needs_the_data_file():
+    assert (Path(__file__).parent.parent / {name!r}).read_text() == "ok"
+"""
+
+
+@pytest.mark.parametrize("name", ["data/needed.txt", "data/sub dir/-needed*[1].txt"])
+@pytest.mark.parametrize("then", ["commit", "delete"])
+def test_a_green_that_needed_an_untracked_file_proves_no_commit(
+    gated: faultrepo.Scenario, capsys: pytest.CaptureFixture[str], name: str, then: str
+) -> None:
+    """A committed test reads a file nobody committed (a forgotten `git add`): the gate passes on the worktree,
+    but no commit has that file. Status says so, promote refuses naming it and leaves the fork alone; once the
+    file is committed resume proves the new head, and once it is deleted resume gates again and the test fails.
+    Ignored files (the .gitignore'd __pycache__ the gates write) are no part of either tree."""
+    repo = str(gated.repo)
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    (worktree.path / "tests" / "test_data.py").write_text(NEEDS_DATA.format(name=name))
+    worktree.run("add", "tests/test_data.py")
+    worktree.commit("a test that reads a data file\n")
+    data = worktree.path / name
+    data.parent.mkdir(parents=True)
+    data.write_text("ok")
+    fork_before = GitRepo(gated.repo).branch_head(faultrepo.BRANCH)
+    assert main(["resume", "--repo", repo]) == 0  # the gates see the file
+    capsys.readouterr()
+    assert main(["status", "--repo", repo]) == 0
+    assert f"with untracked files no commit has ({name})" in " ".join(capsys.readouterr().out.split())
+    assert main(["promote", "--repo", repo]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "ran on a tree with uncommitted changes" in err and f"untracked: {name}" in err
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fork_before
+    if then == "commit":
+        worktree.run("add", "--", name)
+        added = worktree.commit("add the data file\n")
+        assert main(["resume", "--repo", repo]) == 0
+        assert main(["promote", "--repo", repo]) == 0
+        assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == added
+        assert GitRepo(gated.repo).out("show", f"{added}:{name}") == "ok"
+    else:
+        data.unlink()
+        assert main(["resume", "--repo", repo]) == 1  # gated again on the head's own tree: the test fails
+        capsys.readouterr()
+        assert main(["promote", "--repo", repo]) == 2
+        assert "required gate unit/unit-tests is failed" in capsys.readouterr().err
+        assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fork_before

@@ -790,6 +790,36 @@ class GitRepo(PatchVerbs):
         path = self.git_dir / "MERGE_HEAD"
         return path.read_text().split()[0] if path.is_file() else None
 
+    def untracked_paths(self, *, exclude: Sequence[Path] = ()) -> list[str]:
+        """Files git does not track and does not ignore (``git ls-files --others --exclude-standard``),
+        sorted; those under a folder of ``exclude`` (resolved paths) are left out."""
+        out = self.run("ls-files", "-z", "--others", "--exclude-standard", strip=False)[1]
+        found = sorted(filter(None, out.split("\0")))
+        if not exclude:
+            return found
+        return [rel for rel in found if not any((self.path / rel).resolve().is_relative_to(x) for x in exclude)]
+
+    def worktree_tree(self, *, exclude: Sequence[Path] = ()) -> tuple[str, list[str]]:
+        """The tree id of the work tree as it is, and the untracked files in it.
+
+        The tree holds the tracked files with their changes and the files git neither tracks nor
+        ignores (those under ``exclude`` left out): what a command run here sees, minus ignored files.
+        Written through a private copy of the index (``git add --update``, then the untracked paths,
+        literally); no ref, no real index and no work tree file is touched.
+        """
+        untracked = self.untracked_paths(exclude=exclude)
+        real = Path(self.out("rev-parse", "--path-format=absolute", "--git-path", "index"))
+        with tempfile.TemporaryDirectory(prefix="ds4sync-index-") as folder:
+            index = Path(folder) / "index"
+            if real.is_file():
+                shutil.copyfile(real, index)  # its stat data spares git re-reading unchanged files
+            env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+            self.run("add", "--update", env=env)
+            if untracked:
+                paths = "\0".join(untracked).encode()
+                self.run_bytes("add", "--pathspec-from-file=-", "--pathspec-file-nul", env=env, stdin=paths)
+            return self.run("write-tree", env=env)[1].strip(), untracked
+
     def unmerged_paths(self) -> list[str]:
         """Paths with conflict stages in the index (``git ls-files -u``)."""
         out = self.run("ls-files", "-u", "-z", strip=False)[1]

@@ -145,6 +145,9 @@ class TierResult(FrozenModel):
     repo: str
     head: str | None = None
     tree: str | None = None
+    untracked: tuple[str, ...] = Field(
+        default=(), description="files git neither tracked nor ignored when the tier ran: in `tree`, not in `head`"
+    )
     started_at: str
     duration_s: float
     changed_since: str | None = None
@@ -178,7 +181,11 @@ class TierResult(FrozenModel):
             by_status[gate.status] = by_status.get(gate.status, 0) + 1
         gates = ", ".join(f"{n} {s}" for s, n in by_status.items())
         count = len(self.gates)
-        return f"{self.status}: {count} gate{'s' * (count != 1)} ({gates or 'none'}); tests: {self.totals().summary()}"
+        line = f"{self.status}: {count} gate{'s' * (count != 1)} ({gates or 'none'}); tests: {self.totals().summary()}"
+        if self.untracked:  # what the gates saw is not a commit: say so wherever the tier is shown
+            shown = ", ".join(self.untracked[:3]) + (", ..." if len(self.untracked) > 3 else "")
+            line += f"; with untracked files no commit has ({shown})"
+        return line
 
     def totals(self) -> TestCounts:
         """Counts summed over every gate (cached gates count what they counted when they ran)."""

@@ -202,6 +202,10 @@ def tree_id(repo: GitRepo) -> str:
     return repo.out("rev-parse", f"{stash or 'HEAD'}^{{tree}}")
 
 
+#: Untracked files a tier result names (the count is whole in the progress line).
+MAX_UNTRACKED = 20
+
+
 def _run_tier(
     ws: Workspace, options: TierOptions, *, record: RunRecord | None, progress: Progress | None
 ) -> TierResult:
@@ -218,7 +222,12 @@ def _run_tier(
             where=str(target),
             fix="resolve and `git add` them (then `ds4sync resume`), and gate again",
         )
-    head, tree = repo.head(), tree_id(repo)
+    # The proof is the tree the gates see: tracked changes and untracked files included, so that a commit
+    # that lacks a file a gate needed is never the tree it passed on. Gates writing files git does not
+    # ignore (caches) do not count as the checkout changing: that check compares tracked files only.
+    head, tracked = repo.head(), tree_id(repo)
+    state = ws.store.root.resolve()  # left out where it lies inside the checkout (a CI artefact folder)
+    tree, untracked = repo.worktree_tree(exclude=(state,) if state.is_relative_to(target.resolve()) else ())
     gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
     settings = ws.config.gates
     changed = changed_files(repo, options.changed_since) if options.changed_since else None
@@ -254,10 +263,10 @@ def _run_tier(
     results = plan.execute(decisions)
     after = (repo.head(), tree_id(repo))
     proof: dict[str, str] = {"commit": head, "tree": tree}
-    if after != (head, tree):
+    if after != (head, tracked):
         proof |= {
             "status": "error",
-            "reason": f"the checkout changed while the gates ran ({tree[:12]} -> {after[1][:12]})",
+            "reason": f"the checkout changed while the gates ran ({tracked[:12]} -> {after[1][:12]})",
         }
     results = [r.model_copy(update=proof) for r in results]
     return TierResult(
@@ -265,6 +274,7 @@ def _run_tier(
         repo=str(target),
         head=head,
         tree=tree,
+        untracked=tuple(untracked[:MAX_UNTRACKED]),
         started_at=started_at,
         duration_s=time.monotonic() - start,
         changed_since=options.changed_since,

@@ -77,7 +77,9 @@ def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo |
         if result is None:
             proof.hard.append(f"required tier '{tier}' has not run")
             continue
-        ran_on |= _check_tier(tier, [g.model_dump(mode="json") for g in result.gates], proof, tree)
+        ran_on |= _check_tier(
+            tier, [g.model_dump(mode="json") for g in result.gates], proof, tree, untracked=result.untracked
+        )
     moved = _moved_after(repo, ran_on - {str(head)}, head)
     if moved:
         proof.hard.insert(0, moved)
@@ -112,8 +114,11 @@ def _check_phases(record: RunRecord, proof: Proof) -> None:
         proof.hard.append(f"verify ran on uncommitted changes ({', '.join(verify.dirty[:3])})")
 
 
-def _check_tier(tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str | None) -> set[str]:
-    """Add the tier's blockers to ``proof``; return the commits its gates ran on."""
+def _check_tier(
+    tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str | None, *, untracked: tuple[str, ...] = ()
+) -> set[str]:
+    """Add the tier's blockers to ``proof``; return the commits its gates ran on. ``untracked``: the files
+    git neither tracked nor ignored when the tier ran (in the gates' tree, in no commit)."""
     head = proof.commit
     if not gates:
         proof.hard.append(f"required tier '{tier}' has no gates")
@@ -124,7 +129,10 @@ def _check_tier(tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str 
         if gate.get("commit") != head:
             proof.hard.append(f"gate {label} ran on {_short(gate.get('commit'))}, not on {_short(head)}")
         elif tree is not None and gate.get("tree") != tree:
-            proof.hard.append(f"gate {label} ran on a tree with uncommitted changes ({_short(gate.get('tree'))})")
+            extra = f"; untracked: {', '.join(untracked[:5])}" if untracked else ""
+            proof.hard.append(
+                f"gate {label} ran on a tree with uncommitted changes ({_short(gate.get('tree'))}{extra})"
+            )
         # Environment-only failures (incomplete) never count as passing.
         if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
             proof.soft.append(f"required gate {label} is {gate.get('status')}")
@@ -253,7 +261,8 @@ def _refuse_unproven(ws: Workspace, record: RunRecord, proof: Proof, *, allow: b
         raise StateError(
             f"run {record.run_id} does not prove {record.sync_branch}: {'; '.join(proof.hard)}",
             where=where,
-            fix="run the gates on the sync head (`ds4sync resume`, or `ds4sync gate --tier TIER` in the run)",
+            fix="commit (or remove) what changed in the sync worktree, then `ds4sync resume`: it runs the "
+            "proving phases again on the sync head",
         )
     if proof.soft and not allow:
         raise StateError(

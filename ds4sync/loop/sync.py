@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ds4sync.core import fault
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
-from ds4sync.core.git import SHA_RE, check_user_ref
+from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
 from ds4sync.merge.results import MergeSummary
@@ -323,16 +323,27 @@ def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress) -> N
 
 
 def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
-    """Send the proving phases back to pending when the sync worktree's HEAD is not what they proved."""
+    """Send the proving phases back to pending when the sync worktree's HEAD is not what they proved, or
+    when a gate tier ran on a tree that is not HEAD's (uncommitted changes, or untracked files, since
+    committed or removed): such a green proves no commit."""
     from ds4sync.runner import worktree_head
 
     head = worktree_head(record)
     verify = record.results.verify
     proved = verify.commit if verify is not None and record.phase("verify").status == "done" else None
-    if head is None or proved is None or proved == head:
+    if head is None or proved is None:
         return
-    say(f"the sync branch moved since verify ({proved[:12]} -> {head[:12]}); verifying and gating the new head")
-    record.notes.append(f"sync branch moved {proved[:12]} -> {head[:12]} after verify; proving phases run again")
+    if proved == head:
+        head_tree = GitRepo(Path(record.worktree)).out("rev-parse", "--verify", f"{head}^{{tree}}")
+        off = sorted(tier for tier, result in record.results.gates.items() if result.tree not in (None, head_tree))
+        if not off:
+            return
+        tiers = ", ".join(off)
+        say(f"tier(s) {tiers} ran on a tree that is not {head[:12]}'s (uncommitted or untracked files); gating again")
+        record.notes.append(f"gates of {tiers} ran on a tree other than {head[:12]}'s; proving phases run again")
+    else:
+        say(f"the sync branch moved since verify ({proved[:12]} -> {head[:12]}); verifying and gating the new head")
+        record.notes.append(f"sync branch moved {proved[:12]} -> {head[:12]} after verify; proving phases run again")
     for name in PROVING_PHASES:
         if name in record.phases:
             record.phases[name] = PhaseState()
