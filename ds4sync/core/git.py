@@ -820,6 +820,11 @@ class GitRepo(PatchVerbs):
                 self.run_bytes("add", "--pathspec-from-file=-", "--pathspec-file-nul", env=env, stdin=paths)
             return self.run("write-tree", env=env)[1].strip(), untracked
 
+    def staged_blob(self, path: str) -> str | None:
+        """The blob id of ``path`` at stage 0 of the index (``git rev-parse :path``); None when not staged there."""
+        status, out, _ = self.run("rev-parse", "--verify", "--quiet", f":{path}", ok_codes=(0, 1, 128))
+        return out.strip() or None if status == 0 else None
+
     def unmerged_paths(self) -> list[str]:
         """Paths with conflict stages in the index (``git ls-files -u``)."""
         out = self.run("ls-files", "-u", "-z", strip=False)[1]

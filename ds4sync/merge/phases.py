@@ -20,7 +20,7 @@ from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import merge_message, plan_merge
-from ds4sync.merge.rerere import ResolutionStore, merge_with_store
+from ds4sync.merge.rerere import ResolutionStore, merge_with_store, split_id
 from ds4sync.merge.results import ConflictEntry, MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -113,7 +113,11 @@ def merge(ctx: RunContext) -> PhaseOutcome:
         update: dict[str, object] = {"conflict_id": replay.ids.get(conflict.path)}
         if conflict.path in replay.replayed:
             names = replay.replayed[conflict.path]
-            update.update(resolution="recorded", store_entry=" | ".join(str(store.root / n) for n in names))
+            update.update(
+                resolution="recorded",
+                store_entry=" | ".join(str(store.root / n) for n in names),
+                replayed_blob=wt.staged_blob(conflict.path),
+            )
         entries.append(conflict.model_copy(update=update))
     predicted = {c.path for c in summary.conflicts}
     surprise = sorted(unmerged - predicted)
@@ -277,7 +281,9 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     entries = []
     for conflict in summary.conflicts:
         conflict_id = ids.get(conflict.path) or conflict.conflict_id
-        if conflict.resolution == "person" and conflict_id and not conflict.stored_as:
+        if conflict.resolution == "recorded" and conflict.replayed_blob:
+            conflict = _changed_replay(wt, store, cache, conflict, run_id=record.run_id)
+        if conflict.resolution == "person" and conflict_id and not conflict.stored_as and not conflict.replay_changed:
             stored = store.export_from(cache, conflict_id, path=conflict.path, run_id=record.run_id)
             if stored is not None:
                 new += stored[1]
@@ -299,6 +305,32 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
+
+
+def _changed_replay(
+    wt: GitRepo, store: ResolutionStore, cache: Path, conflict: ConflictEntry, *, run_id: str
+) -> ConflictEntry:
+    """A replayed resolution as the commit will have it: unchanged, it stays ``recorded``; edited or deleted
+    by a person after the replay (git's index differs from the blob the replay staged), it is the person's,
+    and its store entries hold the edit (this run's preimage with the staged content) or are forgotten."""
+    staged = wt.staged_blob(conflict.path)
+    if staged == conflict.replayed_blob:
+        return conflict
+    names = [Path(entry).name for entry in (conflict.store_entry or "").split(" | ") if entry]
+    if staged is None:
+        for name in names:
+            store.forget(name)
+        return conflict.model_copy(update={"resolution": "person", "replay_changed": "deleted", "stored_as": None})
+    digest, variant = split_id(conflict.conflict_id or "")
+    own = cache / digest / (f"preimage.{variant}" if variant else "preimage")
+    postimage = wt.run_bytes("cat-file", "blob", staged)[1]
+    folders = []
+    for name in names:
+        preimage = own.read_bytes() if digest and own.is_file() else (store.root / name / "preimage").read_bytes()
+        folders.append(store.replace(name, preimage=preimage, postimage=postimage, path=conflict.path, run_id=run_id))
+    return conflict.model_copy(
+        update={"resolution": "person", "replay_changed": "edited", "stored_as": " | ".join(map(str, folders))}
+    )
 
 
 def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bool:

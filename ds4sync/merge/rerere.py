@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo, has_conflict_hunk
 from ds4sync.core.record import now_iso
 
@@ -137,6 +138,20 @@ class ResolutionStore:
             )
         )
         return name, True
+
+    def replace(self, name: str, *, preimage: bytes, postimage: bytes, path: str, run_id: str) -> Path:
+        """Make entry ``name`` hold a person's new resolution of its conflict (they changed the replayed one):
+        both images replaced in place, so that no older variant can be replayed instead; returns its folder."""
+        target = self.root / name
+        write_atomic(target / "preimage", preimage)
+        write_atomic(target / "postimage", postimage)
+        meta = self.meta(name) | {"path": path, "changed_at": now_iso(), "changed_by_run": run_id}
+        write_atomic(target / "meta.yaml", yaml.safe_dump(meta, sort_keys=True))
+        return target
+
+    def forget(self, name: str) -> None:
+        """Remove entry ``name`` (its replayed resolution was deleted by a person: a person decides next time)."""
+        shutil.rmtree(self.root / name, ignore_errors=True)
 
 
 _REPLAYED = re.compile(r"^Resolved '(.+)' using previous resolution\.$", re.MULTILINE)

@@ -25,7 +25,9 @@ class ConflictEntry(BaseModel):
     ``rule``), ``person`` (resolved by hand and staged), ``unresolved`` (waiting for a
     person), None in a plan. ``conflict_id`` is rerere's id of the conflict
     (``<hash>`` or ``<hash>.<variant>``); ``stored_as`` the shared-store entry a person's
-    resolution was recorded to. ``in_index``: False for a conflict git reports only in
+    resolution was recorded to. ``replayed_blob``: the blob a replay staged (``recorded``);
+    ``replay_changed``: ``edited`` or ``deleted`` when a person then changed that replay before
+    the commit (the resolution is then the person's). ``in_index``: False for a conflict git reports only in
     its messages (nothing in ``git ls-files -u``; a person must look). ``eol_only``: the
     sides differ only in line endings;
     ``hint`` says what git needs from a person for this kind.
@@ -45,6 +47,8 @@ class ConflictEntry(BaseModel):
     conflict_id: str | None = None
     store_entry: str | None = None
     stored_as: str | None = None
+    replayed_blob: str | None = None
+    replay_changed: Literal["edited", "deleted"] | None = None
 
     @property
     def has_markers_kind(self) -> bool:

@@ -151,6 +151,7 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
             rule=c.rule,
             stored_as=c.stored_as,
             store_entry=c.store_entry,
+            replay_changed=c.replay_changed,
         )
         for c in summary.conflicts
     )
@@ -188,6 +189,8 @@ def integration_view(
         recorded=tuple(c.path for c in conflicts if c.resolution == "recorded"),
         person=tuple(c.path for c in conflicts if c.resolution == "person" and c.stored_as),
         person_unrecorded=tuple(c.path for c in conflicts if c.resolution == "person" and not c.stored_as),
+        replay_edited=tuple(c.path for c in conflicts if c.replay_changed == "edited"),
+        replay_deleted=tuple(c.path for c in conflicts if c.replay_changed == "deleted"),
         unresolved=tuple(c.path for c in conflicts if c.resolution == "unresolved"),
         patchsets=patchsets,
         patchset_tally=tally(p.status for p in patchsets),

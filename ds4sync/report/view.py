@@ -81,7 +81,8 @@ class ConflictView(View):
 
     ``stored_as``: the shared-store entry a person's resolution was recorded to (None when
     rerere keeps no record of that kind, e.g. modify/delete); ``store_entry``: the entry a
-    ``recorded`` resolution was replayed from.
+    ``recorded`` resolution was replayed from; ``replay_changed``: ``edited``/``deleted`` when a
+    person changed a replayed resolution before the commit (then the resolution is ``person``).
     """
 
     path: str
@@ -90,6 +91,7 @@ class ConflictView(View):
     rule: str | None = None
     stored_as: str | None = None
     store_entry: str | None = None
+    replay_changed: str | None = None
 
 
 class OverlapView(View):
@@ -175,6 +177,8 @@ class IntegrationView(View):
     recorded: tuple[str, ...] = ()
     person: tuple[str, ...] = ()
     person_unrecorded: tuple[str, ...] = ()
+    replay_edited: tuple[str, ...] = ()  # replayed, then edited by a person: their edit is the store entry now
+    replay_deleted: tuple[str, ...] = ()  # replayed, then deleted by a person: the store entry is forgotten
     unresolved: tuple[str, ...] = ()
     patchsets: tuple[PatchsetView, ...] = ()
     patchset_tally: tuple[Tally, ...] = ()
