@@ -445,3 +445,34 @@ def test_a_config_error_names_the_line_of_the_key_or_value(
     code, err = one_error_line(capsys, *command)
     assert code == 2 and f"{file.name}{expected}" in err if expected.startswith(":") else expected in err, err
     assert refs_and_worktrees(pair.repo) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("report", "--out", "{bad}/pr.md"),
+        ("report", "--trend", "--out", "{bad}/trend.html"),
+        ("ci", "export", "--github-actions", "--tier", "unit", "--out", "{bad}/ci.yml"),
+        ("nightly", "install", "--systemd", "--write", "{bad}"),
+    ],
+    ids=["report", "trend", "ci-export", "nightly-install"],
+)
+def test_an_output_path_that_cannot_be_written_is_one_line(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Every option that names a file ds4sync writes: a path under a regular file (no folder can be made there,
+    whoever runs it) is one error line naming the path and the option, exit 2, and nothing is left behind."""
+    if command[0] == "report":
+        assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
+        capsys.readouterr()
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    (profile / "gates" / "unit.yaml").write_text("tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: [x]}}\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    args = [part.replace("{bad}", str(blocker / "sub")) for part in command]
+    extra = ["--profile", str(profile)] if command[0] == "ci" else []
+    code, err = one_error_line(capsys, *args, *extra, "--repo", str(pair.repo))
+    option = "--write" if "--write" in command else "--out"
+    assert code == 2 and str(blocker / "sub") in err and "cannot write" in err and f"pass {option}" in err, err
+    assert "internal error" not in err and blocker.read_text() == "not a folder\n"

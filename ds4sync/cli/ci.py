@@ -27,7 +27,7 @@ def export(
     json_out: JsonOpt = False,
 ) -> None:
     """One CI step per gate, each running `ds4sync gate --tier T --gate NAME --json`, with queues, paths, timeouts."""
-    from ds4sync.core.files import write_atomic
+    from ds4sync.core.files import write_output
     from ds4sync.gates.ciexport import buildkite_pipeline, github_actions_workflow
     from ds4sync.gates.tiers import load_tier
 
@@ -42,7 +42,7 @@ def export(
         buildkite_pipeline(gates) if buildkite else github_actions_workflow(gates, base_branch=ws.config.upstream.ref)
     )
     if out_file is not None:
-        write_atomic(out_file, text)
+        write_output(out_file, text)
     data = {"format": "buildkite" if buildkite else "github-actions", "gates": len(gates), "tiers": list(names)}
     data["file" if out_file else "pipeline"] = str(out_file) if out_file else text
     done(json_out, data, text=lambda: out.print(text if out_file is None else f"wrote {out_file}", markup=False))

@@ -122,10 +122,10 @@ def nightly_install(
         for name, text in units.items():
             out.print(f"# {name}\n{text}", markup=False)
         return
-    from ds4sync.core.files import write_atomic
+    from ds4sync.core.files import write_output
 
     for name, text in units.items():
-        write_atomic(write / name, text)
+        write_output(write / name, text, option="--write")
         out.print(f"wrote {write / name}", markup=False)
     out.print(f"enable with: systemctl --user daemon-reload && systemctl --user enable --now {unit_name(ws)}.timer")
 

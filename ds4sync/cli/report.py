@@ -61,6 +61,7 @@ def report(
     ] = False,
 ) -> None:
     """Render the PR description of a run from its record (secrets are always redacted)."""
+    from ds4sync.core.files import write_output
     from ds4sync.report import files
 
     ws = _workspace(repo, config, None, state_dir, profile)
@@ -88,7 +89,7 @@ def report(
     if out_file is None:
         out.file.write(text)
     else:
-        out_file.write_text(text, encoding="utf-8")
+        write_output(out_file, text)
         err.print(f"report written to {out_file}", markup=False)
 
 

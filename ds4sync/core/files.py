@@ -46,6 +46,24 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+def write_output(path: Path, data: str | bytes, *, option: str = "--out") -> None:
+    """:func:`write_atomic` for a file a person named (through ``option``); the folder is created when missing.
+
+    Raises:
+        ConfigError: the file cannot be written there (the OS's reason, the path, and the fix).
+    """
+    from ds4sync.core.errors import ConfigError
+
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write this file ({exc.strerror or exc})",
+            where=str(path),
+            fix=f"pass {option} a path in a folder you can write to",
+        ) from exc
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON (non-JSON values through ``str``) with :func:`write_atomic`.
 

@@ -283,8 +283,8 @@ def write_trend(store: RecordStore, path: Any, *, public: bool = False, title: s
     """Render the trend of ``store`` into ``path`` (atomically); returns the number of runs plotted."""
     from pathlib import Path
 
-    from ds4sync.core.files import write_atomic
+    from ds4sync.core.files import write_output
 
     points = trend_points(store)
-    write_atomic(Path(path), render_trend(points, public=public, **({"title": title} if title else {})))
+    write_output(Path(path), render_trend(points, public=public, **({"title": title} if title else {})))
     return len(points)
