@@ -288,3 +288,27 @@ def test_second_run_for_the_same_upstream_names_the_owner_of_the_sync_branch(
     assert code == 2 and "never promoted" in err and "--yes" in err
     assert run_cli(capsys, "abort", "--repo", str(pair.repo), "--yes")[0] == 0
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0
+
+
+def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fork branch moved back by hand after a promote: the next merge of the same upstream meets the promoted
+    run's sync branch. Abort refuses a promoted run, so the fix names the git commands; the first one given works."""
+    pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
+    args = ("--repo", str(pair.repo), "--branch", BRANCH)
+    before = pair.fork.repo.commit(BRANCH).hexsha
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    assert code == 0
+    run_id, branch = cli_data(out)["run_id"], cli_data(out)["sync_branch"]
+    assert run_cli(capsys, "resume", "--repo", str(pair.repo))[0] == 0
+    code, _, err = run_cli(capsys, "merge", "upstream/main", *args)  # done, not promoted
+    assert code == 2 and f"`ds4sync promote --run {run_id}`" in err
+    assert run_cli(capsys, "promote", "--repo", str(pair.repo), "--allow-ungated")[0] == 0
+    pair.fork.repo.git.branch("-f", BRANCH, before)  # a person moves the fork branch back
+    code, _, err = run_cli(capsys, "merge", "upstream/main", *args)
+    assert code == 2 and f"run {run_id} (promoted)" in err and "ds4sync abort" not in err, err
+    keep = f"git branch -m {branch} {branch}-{run_id}"
+    assert f"`{keep}`" in err and f"`git branch -D {branch}`" in err
+    pair.fork.repo.git.branch("-m", branch, f"{branch}-{run_id}")  # the fix, as printed
+    assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0

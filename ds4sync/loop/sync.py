@@ -189,13 +189,18 @@ class SyncBranchTaken(StateError):
 
     def __init__(self, branch: str, *, run_id: str | None, run_status: str | None, where: str) -> None:
         owner = f"run {run_id} ({run_status})" if run_id else "a branch not made by ds4sync"
-        super().__init__(
-            f"sync branch {branch} already exists: {owner}",
-            where=where,
-            fix=f"promote it, or drop it with `ds4sync abort --run {run_id}`"
-            if run_id
-            else "delete or rename that branch, or set merge.sync_branch",
-        )
+        if not run_id:
+            fix = "delete or rename that branch, or set merge.sync_branch"
+        elif run_status == "done":
+            fix = f"promote it (`ds4sync promote --run {run_id}`), or drop it with `ds4sync abort --run {run_id}`"
+        elif run_status in ("promoted", "aborted"):  # the run is over; only its branch is left
+            fix = (
+                f"that run is over: keep its branch under another name (`git branch -m {branch} {branch}-{run_id}`) "
+                f"or delete it (`git branch -D {branch}`), or set merge.sync_branch"
+            )
+        else:
+            fix = f"go on with `ds4sync resume`, or drop it with `ds4sync abort --run {run_id}`"
+        super().__init__(f"sync branch {branch} already exists: {owner}", where=where, fix=fix)
         self.run_id = run_id
         self.run_status = run_status
 
