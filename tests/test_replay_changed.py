@@ -7,6 +7,7 @@ Real git and real rerere in tmp_path repositories; nothing is mocked.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,32 @@ def test_a_replayed_resolution_a_person_changed_is_theirs_in_record_report_and_s
         assert third["f.py"] == "recorded" and (worktree / "f.py").read_text() == changed
     else:  # nothing stale comes back: a person decides f.py again
         assert third["f.py"] == "unresolved" and "<<<<<<<" in (worktree / "f.py").read_text()
+
+
+def test_a_partial_resolution_names_every_path_still_unmerged_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Conflicts of every kind git has; the person fixes one file with markers and one without, and resumes:
+    the one refusal names every path git still lists as unmerged (and the marker files), whatever its kind,
+    and status shows that same set, not the count the merge started with."""
+    from tests.scenarios import BRANCH
+    from tests.test_merge_kinds import every_kind_pair
+
+    pair = every_kind_pair(tmp_path)
+    args = ("--repo", str(pair.repo), "--branch", BRANCH)
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    assert code == 4
+    worktree = Path(cli_data(out)["worktree"])
+    (worktree / "content.py").write_text(lines("a", "RESOLVED", "c"))  # no markers left: ds4sync stages it
+    git(worktree, "rm", "-q", "--", "modified_in_fork.py")  # a modify/delete, decided and staged
+    unmerged = set(git(worktree, "ls-files", "-u", "-z").replace("\0", "\n").split("\n"))
+    git_left = {line.split("\t", 1)[1] for line in unmerged if "\t" in line} - {"content.py"}
+    assert git_left and "modified_in_fork.py" not in git_left
+    code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+    assert code == 4 and len(err.strip().splitlines()) == 1, err
+    assert all(path in err for path in git_left), sorted(p for p in git_left if p not in err)
+    assert not re.search(r"(?<![\w/.])content\.py\b", err) and "modified_in_fork.py" not in err  # resolved ones
+    code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
+    message = cli_data(out)["phases"]["resolve"]["message"]
+    named = set(message.split(": ", 1)[1].split(", "))
+    assert named == git_left, (named ^ git_left, message)

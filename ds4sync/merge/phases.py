@@ -204,47 +204,43 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
 
     Raises:
         NeedsPersonError: markers remain, an unmarked conflict is not staged, or files have
-            unstaged edits (nothing is staged then).
+            unstaged edits (nothing is staged then); one message names every problem, and the
+            resolve phase's message (what ``status`` shows) the paths still unmerged.
     """
     summary = _summary(ctx.record)
     wt = ctx.worktree
-    where = ctx.record.worktree
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
     unmerged = set(wt.unmerged_paths())
     marked = wt.paths_with_markers([c.path for c in waiting if c.has_markers_kind])
-    if marked:
-        raise NeedsPersonError(
-            f"conflict markers remain in {len(marked)} file(s): {', '.join(marked)}",
-            where=where,
-            fix="resolve them, then run `ds4sync resume` again",
-        )
     to_stage = [c.path for c in waiting if c.has_markers_kind and c.path in unmerged]
     unstaged_marker_less = sorted(
         {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
     )
+    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less))
+    unstaged = [p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged]
+    problems: list[str] = []  # every one at once: a person fixes them all before the next resume
+    if marked:
+        problems.append(f"conflict markers remain in {len(marked)} file(s): {', '.join(marked)}")
     if unstaged_marker_less:
         kinds = {c.path: c.kind for c in waiting}
         named = ", ".join(f"{p} ({kinds[p]})" if p in kinds else p for p in unstaged_marker_less)
-        raise NeedsPersonError(
-            f"conflicts without markers are not resolved until you stage them: {named}",
-            where=where,
-            fix="decide each one and `git add`/`git rm` it in the worktree (see `ds4sync status`), then "
-            "`ds4sync resume`",
-        )
-    leftover = sorted(unmerged - set(to_stage))
+        problems.append(f"conflicts without markers are not resolved until you stage them: {named}")
     if leftover:
-        raise NeedsPersonError(
-            f"unmerged paths remain: {', '.join(leftover)}",
-            where=where,
-            fix="resolve or `git add`/`git rm` them, then `ds4sync resume`",
-        )
-    unstaged = [p for p in wt.unstaged_paths() if p not in to_stage]
+        problems.append(f"unmerged paths remain: {', '.join(leftover)}")
     if unstaged:
-        raise NeedsPersonError(
-            f"unstaged edits would be left out of the merge commit: {', '.join(unstaged)}",
-            where=where,
-            fix="`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`",
+        problems.append(f"unstaged edits would be left out of the merge commit: {', '.join(unstaged)}")
+    if problems:
+        left = sorted({*marked, *unstaged_marker_less, *leftover})
+        if left:  # status says what is left, as git sees it now
+            ctx.record.phases["resolve"].message = f"{many(len(left), 'path')} still need a person: {', '.join(left)}"
+            ctx.ws.store.save(ctx.record)
+        fix = (
+            "`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`"
+            if not left
+            else "resolve the files with markers, decide each conflict without markers and `git add`/`git rm` it "
+            "in the worktree (see `ds4sync status`), then `ds4sync resume`"
         )
+        raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
     for path in to_stage:
         wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
