@@ -476,3 +476,44 @@ def test_an_output_path_that_cannot_be_written_is_one_line(
     option = "--write" if "--write" in command else "--out"
     assert code == 2 and str(blocker / "sub") in err and "cannot write" in err and f"pass {option}" in err, err
     assert "internal error" not in err and blocker.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("gpus", ["abc", "0,x1", "0,,gpu-1"])
+def test_gpu_ids_that_cuda_would_not_take_are_one_line(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, gpus: str
+) -> None:
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    (profile / "gates" / "unit.yaml").write_text(
+        "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}}\n"
+    )
+    args = ("gate", "--tier", "unit", "--gpus", gpus, "--repo", str(pair.repo), "--profile", str(profile))
+    code, err = one_error_line(capsys, *args)
+    assert code == 2 and "--gpus: not a GPU id" in err and "nvidia-smi -L" in err, err
+
+
+def test_gpu_ids_as_indices_and_uuids_are_taken(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True)
+    (profile / "gates" / "unit.yaml").write_text(
+        "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}}\n"
+    )
+    args = [
+        "gate",
+        "--tier",
+        "unit",
+        "--gpus",
+        "0, GPU-8a1b,MIG-3c",
+        "--repo",
+        str(pair.repo),
+        "--profile",
+        str(profile),
+    ]
+    assert main(args) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["-v"], ["kernels"], []])
+def test_no_command_is_one_line_that_says_so(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "no command given" in err, err

@@ -368,9 +368,11 @@ def _run(command: Any, args: list[str]) -> int:
 def _usage_error(command: Any, args: list[str], exc: Any) -> int:
     ctx = getattr(exc, "ctx", None)
     where = f" (see `{ctx.command_path} -h`)" if ctx is not None else ""
-    err.print(f"ds4sync: error: {exc.format_message()}{where}", markup=False)
+    # click's "no arguments: show help" error has no message of its own (`ds4sync -v`, `ds4sync kernels`)
+    message = exc.format_message() or "no command given: name one of the commands above"
+    err.print(f"ds4sync: error: {message}{where}", markup=False)
     if _wants_json(args):
-        info = {"type": "UsageError", "message": exc.format_message(), "where": None, "fix": "see --help"}
+        info = {"type": "UsageError", "message": message, "where": None, "fix": "see --help"}
         _print_envelope(envelope(state.command, exit_code=ExitCode.USAGE, error=info))
     return int(ExitCode.USAGE)
 

@@ -73,7 +73,7 @@ def gate(
         changed_since=changed_since,
         run_all=all_gates,
         jobs=jobs,
-        gpus=tuple(g for g in gpus.split(",") if g) if gpus is not None else None,
+        gpus=_gpu_ids(gpus) if gpus is not None else None,
         use_cache=not (no_cache or bench),
         python=python,
         bench=bench,
@@ -190,3 +190,18 @@ def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
         {"merged": [str(f) for f, _ in found], "tiers": merged, "record": str(path)},
         text=lambda: out.print(f"merged {len(found)} result file(s) into {path}: {merged}", markup=False),
     )
+
+
+def _gpu_ids(text: str) -> tuple[str, ...]:
+    """``--gpus``: device indices or UUIDs as CUDA_VISIBLE_DEVICES takes them (``0,1``, ``GPU-...``, ``MIG-...``)."""
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    bad = [i for i in ids if not (i.isdigit() or i.startswith(("GPU-", "MIG-")))]
+    if bad:
+        from ds4sync.core.errors import ConfigError
+
+        raise ConfigError(
+            f"not a GPU id: {', '.join(repr(b) for b in bad)}",
+            where="--gpus",
+            fix="pass device indices or UUIDs separated by commas, e.g. --gpus 0,1 (see nvidia-smi -L)",
+        )
+    return ids
