@@ -141,6 +141,9 @@ def test_kill_then_resume_promotes_exactly_what_the_gates_proved(scenario: fault
     record = _record(s)
     promoted = fork.branch_head(faultrepo.BRANCH)
     assert record["status"] == "promoted" and record["results"]["promote"]["new_head"] == promoted
+    # killed after the branch moved: this promote only recorded it, and says so
+    assert record["results"]["promote"]["completed_after_kill"] == (point == "promote.after-update-ref")
+    assert record["results"]["promote"]["old_head"] == fork_before
     tree = fork.out("rev-parse", "--verify", f"{promoted}^{{tree}}")
     gates = record["results"]["gates"]["unit"]["gates"]
     assert [g["name"] for g in gates] == ["children", "unit-tests"]

@@ -218,3 +218,24 @@ def test_a_green_that_needed_an_untracked_file_proves_no_commit(
         assert main(["promote", "--repo", repo]) == 2
         assert "required gate unit/unit-tests is failed" in capsys.readouterr().err
         assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fork_before
+
+
+def test_what_promote_leaves_in_the_sync_worktree_is_named(gated: faultrepo.Scenario, capsys) -> None:
+    """Changes made after the gates, not committed, are in no commit: promote takes the proven commit, and says
+    which paths it left behind (an edit of a tracked file and a new untracked one; ignored caches are not named)."""
+    repo = str(gated.repo)
+    assert main(["resume", "--repo", repo]) == 0
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    proven = worktree.head()
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 99  # after the gates\n")
+    (worktree.path / "notes.txt").write_text("a new file\n")
+    capsys.readouterr()
+    assert main(["promote", "--repo", repo]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "2 changed or untracked path(s) in the sync worktree were not promoted" in err
+    assert "notes.txt, pkg/core.py" in err and "__pycache__" not in err
+    _, record = _record(gated)
+    assert record["results"]["promote"]["left_behind"] == ["notes.txt", "pkg/core.py"]
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == proven
+    assert "not promoted, left in the sync worktree: notes.txt, pkg/core.py" in record["notes"]

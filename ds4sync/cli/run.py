@@ -177,6 +177,15 @@ def promote(
             out.print(f"updated the checkout of {result.branch} in {result.worktree_updated}", markup=False)
         if result.ungated:
             err.print(f"warning: {promote_mod.UNGATED_NOTE}", markup=False)
+        if result.completed_after_kill:
+            err.print(f"note: {result.branch} had already moved before an interruption; now recorded", markup=False)
+        if result.left_behind:
+            shown = ", ".join(result.left_behind[:5]) + (", ..." if len(result.left_behind) > 5 else "")
+            err.print(
+                f"warning: {len(result.left_behind)} changed or untracked path(s) in the sync worktree were not "
+                f"promoted (no commit has them): {shown}",
+                markup=False,
+            )
 
     done(json_out, data, text=text)
 

@@ -17,6 +17,7 @@ rollback ref at the old head) and recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ds4sync.core import fault
@@ -160,6 +161,28 @@ def _sync_head(record: RunRecord, repo: GitRepo | None) -> str | None:
     return repo.resolve_commit(f"refs/heads/{record.sync_branch}")
 
 
+def _notes(result: PromoteResult, proof: Proof) -> list[str]:
+    """The record's notes on a promote: what was overridden or left behind, and a finish after a kill."""
+    notes = [f"promoted despite: {'; '.join(proof.soft)}"] if proof.soft else []
+    if proof.ungated:
+        notes.append(UNGATED_NOTE)
+    if result.left_behind:
+        notes.append(f"not promoted, left in the sync worktree: {', '.join(result.left_behind[:10])}")
+    if result.completed_after_kill:
+        notes.append(f"{result.branch} had moved to {result.new_head[:12]} before an interruption; promote recorded it")
+    return notes
+
+
+def _left_behind(record: RunRecord) -> list[str]:
+    """Paths of the sync worktree that differ from its HEAD or are untracked (not ignored): in no commit."""
+    path = Path(record.worktree)
+    if not (path / ".git").exists():
+        return []
+    worktree = GitRepo(path)
+    changed = worktree.run("diff", "--name-only", "-z", "HEAD", strip=False)[1].split("\0")
+    return sorted({*filter(None, changed), *worktree.untracked_paths()})
+
+
 def _tree(repo: GitRepo | None, commit: str | None) -> str | None:
     if repo is None or commit is None:
         return None
@@ -199,7 +222,8 @@ def promote(
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
         current = repo.branch_head(branch)
         holder: GitRepo | None = None
-        if current == new_head and repo.resolve_commit(rollback) == record.fork.head_before:
+        after_kill = current == new_head and repo.resolve_commit(rollback) == record.fork.head_before
+        if after_kill:
             current = record.fork.head_before  # promoted before a kill; the record write is what is left
         elif current != record.fork.head_before:
             raise StateError(
@@ -239,13 +263,12 @@ def promote(
             ungated=proof.ungated,
             overridden=tuple(proof.soft),
             worktree_updated=str(holder.path) if holder is not None else None,
+            left_behind=tuple(_left_behind(record)),
+            completed_after_kill=after_kill,
         )
         record.results.promote = result
         record.status = "promoted"
-        if proof.soft:
-            record.notes.append(f"promoted despite: {'; '.join(proof.soft)}")
-        if proof.ungated:
-            record.notes.append(UNGATED_NOTE)
+        record.notes.extend(_notes(result, proof))
         ws.store.save(record)
         if record.results.report is not None:  # the report says what happened to the run
             from ds4sync.report.files import write_report

@@ -12,7 +12,10 @@ class PromoteResult(BaseModel):
 
     ``tree`` is the promoted commit's tree id; ``proven_by`` lists the tiers (``tier: N gates``)
     that passed on ``new_head``; ``ungated`` is True when it was promoted with ``--allow-ungated``
-    and no tier proved it; ``overridden`` lists the blockers ``--allow-blockers`` promoted despite.
+    and no tier proved it; ``overridden`` lists the blockers ``--allow-blockers`` promoted despite;
+    ``left_behind``: paths the sync worktree had changed or untracked that no commit holds, so were not
+    promoted (they stay in the worktree); ``completed_after_kill``: the branch had already moved before an
+    interruption and this promote recorded it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -27,6 +30,8 @@ class PromoteResult(BaseModel):
     proven_by: tuple[str, ...] = ()
     ungated: bool = False
     overridden: tuple[str, ...] = ()
+    left_behind: tuple[str, ...] = ()
+    completed_after_kill: bool = False
 
 
 class StanzaPaths(FrozenModel):
