@@ -10,11 +10,13 @@ import typer
 
 from ds4sync.cli._app import (
     ConfigOpt,
+    JsonOpt,
     ProfileOpt,
     RepoOpt,
     StateOpt,
     _workspace,
     app,
+    done,
     err,
     out,
 )
@@ -59,8 +61,13 @@ def report(
             help="A self-contained HTML page of plots over every recorded run (--out, default <state>/trend.html).",
         ),
     ] = False,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Render the PR description of a run from its record (secrets are always redacted)."""
+    """Render the PR description of a run from its record (secrets are always redacted).
+
+    With ``--json``: the envelope, whose data is the JSON summary (or the comparison), or where ``--out`` /
+    ``--trend`` wrote a file, that file's path.
+    """
     from ds4sync.core.files import write_output
     from ds4sync.report import files
 
@@ -70,8 +77,14 @@ def report(
 
         target = out_file or ws.store.root / "trend.html"
         count = write_trend(ws.store, target, public=public)
-        err.print(f"trend of {count} runs written to {target}", markup=False)
+        done(
+            json_out,
+            {"file": str(target), "runs": count},
+            text=lambda: err.print(f"trend of {count} runs written to {target}", markup=False),
+        )
         return
+    if json_out and out_file is None:  # the envelope holds the summary; a file keeps its --format
+        fmt = Format.json
     if compare:
         text = files.compare_text(
             ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt is Format.json else "md", public=public
@@ -86,11 +99,15 @@ def report(
             notes=files.read_notes(notes),
             kind="nightly" if nightly else "pr",
         )
-    if out_file is None:
-        out.file.write(text)
-    else:
+    if out_file is not None:
         write_output(out_file, text)
-        err.print(f"report written to {out_file}", markup=False)
+        done(json_out, {"file": str(out_file)}, text=lambda: err.print(f"report written to {out_file}", markup=False))
+    elif json_out:
+        import json
+
+        done(True, json.loads(text))
+    else:
+        out.file.write(text)
 
 
 @app.command()

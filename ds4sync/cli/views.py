@@ -86,7 +86,9 @@ def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> N
 def run_status(console: Console, record: RunRecord, *, record_path: str, report_path: str | None = None) -> None:
     """A run's phases and what to do next; ``report_path``: the run's written report, where there is one
     (a run that stopped failed or for a person gets one while its report phase stays pending)."""
-    table = Table(title=f"run {record.run_id} ({record.status})")
+    killed = record.interrupted_phase() if record.status == "running" else None
+    shown = f"interrupted: the process of phase '{killed}' is gone" if killed else record.status
+    table = Table(title=f"run {record.run_id} ({shown})")
     for column in ("phase", "status", "message"):
         table.add_column(column)
     for name, state in record.phases.items():

@@ -181,3 +181,25 @@ def test_report_of_a_real_merge_run(builder: RepoBuilder, capsys) -> None:
     assert "resolving 1 conflicted file (1 content; resolutions: unresolved 1)" in out
     assert "- **Still unresolved** (1): `c.txt`." in out
     assert "- Native build: not run." in out and "Not run: the publish phase has not run" in out
+
+
+def test_report_json_is_the_envelope_for_every_form(repo, capsys, tmp_path: Path) -> None:
+    """`--json`, as on every reporting command: the summary, a comparison, a file written, a trend, an error."""
+    path, state, merged_id, failed_id = repo
+    base = ("report", "--repo", str(path), "--state-dir", str(state), "--profile", str(ROOT))
+    code, out, _ = _run(capsys, *base, "--run", failed_id, "--json")
+    envelope = json.loads(out)
+    assert code == 0 and envelope["command"] == "report" and envelope["ok"]
+    jsonschema.validate(envelope["data"], report_schema())
+    assert envelope["data"]["run"]["run_id"] == failed_id
+    code, out, _ = _run(capsys, *base, "--run", failed_id, "--format", "json")
+    assert json.loads(out) == envelope["data"]  # the same summary as --format json
+    code, out, _ = _run(capsys, *base, "--compare", merged_id, failed_id, "--json")
+    assert code == 0 and json.loads(out)["ok"] and json.loads(out)["data"]
+    target = tmp_path / "pr.md"
+    code, out, _ = _run(capsys, *base, "--out", str(target), "--json")
+    assert code == 0 and cli_data(out) == {"file": str(target)} and target.read_text().startswith("# Sync fork:")
+    code, out, _ = _run(capsys, *base, "--trend", "--out", str(tmp_path / "t.html"), "--json")
+    assert code == 0 and cli_data(out) == {"file": str(tmp_path / "t.html"), "runs": 2}
+    code, out, _ = _run(capsys, *base, "--run", "no-such-run", "--json")
+    assert code == 2 and not json.loads(out)["ok"] and json.loads(out)["error"]["type"]
