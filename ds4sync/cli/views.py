@@ -109,7 +109,7 @@ def run_status(console: Console, record: RunRecord, *, record_path: str, report_
     if report_path:
         early = (
             ""
-            if record.phase("report").status == "done"
+            if getattr(record.phases.get("report"), "status", None) == "done"
             else " (of the run as it stopped; the report phase has not run)"
         )
         console.print(f"report: {report_path}{early}", markup=False)

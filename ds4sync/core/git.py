@@ -823,7 +823,7 @@ class GitRepo(PatchVerbs):
     def staged_blob(self, path: str) -> str | None:
         """The blob id of ``path`` at stage 0 of the index (``git rev-parse :path``); None when not staged there."""
         status, out, _ = self.run("rev-parse", "--verify", "--quiet", f":{path}", ok_codes=(0, 1, 128))
-        return out.strip() or None if status == 0 else None
+        return (out.strip() or None) if status == 0 else None
 
     def unmerged_paths(self) -> list[str]:
         """Paths with conflict stages in the index (``git ls-files -u``)."""

@@ -202,7 +202,7 @@ def tree_id(repo: GitRepo) -> str:
     return repo.out("rev-parse", f"{stash or 'HEAD'}^{{tree}}")
 
 
-#: Untracked files a tier result names (the count is whole in the progress line).
+#: Untracked files a tier result names (its tier line shows the first three).
 MAX_UNTRACKED = 20
 
 

@@ -179,8 +179,7 @@ def _left_behind(record: RunRecord) -> list[str]:
     if not (path / ".git").exists():
         return []
     worktree = GitRepo(path)
-    changed = worktree.run("diff", "--name-only", "-z", "HEAD", strip=False)[1].split("\0")
-    return sorted({*filter(None, changed), *worktree.untracked_paths()})
+    return sorted({*worktree.tracked_changes(), *worktree.untracked_paths()})
 
 
 def _tree(repo: GitRepo | None, commit: str | None) -> str | None:

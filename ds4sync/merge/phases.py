@@ -20,7 +20,7 @@ from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import merge_message, plan_merge
-from ds4sync.merge.rerere import ResolutionStore, merge_with_store, split_id
+from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -317,13 +317,13 @@ def _changed_replay(
         for name in names:
             store.forget(name)
         return conflict.model_copy(update={"resolution": "person", "replay_changed": "deleted", "stored_as": None})
-    digest, variant = split_id(conflict.conflict_id or "")
-    own = cache / digest / (f"preimage.{variant}" if variant else "preimage")
     postimage = wt.run_bytes("cat-file", "blob", staged)[1]
-    folders = []
-    for name in names:
-        preimage = own.read_bytes() if digest and own.is_file() else (store.root / name / "preimage").read_bytes()
-        folders.append(store.replace(name, preimage=preimage, postimage=postimage, path=conflict.path, run_id=run_id))
+    folders = [
+        store.replace(
+            name, cache=cache, conflict_id=conflict.conflict_id, postimage=postimage, path=conflict.path, run_id=run_id
+        )
+        for name in names
+    ]
     return conflict.model_copy(
         update={"resolution": "person", "replay_changed": "edited", "stored_as": " | ".join(map(str, folders))}
     )

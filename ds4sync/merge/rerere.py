@@ -139,10 +139,16 @@ class ResolutionStore:
         )
         return name, True
 
-    def replace(self, name: str, *, preimage: bytes, postimage: bytes, path: str, run_id: str) -> Path:
+    def replace(
+        self, name: str, *, cache: Path, conflict_id: str | None, postimage: bytes, path: str, run_id: str
+    ) -> Path:
         """Make entry ``name`` hold a person's new resolution of its conflict (they changed the replayed one):
-        both images replaced in place, so that no older variant can be replayed instead; returns its folder."""
+        the preimage rerere recorded for ``conflict_id`` in this run's ``cache`` (else the entry's own) and
+        ``postimage``, replaced in place, so that no older variant can be replayed instead; returns its folder."""
         target = self.root / name
+        digest, variant = split_id(conflict_id or "")
+        own = cache / digest / _image("preimage", variant)
+        preimage = own.read_bytes() if digest and own.is_file() else (target / "preimage").read_bytes()
         write_atomic(target / "preimage", preimage)
         write_atomic(target / "postimage", postimage)
         meta = self.meta(name) | {"path": path, "changed_at": now_iso(), "changed_by_run": run_id}
