@@ -77,11 +77,6 @@ def harness_floor() -> list[dict]:
 
 
 PLAN = {  # candidate variants, each timed beside the first (the kernel the candidate would replace)
-    "routing": (
-        [{"IMPL": "triton"}]
-        + [{"IMPL": "cuda", "WARPS": w, "TOKENS": n} for w, n in ((4, 1), (8, 1), (4, 2), (8, 2), (2, 2), (1, 2))],
-        ("bench-T8192-E256-top6", "bench-T8192-E384-top6", "bench-hash-T8192-E256", "T1"),
-    ),
     "topk": (
         [
             {"IMPL": "triton"},

@@ -373,30 +373,6 @@ def test_topk_without_a_cuda_device_runs_the_triton_kernels_and_says_why():
         topk_cuda.topk_per_row_cuda(**args)
 
 
-def test_the_cuda_routing_candidate_says_why_it_cannot_run_without_a_cuda_device():
-    """The CUDA routing (routing_cuda.cu) is a candidate run only by ``config={"IMPL": "cuda"}``: here
-    ``build_error`` names the reason and the call says why it cannot run; ``{"IMPL": "triton"}`` is the default."""
-    from ds4kernels import routing, routing_cuda
-
-    assert routing_cuda.build_error() == "no CUDA device"
-    x = torch.zeros(3, 256)
-    assert routing_cuda.takes(x, 6) and routing_cuda.takes(torch.zeros(3, 512), 32)
-    assert not routing_cuda.takes(x.bfloat16(), 6)  # fp32 only
-    assert not routing_cuda.takes(torch.zeros(3, 513), 6)  # at most 512 experts
-    assert not routing_cuda.takes(x, 33) and not routing_cuda.takes(torch.zeros(3, 4), 6)
-    assert not routing_cuda.takes(x, 0)
-    case = next(c for c in grid.routing_cases("ci") if c.name.startswith("special"))
-    g = torch.Generator()
-    g.manual_seed(2)
-    args = case.build("cpu", g)
-    ids, w = routing.route(**args)
-    ids_t, w_t = routing.route(**args, config={"IMPL": "triton"})
-    assert torch.equal(ids, ids_t) and torch.equal(w.nan_to_num(7.0), w_t.nan_to_num(7.0))
-    assert check.check_routing((ids, w), check.REFERENCES["routing"](args), args, True)["ok"]
-    with pytest.raises(RuntimeError, match="unavailable here: no CUDA device"):
-        routing.route(**args, config={"IMPL": "cuda"})
-
-
 @pytest.mark.parametrize(
     ("log", "want"),
     [

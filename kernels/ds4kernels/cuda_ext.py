@@ -1,4 +1,4 @@
-"""The CUDA extensions beside this file (``topk_cuda.cu``, ``routing_cuda.cu``), built on first use.
+"""The CUDA extensions beside this file (``topk_cuda.cu``), built on first use.
 
 Each ``NAME.cu`` is compiled by ``torch.utils.cpp_extension.load`` for the visible GPU's architecture as the
 module ``ds4kernels_NAME`` (nvcc needed; a minute or so the first time, then cached in torch's extensions
@@ -17,7 +17,7 @@ HERE = Path(__file__).parent
 
 
 def source(name: str) -> Path:
-    """The ``.cu`` file of extension ``name`` (``topk_cuda``, ``routing_cuda``)."""
+    """The ``.cu`` file of extension ``name`` (``topk_cuda``)."""
     return HERE / f"{name}.cu"
 
 

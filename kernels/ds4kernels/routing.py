@@ -163,31 +163,16 @@ def route(
     tid2eid: torch.Tensor | None = None,
     config: dict | None = None,
 ):
-    """Triton routing in one launch; same contract and outputs as :func:`route_ref`. Deterministic.
-
-    ``config={"IMPL": "cuda", "WARPS": w, "TOKENS": n}`` runs ``routing_cuda.cu`` instead (a candidate: slower
-    than this kernel on the H200, benchmarks/results/kernels_h200_notes.md).
-
-    Raises:
-        ValueError: a hash layer without input_ids, or tid2eid not [vocab, topk].
-    """
+    """Triton routing in one launch; same contract and outputs as :func:`route_ref`."""
     t, e = logits.shape
     hashed = tid2eid is not None
     if hashed and (input_ids is None or tid2eid.shape[1] != topk):
         raise ValueError("hash layers need input_ids [T] and tid2eid [vocab, topk]")
-    cfg = dict(config or route_config(t, e, hashed))
-    if cfg.pop("IMPL", "triton") == "cuda":
-        from .routing_cuda import route_cuda
-
-        warps, tokens = cfg.pop("WARPS", 4), cfg.pop("TOKENS", 1)
-        return route_cuda(
-            logits, bias, route_scale, topk, input_ids=input_ids, tid2eid=tid2eid, warps=warps, tokens=tokens
-        )
-    cfg = cfg or route_config(t, e, hashed)  # {"IMPL": "triton"}: the tuned config
     ids = torch.empty((t, topk), dtype=torch.int32, device=logits.device)
     w = torch.empty((t, topk), dtype=torch.float32, device=logits.device)
     if t == 0:
         return ids, w
+    cfg = dict(config or route_config(t, e, hashed))
     bt = cfg.pop("BLOCK_T")
     logits = logits if logits.stride(1) == 1 else logits.contiguous()
     dummy = ids

@@ -1,4 +1,4 @@
-// Compile-only stand-in for <torch/extension.h>: declarations of what topk_cuda.cu and routing_cuda.cu use (see ../README.md).
+// Compile-only stand-in for <torch/extension.h>: declarations of what topk_cuda.cu uses (see ../README.md).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -14,7 +14,7 @@
 #define TORCH_EXTENSION_NAME ds4kernels_topk_cuda
 
 namespace torch {
-enum ScalarType { kFloat32, kInt32, kInt64 };
+enum ScalarType { kFloat32, kInt32 };
 struct Tensor {
   bool is_cuda() const;
   int64_t dim() const;
