@@ -148,12 +148,18 @@ def open_workspace(
 ) -> Workspace:
     """Open the fork checkout and load its config; CLI options win over ds4sync.yaml.
 
+    Inside a linked worktree (a run's sync worktree) without a ds4sync.yaml of its own, the main worktree's
+    is read, so that a command run there sees the state dir, gates and profile the run was started with.
+
     Raises:
         GitError: ``repo_path`` is not a git checkout.
         ConfigError: the config file is malformed, the state dir is a file, the profile is missing.
     """
     repo = GitRepo(repo_path, search_parents=True)
-    config = load_config(find_config(repo.path, config_path))
+    found = find_config(repo.path, config_path)
+    if found is None and config_path is None and (main := repo.main_worktree()).path != repo.path:
+        found = find_config(main.path, None)  # a linked worktree without one of its own: the main worktree's
+    config = load_config(found)
     register_secret_names(config.redact.env)
     root = Path(state_dir or config.state_dir or (repo.common_dir / "ds4sync")).absolute()
     if root.exists() and not root.is_dir():

@@ -4,7 +4,8 @@
   own git commands ran in, then report "git is not installed" with the branch left behind);
 - ``plan`` and ``merge`` there take the fork branch the run syncs, never the sync branch checked out there;
 - a child whose working folder is gone is reported as that, at every way ds4sync starts one (git, a
-  command, a server), never as a missing program.
+  command, a server), never as a missing program;
+- a command run there without a ds4sync.yaml of its own reads the main checkout's (state dir, gates, profile).
 
 Real git in tmp_path repositories; nothing is mocked.
 """
@@ -149,3 +150,48 @@ def test_abort_writes_the_report_again_and_status_says_what_is_gone(
     assert f"sync branch: {inside['sync_branch']} (deleted by the abort)" in text
     # written when the run stopped for a person (its report phase pending), then again by the abort
     assert f"report: {report} (of the run as it stopped; the report phase has not run)" in text
+
+
+@pytest.mark.parametrize("command", ["status", "abort"])
+def test_a_command_inside_the_sync_worktree_reads_the_main_checkouts_ds4sync_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The fork's ds4sync.yaml is untracked (a person's own), so the sync worktree has none: a command run
+    there reads the main checkout's, and finds the run in the state dir it names, not in the default one."""
+    pair = conflict_pair(tmp_path)
+    (pair.repo / "ds4sync.yaml").write_text("state_dir: ../sync-state\n")
+    code, out, err = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
+    assert code == 4, err
+    run_id, worktree = cli_data(out)["run_id"], Path(cli_data(out)["worktree"])
+    assert (tmp_path / "sync-state").is_dir() and not (worktree / "ds4sync.yaml").exists()
+    code, out, err = run_cli(capsys, command, "--repo", str(worktree), "--json")
+    assert code == 0, err
+    assert cli_data(out)["run_id"] == run_id
+    assert cli_data(out)["status"] == ("needs-person" if command == "status" else "aborted")
+
+
+def test_a_linked_worktrees_own_ds4sync_yaml_and_an_explicit_config_win_over_the_main_checkouts(
+    tmp_path: Path,
+) -> None:
+    from ds4sync.runner import open_workspace
+
+    pair = conflict_pair(tmp_path)
+    main_yaml = pair.repo / "ds4sync.yaml"
+    main_yaml.write_text("state_dir: ../main-state\n")
+    linked = tmp_path / "linked"
+    git(pair.repo, "worktree", "add", "-q", str(linked), BRANCH)
+    (linked / "deeper").mkdir()
+    ws = open_workspace(linked / "deeper")
+    assert ws.config.source == main_yaml and ws.state_dir == tmp_path / "main-state"
+    own = linked / "ds4sync.yaml"
+    own.write_text("state_dir: own-state\n")
+    ws = open_workspace(linked)
+    assert ws.config.source == own and ws.state_dir == linked / "own-state"
+    other = tmp_path / "other.yaml"
+    other.write_text("state_dir: other-state\n")
+    ws = open_workspace(linked, config_path=other)
+    assert ws.config.source == other and ws.state_dir == tmp_path / "other-state"
+    main_yaml.unlink()
+    own.unlink()
+    ws = open_workspace(linked)  # none anywhere: the defaults, in the repository's common git dir
+    assert ws.config.source is None and ws.state_dir == (pair.repo / ".git" / "ds4sync").resolve()
