@@ -137,6 +137,11 @@ def test_kill_then_resume_promotes_exactly_what_the_gates_proved(scenario: fault
             assert main(["resume", "--repo", repo]) == 0
         pids += _children(s)[1]
     _assert_no_children(groups, pids)
+    if point in PROMOTE_POINTS:  # status reads git: a branch that already moved is not "to fast-forward"
+        shown = s.cli("status").stdout
+        moved = fork.branch_head(faultrepo.BRANCH) != fork_before
+        assert moved == (point == "promote.after-update-ref")
+        assert ("already is the proven commit" in shown) == moved and ("to fast-forward" in shown) != moved, shown
     _ok("promote", "--repo", repo)
     record = _record(s)
     promoted = fork.branch_head(faultrepo.BRANCH)

@@ -227,11 +227,12 @@ def status(
     record = ws.store.resolve(run)
     path = str(ws.store.record_path(record.run_id))
     report = ws.store.run_dir(record.run_id) / "report.md"
+    fork_head = ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") if record.status == "done" else None
     done(
         json_out,
         lambda: record.model_dump(mode="json"),
         text=lambda: ui.run_status(
-            out, record, record_path=path, report_path=str(report) if report.is_file() else None
+            out, record, record_path=path, report_path=str(report) if report.is_file() else None, fork_head=fork_head
         ),
     )
 

@@ -83,7 +83,14 @@ def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> N
     console.print(f"  record: {record_path}")
 
 
-def run_status(console: Console, record: RunRecord, *, record_path: str, report_path: str | None = None) -> None:
+def run_status(
+    console: Console,
+    record: RunRecord,
+    *,
+    record_path: str,
+    report_path: str | None = None,
+    fork_head: str | None = None,
+) -> None:
     """A run's phases and what to do next; ``report_path``: the run's written report, where there is one
     (a run that stopped failed or for a person gets one while its report phase stays pending)."""
     killed = record.interrupted_phase() if record.status == "running" else None
@@ -113,7 +120,7 @@ def run_status(console: Console, record: RunRecord, *, record_path: str, report_
             else " (of the run as it stopped; the report phase has not run)"
         )
         console.print(f"report: {report_path}{early}", markup=False)
-    console.print(f"next: {next_step(record)}")
+    console.print(f"next: {next_step(record, fork_head=fork_head)}")
 
 
 def run_row(record: RunRecord) -> dict[str, Any]:
@@ -151,8 +158,9 @@ def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def next_step(record: RunRecord) -> str:
-    """The command a person should run next for this run."""
+def next_step(record: RunRecord, *, fork_head: str | None = None) -> str:
+    """The command a person should run next for this run; ``fork_head`` is the fork branch's SHA now (git's),
+    which tells a done run whose promote moved the branch but was stopped before it recorded that."""
     if record.status == "needs-person":
         return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     if record.status in ("running",):
@@ -169,6 +177,12 @@ def next_step(record: RunRecord) -> str:
     if record.status == "promoted":
         at = record.results.promote.promoted_at if record.results.promote else "?"
         return f"nothing: promoted at {at} ({record.fork.branch} is the merge)"
+    proven = record.results.verify.commit if record.results.verify else None
+    if record.status == "done" and fork_head is not None and fork_head == proven != record.fork.head_before:
+        return (
+            f"{record.fork.branch} already is the proven commit {proven[:12]}: a promote moved it and stopped before "
+            "it recorded that; `ds4sync promote` records it (it moves nothing)"
+        )
     if record.status == "done":
         return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
     if record.status == "failed" and not (Path(record.worktree) / ".git").exists():
