@@ -394,14 +394,14 @@ def test_topk_without_a_cuda_device_runs_the_triton_kernels_and_says_why():
         ("", "RuntimeError: "),
     ],
 )
-def test_cuda_build_failure_line_names_the_cause(log, want):
-    from ds4kernels import cuda_ext
+def test_topk_cuda_build_failure_line_names_the_cause(log, want):
+    from ds4kernels import topk_cuda
 
-    assert cuda_ext.build_failure_line(RuntimeError(log)) == want
+    assert topk_cuda.build_failure_line(RuntimeError(log)) == want
 
 
-def test_cuda_build_failure_line_is_one_line_of_at_most_300_characters():
-    from ds4kernels import cuda_ext
+def test_topk_cuda_build_failure_line_is_one_line_of_at_most_300_characters():
+    from ds4kernels import topk_cuda
 
-    line = cuda_ext.build_failure_line(OSError("a.cu(1): error: " + "x" * 500 + "\nninja: build stopped"))
+    line = topk_cuda.build_failure_line(OSError("a.cu(1): error: " + "x" * 500 + "\nninja: build stopped"))
     assert "\n" not in line and len(line) == 300 and line.startswith("OSError: a.cu(1): error: xxx")
