@@ -799,15 +799,18 @@ class GitRepo(PatchVerbs):
             return found
         return [rel for rel in found if not any((self.path / rel).resolve().is_relative_to(x) for x in exclude)]
 
-    def worktree_tree(self, *, exclude: Sequence[Path] = ()) -> tuple[str, list[str]]:
+    def worktree_tree(self, *, exclude: Sequence[Path] = (), untracked: bool = True) -> tuple[str, list[str]]:
         """The tree id of the work tree as it is, and the untracked files in it.
 
-        The tree holds the tracked files with their changes and the files git neither tracks nor
+        The tree holds the tracked files with their changes (staged or not, deletions and
+        ``git add -N`` entries included) and, with ``untracked``, the files git neither tracks nor
         ignores (those under ``exclude`` left out): what a command run here sees, minus ignored files.
+        Without ``untracked`` it is the tree of the tracked files alone and the list is empty.
         Written through a private copy of the index (``git add --update``, then the untracked paths,
-        literally); no ref, no real index and no work tree file is touched.
+        literally); no ref, no commit, no real index and no work tree file is touched, so it needs no
+        identity and works where ``git stash create`` refuses (an intent-to-add entry).
         """
-        untracked = self.untracked_paths(exclude=exclude)
+        untracked_paths = self.untracked_paths(exclude=exclude) if untracked else []
         real = Path(self.out("rev-parse", "--path-format=absolute", "--git-path", "index"))
         with tempfile.TemporaryDirectory(prefix="ds4sync-index-") as folder:
             index = Path(folder) / "index"
@@ -815,10 +818,10 @@ class GitRepo(PatchVerbs):
                 shutil.copyfile(real, index)  # its stat data spares git re-reading unchanged files
             env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
             self.run("add", "--update", env=env)
-            if untracked:
-                paths = "\0".join(untracked).encode()
+            if untracked_paths:
+                paths = "\0".join(untracked_paths).encode()
                 self.run_bytes("add", "--pathspec-from-file=-", "--pathspec-file-nul", env=env, stdin=paths)
-            return self.run("write-tree", env=env)[1].strip(), untracked
+            return self.run("write-tree", env=env)[1].strip(), untracked_paths
 
     def staged_blob(self, path: str) -> str | None:
         """The blob id of ``path`` at stage 0 of the index (``git rev-parse :path``); None when not staged there."""

@@ -168,38 +168,31 @@ def run_tier(
 def scratch_worktree(ws: Workspace):
     """A copy of the checkout as it is, under ``<state>/gate-worktrees/``, removed afterwards.
 
-    A detached worktree at the checkout's HEAD with its tracked changes (``git stash create``,
-    which writes no ref) and its untracked, not ignored files copied in: the gates see what the
-    person has, and whatever they write lands in the copy, never in the person's checkout.
+    A detached worktree at the checkout's HEAD whose files are the tree the gates will prove
+    (:meth:`GitRepo.worktree_tree`: tracked changes, deletions and the untracked, not ignored
+    files, symlinks and modes as git stores them), written by ``git read-tree -u``; the index is
+    then reset to HEAD, so that what the person changed shows as changed there too. The gates see
+    what the person has, and whatever they write lands in the copy, never in the person's checkout.
     """
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     path = ws.store.root / "gate-worktrees" / f"{stamp}-{os.getpid()}"
     path.parent.mkdir(parents=True, exist_ok=True)
     repo = ws.repo
-    head, stash = repo.head(), repo.out("stash", "create")
-    repo.run("worktree", "add", "--quiet", "--detach", str(path), stash or head)
+    head, (tree, _) = repo.head(), repo.worktree_tree(exclude=_state_inside(ws, repo.path))
+    repo.run("worktree", "add", "--quiet", "--detach", str(path), head)
     try:
         scratch = GitRepo(path)
-        if stash:
-            scratch.run("reset", "--quiet", head)  # HEAD as in the checkout, its changes left in the tree
-        untracked = repo.run("ls-files", "-z", "--others", "--exclude-standard", strip=False)[1]
-        state = ws.store.root.resolve()
-        for rel in filter(None, untracked.split("\0")):
-            source, copy = repo.path / rel, path / rel
-            if source.resolve().is_relative_to(state):
-                continue  # the state dir inside the checkout (a CI artefact folder) is not the checkout's
-            if source.is_file() and not source.is_symlink():
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, copy)
+        scratch.run("read-tree", "--reset", "-u", tree)
+        scratch.run("reset", "--quiet")  # HEAD's index; the changes stay in the files
         yield path
     finally:
         repo.worktree_remove(path)
 
 
-def tree_id(repo: GitRepo) -> str:
-    """The tree id of the checkout's tracked files as they are now (``git stash create`` writes no ref)."""
-    stash = repo.out("stash", "create")
-    return repo.out("rev-parse", f"{stash or 'HEAD'}^{{tree}}")
+def _state_inside(ws: Workspace, target: Path) -> tuple[Path, ...]:
+    """The state dir, where it lies inside ``target`` (a CI artefact folder): no part of the checkout."""
+    state = ws.store.root.resolve()
+    return (state,) if state.is_relative_to(target.resolve()) else ()
 
 
 #: Untracked files a tier result names (its tier line shows the first three).
@@ -225,9 +218,8 @@ def _run_tier(
     # The proof is the tree the gates see: tracked changes and untracked files included, so that a commit
     # that lacks a file a gate needed is never the tree it passed on. Gates writing files git does not
     # ignore (caches) do not count as the checkout changing: that check compares tracked files only.
-    head, tracked = repo.head(), tree_id(repo)
-    state = ws.store.root.resolve()  # left out where it lies inside the checkout (a CI artefact folder)
-    tree, untracked = repo.worktree_tree(exclude=(state,) if state.is_relative_to(target.resolve()) else ())
+    head, (tracked, _) = repo.head(), repo.worktree_tree(untracked=False)
+    tree, untracked = repo.worktree_tree(exclude=_state_inside(ws, target))
     gates = _named(load_tier(ws.profile, options.tier), options.names, ws.profile)
     settings = ws.config.gates
     changed = changed_files(repo, options.changed_since) if options.changed_since else None
@@ -261,7 +253,7 @@ def _run_tier(
     )
     plan.executor = _executor(ws, options, repo)
     results = plan.execute(decisions)
-    after = (repo.head(), tree_id(repo))
+    after = (repo.head(), repo.worktree_tree(untracked=False)[0])
     proof: dict[str, str] = {"commit": head, "tree": tree}
     if after != (head, tracked):
         proof |= {
