@@ -67,6 +67,8 @@ def test_the_metric_records_calc_diff_under_tolerance(suite_result: KernelSuiteR
         {"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": False},
         {"BLOCKS": 4, "TILE": 128, "HEAD_DOT": True, "SPLIT": False},
         {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": True},
+        {"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": True, "LOAD": "tma", "STAGES": 3},
+        {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": False, "LOAD": "tma", "STAGES": 2},
     ],
 )
 def test_paged_decode_variants_agree_with_the_reference(cfg):
@@ -77,6 +79,60 @@ def test_paged_decode_variants_agree_with_the_reference(cfg):
     out = decode.paged_mqa_logits(**args, config={**cfg, "num_warps": 4, "num_stages": 1})
     verdict = check.check_decode(out, check.REFERENCES["decode"](args), args, clean=True)
     assert verdict["ok"], verdict
+
+
+def _shifted(t: torch.Tensor, nbytes: int) -> torch.Tensor:
+    """The same values and strides as ``t``, in a buffer whose first element lies ``nbytes`` past a 16-byte line."""
+    raw = torch.zeros(t.untyped_storage().nbytes() + 64, dtype=torch.uint8)
+    start = (-raw.data_ptr()) % 16 + nbytes
+    flat = raw[start : start + t.untyped_storage().nbytes()]
+    flat.copy_(torch.frombuffer(bytearray(t.untyped_storage()), dtype=torch.uint8))
+    typed = flat.view(t.dtype)  # as_strided counts its offset from the start of the storage, not of the view
+    return typed.as_strided(t.shape, t.stride(), typed.storage_offset() + t.storage_offset())
+
+
+@pytest.mark.parametrize("layout", ["aligned", "block-stride-4", "base-4"])
+def test_tma_decode_takes_pointer_loads_where_tma_cannot_address_the_cache(layout):
+    """TMA needs a 16-byte aligned base and block stride; a cache with either off by 4 bytes (still fp32-aligned
+    for the scales) takes the pointer loads, and every layout gives the reference's logits."""
+    name = "ragged-B9-n2-ctx200-pad4" if layout == "block-stride-4" else "ragged-B9-n2-ctx200-pad"
+    args = next(c for c in grid.decode_cases("ci") if c.name == name).build("cpu", grid._gen("cpu", 5))
+    if layout == "base-4":
+        args["kv_cache"] = _shifted(args["kv_cache"], 4)
+    d = args["q"].shape[-1]
+    assert (decode._key_descriptor(args["kv_cache"], d) is None) == (layout != "aligned")
+    cfg = {"BLOCKS": 2, "TILE": 64, "HEAD_DOT": False, "SPLIT": False, "LOAD": "tma", "STAGES": 2, "num_warps": 4}
+    out = decode.paged_mqa_logits(**args, config=cfg)
+    verdict = check.check_decode(out, check.REFERENCES["decode"](args), args, clean=True)
+    assert verdict["ok"], verdict
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_tma_prefill_agrees_with_the_reference_on_the_grid_and_off_a_16_byte_line(shift):
+    """Each head's query tile by TMA, on every case of the small grid (M = 0, N = 1, bf16 in and out); a query
+    tensor starting 1 byte past a 16-byte line takes the pointer loads instead."""
+    from ds4kernels import prefill
+
+    cfg = {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1, "LOAD": "tma", "STAGES": 2}
+    for case in grid.prefill_cases("ci"):
+        args = case.build("cpu", grid._gen("cpu", 3))
+        if shift and args["q"].dtype == torch.float8_e4m3fn and args["q"].numel():
+            args["q"] = _shifted(args["q"].contiguous(), shift)
+            assert prefill._query_descriptor(args["q"], 16) is None
+        out = prefill.mqa_logits(**args, config=dict(cfg))
+        verdict = check.check_prefill(out, check.REFERENCES["prefill"](args), args, clean=True)
+        assert verdict["ok"], (case.name, verdict)
+
+
+def test_an_unknown_load_mode_is_one_clear_error():
+    from ds4kernels import prefill
+
+    dec = next(c for c in grid.decode_cases("ci") if c.name == "B1-n2-ctx1").build("cpu", grid._gen("cpu", 1))
+    with pytest.raises(ValueError, match="config LOAD must be 'u8' or 'tma', got 'fp8'"):
+        decode.paged_mqa_logits(**dec, config={"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": True, "LOAD": "fp8"})
+    pre = grid.prefill_cases("ci")[0].build("cpu", grid._gen("cpu", 1))
+    with pytest.raises(ValueError, match="config LOAD must be 'ptr' or 'tma', got 'u8'"):
+        prefill.mqa_logits(**pre, config={"BLOCK_M": 16, "BLOCK_N": 16, "LOAD": "u8"})
 
 
 def test_routing_kernel_hash_bounds_never_fault_and_follow_the_policy():

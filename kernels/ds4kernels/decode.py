@@ -111,6 +111,7 @@ def _paged_logits_kernel(
     stride_kvb,
     stride_bt,
     stride_om,
+    k_desc,
     NEXT_N: tl.constexpr,
     H: tl.constexpr,
     D: tl.constexpr,
@@ -118,6 +119,8 @@ def _paged_logits_kernel(
     TILE: tl.constexpr,
     HEAD_DOT: tl.constexpr,
     SPLIT: tl.constexpr,
+    LOAD: tl.constexpr = "u8",
+    STAGES: tl.constexpr = 0,
 ):
     b = tl.program_id(0)
     split = tl.program_id(1)
@@ -136,7 +139,7 @@ def _paged_logits_kernel(
     # HEAD_DOT: the weighted head sum as a second (TF32) tensor-core dot with a block matrix W [next_n*H, 16]
     # whose column t holds next-token t's head weights; otherwise row reductions on the CUDA cores.
     w_mat = tl.where((offs_c[:, None] // H) == offs_o[None, :], w[:, None], 0.0)
-    # SPLIT (next_n = 2): one [TILE, H] dot per next-token instead of one [TILE, 2H] dot and masked sums.
+    # SPLIT (next_n = 2): one [TILE, H] dot per next-token instead of one [TILE, 2H] dot and a [TILE, 2, H] sum.
     offs_h = tl.arange(0, H)
     q0_t = tl.load(q_ptr + b * (NEXT_N * H * D) + offs_h[None, :] * D + offs_d[:, None])
     q1_t = tl.load(
@@ -150,14 +153,22 @@ def _paged_logits_kernel(
     tok_lo = split * (BLOCKS * 64)
     tok_hi = tl.minimum(tok_lo + BLOCKS * 64, max_ctx)
     tok_valid = tl.minimum(tok_hi, lmax)
-    for t0 in range(tok_lo, tok_valid, TILE):
+    for t0 in tl.range(tok_lo, tok_valid, TILE, num_stages=STAGES if STAGES > 0 else None):
         tok = t0 + offs_r
         live = (tok < lmax) & (tok // 64 < table_blocks)  # never touch table slots or blocks past the sequence
-        phys = tl.load(bt_ptr + b * stride_bt + tok // 64, mask=live, other=0).to(tl.int64)
-        base = kv_ptr + phys * stride_kvb
-        kb = tl.load(base[:, None] + (tok % 64)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0)
-        sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + tok % 64, mask=live, other=0.0)
-        k8 = kb.to(tl.float8e4nv, bitcast=True)
+        if LOAD == "tma":  # one 64-token block per tile: its keys by TMA into shared memory, as e4m3
+            tl.static_assert(TILE == 64)
+            slot = t0 // 64
+            phys_s = tl.load(bt_ptr + b * stride_bt + slot, mask=slot < table_blocks, other=0).to(tl.int64)
+            k8 = k_desc.load([phys_s.to(tl.int32), 0, 0]).reshape(TILE, D)
+            sf_ptr = (kv_ptr + phys_s * stride_kvb + 64 * D).to(tl.pointer_type(tl.float32))
+            sf = tl.load(sf_ptr + tok % 64, mask=live, other=0.0)
+        else:
+            phys = tl.load(bt_ptr + b * stride_bt + tok // 64, mask=live, other=0).to(tl.int64)
+            base = kv_ptr + phys * stride_kvb
+            kb = tl.load(base[:, None] + (tok % 64)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0)
+            sf = tl.load((base + 64 * D).to(tl.pointer_type(tl.float32)) + tok % 64, mask=live, other=0.0)
+            k8 = kb.to(tl.float8e4nv, bitcast=True)
         st = tok < tok_hi
         if SPLIT:
             lg0 = tl.sum(tl.maximum(tl.dot(k8, q0_t), 0.0) * w0[None, :], axis=1) * sf
@@ -172,14 +183,17 @@ def _paged_logits_kernel(
             if NEXT_N == 1:
                 lg0 = tl.sum(x, axis=1) * sf
                 lg1 = lg0
-            else:
-                lg0 = tl.sum(tl.where(offs_c[None, :] < H, x, 0.0), axis=1) * sf
-                lg1 = tl.sum(tl.where(offs_c[None, :] >= H, x, 0.0), axis=1) * sf
-        tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
-        if NEXT_N == 2:
-            tl.store(
-                row0 + stride_om + tok, tl.where(tok < l1, lg1, float("-inf")).to(out_ptr.dtype.element_ty), mask=st
-            )
+            else:  # both next-tokens' head sums as one reduction over [TILE, 2, H]
+                lg2 = tl.sum(tl.reshape(x, (TILE, 2, H)), axis=2) * sf[:, None]
+        if NEXT_N == 2:  # one [TILE, 2] store for both rows
+            offs_n = tl.arange(0, 2)
+            if SPLIT or HEAD_DOT:
+                lg2 = tl.join(lg0, lg1)
+            lens2 = tl.where(offs_n == 0, l0, l1)
+            lg2 = tl.where(tok[:, None] < lens2[None, :], lg2, float("-inf")).to(out_ptr.dtype.element_ty)
+            tl.store(row0 + offs_n[None, :] * stride_om + tok[:, None], lg2, mask=st[:, None])
+        else:
+            tl.store(row0 + tok, tl.where(tok < l0, lg0, float("-inf")).to(out_ptr.dtype.element_ty), mask=st)
     ninf = tl.full([TILE], float("-inf"), dtype=tl.float32).to(out_ptr.dtype.element_ty)
     fill_lo = tok_lo + tl.cdiv(tl.maximum(tok_valid - tok_lo, 0), TILE) * TILE
     for t0 in range(fill_lo, tok_hi, TILE):
@@ -226,6 +240,11 @@ def paged_mqa_logits(
     TILE tokens (one or two 64-token blocks, gathered through the block table) per FP8 tensor-core dot
     ``K_tile @ Q^T``, so the head sum is a row reduction inside each warp; ReLU, weights and the key scale fuse.
     Tokens past the row's length are written as -inf; table slots past ceil(L/64) are never read.
+
+    ``config["LOAD"] == "tma"`` loads each block's keys with a TMA descriptor (one [64, D] e4m3 box per tile)
+    in a loop software-pipelined ``STAGES`` deep; a cache whose base or block stride is not a multiple of 16
+    bytes takes the pointer loads instead (any stride). Config keys: BLOCKS, TILE, HEAD_DOT, SPLIT, LOAD, STAGES
+    and the launch options (num_warps, num_stages, maxnreg).
     """
     check_decode_inputs(q, kv_cache, weights, context_lens, block_table, max_context_len)
     b, next_n, h, d = q.shape
@@ -237,6 +256,11 @@ def paged_mqa_logits(
     cfg = dict(config or decode_config(b, next_n, max_context_len))
     blocks = cfg.pop("BLOCKS")
     grid = (b, triton.cdiv(triton.cdiv(max_context_len, BLOCK_KV), blocks))
+    if cfg.get("LOAD", "u8") not in ("u8", "tma"):
+        raise ValueError(f"config LOAD must be 'u8' or 'tma', got {cfg['LOAD']!r}")
+    k_desc = _key_descriptor(kv_cache, d) if cfg.get("LOAD") == "tma" else None
+    if cfg.get("LOAD") == "tma" and k_desc is None:  # pointer loads take any stride, best with a dot per row
+        cfg.update(LOAD="u8", SPLIT=True, HEAD_DOT=False, STAGES=0)
     _paged_logits_kernel[grid](
         q.contiguous(),
         kv_cache,
@@ -249,6 +273,7 @@ def paged_mqa_logits(
         kv_cache.stride(0),
         block_table.stride(0),
         out.stride(0),
+        k_desc if k_desc is not None else kv_cache,
         NEXT_N=next_n,
         H=h,
         D=d,
@@ -256,6 +281,21 @@ def paged_mqa_logits(
         **cfg,
     )
     return out
+
+
+def _key_descriptor(kv_cache: torch.Tensor, d: int):
+    """A TMA descriptor over the keys of every block, ``[NB, 64, D]`` e4m3 (the scales after them left out),
+    loaded one ``[1, 64, D]`` block at a time; None where TMA cannot address the cache (a base or block
+    stride that is not a multiple of 16 bytes)."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:  # a triton without host-side descriptors
+        return None
+    nb, stride = kv_cache.shape[0], kv_cache.stride(0)
+    if stride % 16 or kv_cache.data_ptr() % 16 or nb == 0:
+        return None
+    keys = kv_cache.as_strided((nb, BLOCK_KV, d), (stride, d, 1)).view(FP8)
+    return TensorDescriptor(keys, [nb, BLOCK_KV, d], [stride, d, 1], [1, BLOCK_KV, d])
 
 
 def decode_cost(context_lens: torch.Tensor, h: int, d: int) -> Cost:

@@ -180,7 +180,7 @@ def _decode(b, next_n, h, d, max_ctx, lens_kind: str, *, stride_pad=0, shared=Fa
 
 def decode_cases(scale: str) -> list[Case]:
     """Paged decode grid: L in {0, 1, 63, 64, 65, max}, unaligned max_ctx, junk table slots, shared and
-    permuted blocks, next_n 1 and 2 (ragged rows), a padded kv_cache stride(0)."""
+    permuted blocks, next_n 1 and 2 (ragged rows), a padded kv_cache stride(0) (16-byte aligned, and not)."""
     h, d = (8, 32) if scale == "ci" else (64, 128)
     b, mc = (9, 200) if scale == "ci" else (33, 1000)
     out = []
@@ -194,6 +194,8 @@ def decode_cases(scale: str) -> list[Case]:
                 frozenset({"ragged"} if nn == 2 else set()),
             )
         )
+    # A block stride that is a multiple of 4 bytes but not of 16: no TMA descriptor can address it.
+    out.append(Case("decode", f"ragged-B{b}-n2-ctx{mc}-pad4", _decode(b, 2, h, d, mc, "ragged", stride_pad=4)))
     out.append(Case("decode", f"shared-B4-n1-ctx{mc}", _decode(4, 1, h, d, mc, "edges", shared=True)))
     out.append(Case("decode", "B1-n2-ctx1", _decode(1, 2, h, d, 1, "uniform")))
     if scale == "full":

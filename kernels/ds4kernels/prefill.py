@@ -92,12 +92,15 @@ def _mqa_logits_kernel(
     stride_kn,
     stride_wm,
     stride_om,
+    q_desc,
     H: tl.constexpr,
     D: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     CLEAN: tl.constexpr,
     UPCAST: tl.constexpr,
+    LOAD: tl.constexpr = "ptr",
+    STAGES: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     pid_m = pid // num_n
@@ -111,9 +114,6 @@ def _mqa_logits_kernel(
     ke = tl.load(ke_ptr + offs_m, mask=m_ok, other=0)
     lo = tl.min(ks, axis=0)
     hi = tl.max(ke, axis=0)
-    in_range = (offs_n[None, :] >= ks[:, None]) & (offs_n[None, :] < ke[:, None])
-    out_ptrs = out_ptr + offs_m[:, None].to(tl.int64) * stride_om + offs_n[None, :]
-    st_mask = m_ok[:, None] & n_ok[None, :]
     n0 = pid_n * BLOCK_N
     if (n0 < hi) & (n0 + BLOCK_N > lo):
         kb = tl.load(k_ptr + offs_n[:, None].to(tl.int64) * stride_kn + offs_d[None, :], mask=n_ok[:, None], other=0.0)
@@ -122,19 +122,27 @@ def _mqa_logits_kernel(
             kt = kt.to(tl.float32)
         q_ptrs = q_ptr + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :]
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for h in range(H):
-            qh = tl.load(q_ptrs + h * stride_qh, mask=m_ok[:, None], other=0.0)
+        for h in tl.range(H, num_stages=STAGES if STAGES > 0 else None):
+            if LOAD == "tma":  # head h's [BLOCK_M, D] tile by TMA: no pointer tensor lives across the loop
+                qh = q_desc.load([pid_m * BLOCK_M, h * D])
+            else:
+                qh = tl.load(q_ptrs + h * stride_qh, mask=m_ok[:, None], other=0.0)
             wh = tl.load(w_ptr + offs_m * stride_wm + h, mask=m_ok, other=0.0)
             s = tl.dot(qh.to(tl.float32), kt, input_precision="ieee") if UPCAST else tl.dot(qh, kt)
             acc += tl.maximum(s, 0.0) * wh[:, None]
+        # The output's pointers and masks are formed here, after the head loop: live across it they
+        # would hold ~200 registers per thread (64-bit pointers for a [BLOCK_M, BLOCK_N] tile) and spill.
         sf = tl.load(sf_ptr + offs_n, mask=n_ok, other=0.0)
         res = acc * sf[None, :]
         if CLEAN:
+            in_range = (offs_n[None, :] >= ks[:, None]) & (offs_n[None, :] < ke[:, None])
             res = tl.where(in_range, res, float("-inf"))
-        tl.store(out_ptrs, res.to(out_ptr.dtype.element_ty), mask=st_mask)
+        out_ptrs = out_ptr + offs_m[:, None].to(tl.int64) * stride_om + offs_n[None, :]
+        tl.store(out_ptrs, res.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
     elif CLEAN:
         ninf = tl.full([BLOCK_M, BLOCK_N], float("-inf"), dtype=tl.float32)
-        tl.store(out_ptrs, ninf.to(out_ptr.dtype.element_ty), mask=st_mask)
+        out_ptrs = out_ptr + offs_m[:, None].to(tl.int64) * stride_om + offs_n[None, :]
+        tl.store(out_ptrs, ninf.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
 def prefill_config(m: int, n: int, dtype: torch.dtype) -> dict:
@@ -168,6 +176,11 @@ def mqa_logits(
     weights, k_sf = weights.float().contiguous(), k_sf.float().contiguous()
     cfg = dict(config or prefill_config(m, n, q.dtype))
     bm, bn = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N")
+    if cfg.get("LOAD", "ptr") not in ("ptr", "tma"):
+        raise ValueError(f"config LOAD must be 'ptr' or 'tma', got {cfg['LOAD']!r}")
+    q_desc = _query_descriptor(q, bm) if cfg.get("LOAD") == "tma" else None
+    if cfg.get("LOAD") == "tma" and q_desc is None:
+        cfg.update(LOAD="ptr", STAGES=0)
     num_n = triton.cdiv(n, bn)
     grid = (triton.cdiv(m, bm) * num_n,)
     _mqa_logits_kernel[grid](
@@ -186,6 +199,7 @@ def mqa_logits(
         k.stride(0),
         weights.stride(0),
         out.stride(0),
+        q_desc if q_desc is not None else q,
         H=h,
         D=d,
         BLOCK_M=bm,
@@ -195,6 +209,19 @@ def mqa_logits(
         **cfg,
     )
     return out
+
+
+def _query_descriptor(q: torch.Tensor, block_m: int):
+    """A TMA descriptor over contiguous ``q`` [M, H, D] seen as [M, H*D], loaded one [BLOCK_M, D] head tile at a
+    time (rows past M read as zero); None where TMA cannot address it (a row or base not 16-byte aligned)."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:  # a triton without host-side descriptors
+        return None
+    m, h, d = q.shape
+    if (h * d * q.element_size()) % 16 or q.data_ptr() % 16:
+        return None
+    return TensorDescriptor(q.view(m, h * d), [m, h * d], [h * d, 1], [block_m, d])
 
 
 def prefill_cost(
