@@ -76,74 +76,7 @@ def harness_floor() -> list[dict]:
     return rows
 
 
-_DEC = {"TILE": 64, "HEAD_DOT": False, "SPLIT": True, "num_warps": 4}
-_ONE_DOT = {"LOAD": "tma", "SPLIT": False}  # next_n=2: one [TILE, 2H] dot, one [TILE, 2, H] sum
 PLAN = {  # candidate variants, each timed beside the first (the kernel the candidate would replace)
-    "decode": (
-        [
-            {**_DEC, "BLOCKS": 64, "num_stages": 5},  # pointer loads (the loop is not pipelined)
-            {**_DEC, "BLOCKS": 8, "num_stages": 6},  # pointer loads, few programs
-            *(
-                {**_DEC, **_ONE_DOT, "BLOCKS": blocks, "num_stages": 3, "STAGES": stages, **reg}
-                for blocks, stages, reg in (
-                    (64, 3, {}),
-                    (32, 3, {}),
-                    (16, 3, {}),
-                    (8, 3, {}),
-                    (64, 2, {}),
-                    (64, 4, {}),
-                    (64, 3, {"maxnreg": 128}),
-                    (32, 3, {"maxnreg": 128}),
-                    (16, 3, {"maxnreg": 128}),
-                    (16, 3, {"maxnreg": 96}),
-                )
-            ),
-            *(
-                {**_DEC, "LOAD": "tma", "BLOCKS": blocks, "num_stages": 3, "STAGES": stages, **reg}
-                for blocks, stages, reg in (
-                    (4, 3, {}),
-                    (4, 2, {}),
-                    (4, 4, {}),
-                    (8, 3, {}),
-                    (2, 3, {}),
-                    (4, 3, {"maxnreg": 64}),
-                )
-            ),
-        ],
-        (
-            "bench-B64-n2-ctx32768",
-            "bench-B128-n2-ctx16384",
-            "bench-B256-n2-ctx8192",
-            "bench-B32-n2-ctx65536",
-            "bench-B64-n1-ctx32768",
-            "bench-B256-n1-ctx8192",
-            "bench-B32-n1-ctx8192",
-            "bench-B32-n2-ctx8192",
-            "bench-B64-n1-ctx8192",
-            "bench-B64-n2-ctx8192",
-        ),
-    ),
-    "prefill": (
-        [
-            {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 5},  # pointer loads (fp8's tuned config)
-            {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4},  # pointer loads (bf16's tuned config)
-            {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
-            *(
-                {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": 3, "LOAD": "tma", "STAGES": st}
-                for bm, bn, w, st in (
-                    (64, 128, 4, 2),
-                    (64, 128, 4, 3),
-                    (64, 128, 4, 4),
-                    (64, 128, 8, 3),
-                    (64, 128, 8, 4),
-                    (128, 128, 8, 3),
-                    (128, 64, 4, 3),
-                    (64, 256, 8, 3),
-                )
-            ),
-        ],
-        ("bench-fp8-M4096-N32768", "bench-bf16-M4096-N32768", "bench-v4flash-M8192-N2048"),
-    ),
     "topk": (
         [
             {"IMPL": "triton"},

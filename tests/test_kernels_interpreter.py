@@ -129,7 +129,8 @@ def test_an_unknown_load_mode_is_one_clear_error():
 
     dec = next(c for c in grid.decode_cases("ci") if c.name == "B1-n2-ctx1").build("cpu", grid._gen("cpu", 1))
     with pytest.raises(ValueError, match="config LOAD must be 'u8' or 'tma', got 'fp8'"):
-        decode.paged_mqa_logits(**dec, config={"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": True, "LOAD": "fp8"})
+        cfg = {"BLOCKS": 1, "TILE": 64, "HEAD_DOT": False, "SPLIT": True, "LOAD": "fp8"}
+        decode.paged_mqa_logits(**dec, config=cfg)
     pre = grid.prefill_cases("ci")[0].build("cpu", grid._gen("cpu", 1))
     with pytest.raises(ValueError, match="config LOAD must be 'ptr' or 'tma', got 'u8'"):
         prefill.mqa_logits(**pre, config={"BLOCK_M": 16, "BLOCK_N": 16, "LOAD": "u8"})

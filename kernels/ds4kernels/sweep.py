@@ -12,30 +12,42 @@ from .bench import _time_us, case_cost
 from .check import CHECKS
 from .grid import decode_cases, mhc_pre_cases, prefill_cases, routing_cases, topk_cases
 
-PREFILL = [
-    dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
-    for bm, bn, w, s in (
-        (64, 128, 4, 4),
-        (64, 128, 4, 3),
-        (64, 128, 4, 5),
-        (128, 128, 8, 4),
-        (64, 64, 4, 4),
-        (64, 256, 8, 4),
-    )
+PREFILL = [  # pointer loads, then each head's query tile by TMA pipelined STAGES deep
+    *(
+        dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
+        for bm, bn, w, s in (
+            (64, 128, 4, 4),
+            (64, 128, 4, 3),
+            (64, 128, 4, 5),
+            (128, 128, 8, 4),
+            (64, 64, 4, 4),
+            (64, 256, 8, 4),
+        )
+    ),
+    *(
+        dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=4, num_stages=3, LOAD="tma", STAGES=st)
+        for bm, bn, st in ((64, 128, 2), (64, 128, 3), (128, 64, 3))
+    ),
 ]
-DECODE = [
-    dict(BLOCKS=b, TILE=t, HEAD_DOT=False, SPLIT=sp, num_warps=w, num_stages=s)
-    for b, t, sp, w, s in (
-        (8, 64, True, 4, 5),
-        (8, 64, True, 4, 6),
-        (16, 64, True, 4, 5),
-        (32, 64, True, 4, 5),
-        (32, 64, True, 4, 4),
-        (32, 64, True, 4, 6),
-        (64, 64, True, 4, 5),
-        (32, 64, True, 8, 5),
-        (16, 64, True, 4, 6),
-    )
+DECODE = [  # pointer loads (any cache), then keys by TMA pipelined STAGES deep; SPLIT false: one [TILE, 2H] dot
+    *(
+        dict(BLOCKS=b, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=s)
+        for b, s in ((8, 6), (16, 5), (32, 5), (64, 5))
+    ),
+    *(
+        dict(BLOCKS=b, TILE=64, HEAD_DOT=False, SPLIT=sp, LOAD="tma", STAGES=st, num_warps=4, num_stages=3, **reg)
+        for b, sp, st, reg in (
+            (4, True, 3, {"maxnreg": 64}),
+            (4, True, 3, {}),
+            (8, True, 3, {}),
+            (8, False, 3, {}),
+            (16, False, 3, {}),
+            (32, False, 3, {}),
+            (64, False, 3, {}),
+            (64, False, 4, {}),
+            (64, False, 3, {"maxnreg": 128}),
+        )
+    ),
 ]
 TOPK = [  # the sample-bracket kernel: one part per row (FUSED or not) or rows cut until PROGRAMS programs;
     # PRE: the bracket in a launch of its own (warps per row) instead of in every part
