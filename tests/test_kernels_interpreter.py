@@ -267,11 +267,14 @@ def test_mhc_ops_are_in_the_default_tier_and_pass():
         {"SPLIT": 5, "BLOCK_T": 16, "BLOCK_K": 64, "BT2": 16, "BLOCK_D": 64, "num_warps": 4},
         {"SPLIT": 3, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 8, "BLOCK_D": 32, "num_warps": 4, "PRECISION": "bf16x3"},
         {"FUSED": True, "BLOCK_T": 16, "BLOCK_K": 32, "BLOCK_D": 32, "num_warps": 4},
+        {"SPLIT": 3, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 8, "BLOCK_D": 32, "PRECISION": "bf16x3", "LOAD": "tma",
+         "STAGES": 2},
+        {"SPLIT": 1, "BLOCK_T": 32, "BLOCK_K": 64, "BT2": 4, "BLOCK_D": 32, "LOAD": "tma", "STAGES": 3},
     ],
-)
+)  # fmt: skip
 def test_mhc_pre_split_k_variants_agree_with_the_reference(cfg):
-    """One split, several splits that do not divide n·d evenly, fn split into three bf16 parts (bf16x3), and
-    the older fused kernel: same results."""
+    """One split, several splits that do not divide n·d evenly, fn split into three bf16 parts (bf16x3), the
+    older fused kernel, and the mix stage's tiles by TMA (a last tile past n·d, tokens past T): same results."""
     for case in [c for c in grid.mhc_pre_cases("ci") if c.name.split("-")[0] in ("randn", "saturated", "nan")]:
         g = torch.Generator()
         g.manual_seed(11)
@@ -279,6 +282,29 @@ def test_mhc_pre_split_k_variants_agree_with_the_reference(cfg):
         out = mhc.mhc_pre(**args, config=cfg)
         verdict = check.check_mhc(out, check.REFERENCES["mhc_pre"](args), args, clean=True)
         assert verdict["ok"], (case.name, cfg, verdict)
+
+
+@pytest.mark.parametrize("layout", ["aligned", "base-2", "row-8-bytes"])
+def test_tma_mhc_pre_takes_pointer_loads_where_tma_cannot_address_x(layout):
+    """TMA needs x's base and rows on 16-byte lines: x starting 2 bytes past a line, or rows of 8 x 97 bf16
+    (776 bytes), take the pointer loads; every layout gives the reference's outputs."""
+    d = 97 if layout == "row-8-bytes" else 96
+    args = grid._mhc(37, d, "randn", post=False)("cpu", grid._gen("cpu", 7))
+    if layout == "base-2":
+        args["x"] = _shifted(args["x"], 2)
+    t, n, _ = args["x"].shape
+    x2 = args["x"].view(t, n * d)
+    assert (mhc._mix_descriptors(x2, args["fn"].float(), 16, 32, 32) is None) == (layout != "aligned")
+    cfg = {"SPLIT": 2, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 8, "BLOCK_D": 32, "LOAD": "tma", "STAGES": 2}
+    out = mhc.mhc_pre(**args, config=cfg)
+    verdict = check.check_mhc(out, check.REFERENCES["mhc_pre"](args), args, clean=True)
+    assert verdict["ok"], verdict
+
+
+def test_an_unknown_mhc_load_mode_is_one_clear_error():
+    args = grid._mhc(13, 96, "randn", post=False)("cpu", grid._gen("cpu", 1))
+    with pytest.raises(ValueError, match="config LOAD must be 'ptr' or 'tma', got 'u8'"):
+        mhc.mhc_pre(**args, config={"SPLIT": 1, "BLOCK_T": 16, "BLOCK_K": 32, "BT2": 8, "BLOCK_D": 32, "LOAD": "u8"})
 
 
 @pytest.mark.parametrize("cap", [16, 64])

@@ -202,7 +202,12 @@ def mhc_pre(
     Two launches: a split-K mix stage (``SPLIT`` slices of n·d per token block; 0 = as many as fill the
     SMs) writing fp32 partials, then a finish stage over (token block, d-slice) that sums the partials
     in a fixed order (deterministic), applies the RMS factor, gates and Sinkhorn, and writes y.
+    ``config["LOAD"] == "tma"`` loads the mix stage's x and fn tiles by TMA, in a loop pipelined ``STAGES``
+    deep; where TMA cannot address x or fn (a base or row not 16-byte aligned) the pointer loads run.
     ``config={"FUSED": True, ...}`` runs the older single-launch kernel (one program per 16 tokens).
+
+    Raises:
+        ValueError: ``config["LOAD"]`` other than "ptr" or "tma".
     """
     t, n, d = x.shape
     y = torch.empty((t, d), dtype=x.dtype, device=x.device)
@@ -237,9 +242,14 @@ def mhc_pre(
     splits = triton.cdiv(k, k_split)
     mix = torch.empty((splits, t, mixp), dtype=torch.float32, device=x.device)
     sq = torch.empty((splits, t), dtype=torch.float32, device=x.device)
+    load = cfg.pop("LOAD", "ptr")
+    if load not in ("ptr", "tma"):
+        raise ValueError(f"config LOAD must be 'ptr' or 'tma', got {load!r}")
+    descs = _mix_descriptors(x.view(t, k), fn32, bt, bk, mixp) if load == "tma" else None
+    load = load if descs is not None else "ptr"  # pointer loads take any layout
     _hc_mix_kernel[(triton.cdiv(t, bt), splits)](
-        x, fn32, mix, sq, t, k, k_split,
-        MIXP=mixp, MIX=(2 + n) * n, BLOCK_T=bt, BLOCK_K=bk, PRECISION=precision, INTERPRET=interpreting(),
+        x, fn32, mix, sq, t, k, k_split, *(descs or (x, fn32)),
+        LOAD=load, MIXP=mixp, MIX=(2 + n) * n, BLOCK_T=bt, BLOCK_K=bk, PRECISION=precision, INTERPRET=interpreting(),
         num_warps=warps, **cfg,
     )  # fmt: skip
     _hc_finish_kernel[(triton.cdiv(t, bt2), triton.cdiv(d, bd))](
@@ -258,14 +268,20 @@ def _hc_mix_kernel(
     T,
     K,
     K_SPLIT,
+    x_desc,
+    fn_desc,
     MIXP: tl.constexpr,
     MIX: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
     INTERPRET: tl.constexpr = False,
+    LOAD: tl.constexpr = "ptr",
+    STAGES: tl.constexpr = 0,
 ):
-    """Split-K stage: program (i, s) writes x[tokens i] @ fn[:, K slice s].T and Σ x² of that slice."""
+    """Split-K stage: program (i, s) writes x[tokens i] @ fn[:, K slice s].T and Σ x² of that slice.
+    ``LOAD == "tma"``: both tiles by TMA (rows past T or MIX and columns past K read as zero), in a loop
+    pipelined ``STAGES`` deep; else pointer loads."""
     offs_t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     split = tl.program_id(1)
     t_ok = offs_t < T
@@ -275,15 +291,21 @@ def _hc_mix_kernel(
     sq = tl.zeros([BLOCK_T], dtype=tl.float32)
     k_lo = split * K_SPLIT
     k_hi = tl.minimum(k_lo + K_SPLIT, K)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = offs_k < k_hi
-        xr = tl.load(
-            x_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :], mask=t_ok[:, None] & k_ok[None, :], other=0.0
-        )
+    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES if STAGES > 0 else None):
+        if LOAD == "tma":  # K_SPLIT is a multiple of BLOCK_K: a tile crosses no split, only K's end (zeros)
+            xr = x_desc.load([tl.program_id(0) * BLOCK_T, k0])
+            fk = fn_desc.load([0, k0])
+        else:
+            offs_k = k0 + tl.arange(0, BLOCK_K)
+            k_ok = offs_k < k_hi
+            xr = tl.load(
+                x_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :],
+                mask=t_ok[:, None] & k_ok[None, :],
+                other=0.0,
+            )
+            fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         xk = xr.to(tl.float32)
         sq += tl.sum(xk * xk, axis=1)
-        fk = tl.load(fn_ptr + offs_m[:, None] * K + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         acc = _mix_dot(acc, xr, fk, PRECISION, INTERPRET)
     row = split.to(tl.int64) * T + offs_t
     tl.store(mix_ptr + row[:, None] * MIXP + offs_m[None, :], acc, mask=t_ok[:, None])
@@ -323,6 +345,23 @@ def _hc_finish_kernel(
     )
     d_lo = pid_d * BLOCK_D
     _weighted_sum(x_ptr, y_ptr, pre, offs_t, t_ok, K, D, d_lo, tl.minimum(d_lo + BLOCK_D, D), N, BLOCK_D)
+
+
+def _mix_descriptors(x2: torch.Tensor, fn32: torch.Tensor, block_t: int, block_k: int, mixp: int):
+    """TMA descriptors for the mix stage: x as [T, n·d] bf16/fp32 in [BLOCK_T, BLOCK_K] tiles and fn as
+    [(2+n)n, n·d] fp32 in [MIXP, BLOCK_K] tiles (rows past (2+n)n read as zero). None where TMA cannot
+    address them (a base or row not a multiple of 16 bytes, or a box side over 256)."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:  # a triton without host-side descriptors
+        return None
+    rows_ok = all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in (x2, fn32))
+    if not rows_ok or max(block_t, block_k, mixp) > 256:
+        return None
+    return (
+        TensorDescriptor(x2, list(x2.shape), [x2.stride(0), 1], [block_t, block_k]),
+        TensorDescriptor(fn32, list(fn32.shape), [fn32.stride(0), 1], [mixp, block_k]),
+    )
 
 
 def mhc_pre_config(t: int, n: int, d: int) -> dict:
