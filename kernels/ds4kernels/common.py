@@ -17,6 +17,24 @@ import torch
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 
+
+def tma_descriptor(t: torch.Tensor, block: list[int]):
+    """A host-side TMA descriptor over ``t`` as it is (its shape and strides), loaded ``block`` at a time;
+    elements past ``t``'s bounds read as zero. None where TMA cannot address ``t``: its base or a stride
+    other than the last not a multiple of 16 bytes, a last stride other than 1, an empty dimension, a
+    block side over 256, or a triton without host-side descriptors."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    size = t.element_size()
+    if t.data_ptr() % 16 or t.stride(-1) != 1 or any((st * size) % 16 for st in t.stride()[:-1]):
+        return None
+    if 0 in t.shape or max(block) > 256:
+        return None
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), list(block))
+
+
 # H200 SXM limits (dense, no sparsity). Measured achievable figures are reported beside the spec ones.
 H200 = {
     "hbm_bytes_per_s": 4.8e12,

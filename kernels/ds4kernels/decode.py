@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import FP8, Cost
+from .common import FP8, Cost, tma_descriptor
 
 BLOCK_KV = 64
 
@@ -286,16 +286,9 @@ def paged_mqa_logits(
 def _key_descriptor(kv_cache: torch.Tensor, d: int):
     """A TMA descriptor over the keys of every block, ``[NB, 64, D]`` e4m3 (the scales after them left out),
     loaded one ``[1, 64, D]`` block at a time; None where TMA cannot address the cache (a base or block
-    stride that is not a multiple of 16 bytes)."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:  # a triton without host-side descriptors
-        return None
-    nb, stride = kv_cache.shape[0], kv_cache.stride(0)
-    if stride % 16 or kv_cache.data_ptr() % 16 or nb == 0:
-        return None
-    keys = kv_cache.as_strided((nb, BLOCK_KV, d), (stride, d, 1)).view(FP8)
-    return TensorDescriptor(keys, [nb, BLOCK_KV, d], [stride, d, 1], [1, BLOCK_KV, d])
+    stride that is not a multiple of 16 bytes, or no blocks)."""
+    keys = kv_cache.as_strided((kv_cache.shape[0], BLOCK_KV, d), (kv_cache.stride(0), d, 1)).view(FP8)
+    return tma_descriptor(keys, [1, BLOCK_KV, d])
 
 
 def decode_cost(context_lens: torch.Tensor, h: int, d: int) -> Cost:

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import Cost, interpreting
+from .common import Cost, interpreting, tma_descriptor
 
 
 def mhc_pre_ref(x, fn, scale, base, iters: int = 20, hc_eps: float = 1e-6, rms_eps: float = 1e-6):
@@ -350,18 +350,9 @@ def _hc_finish_kernel(
 def _mix_descriptors(x2: torch.Tensor, fn32: torch.Tensor, block_t: int, block_k: int, mixp: int):
     """TMA descriptors for the mix stage: x as [T, n·d] bf16/fp32 in [BLOCK_T, BLOCK_K] tiles and fn as
     [(2+n)n, n·d] fp32 in [MIXP, BLOCK_K] tiles (rows past (2+n)n read as zero). None where TMA cannot
-    address them (a base or row not a multiple of 16 bytes, or a box side over 256)."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:  # a triton without host-side descriptors
-        return None
-    rows_ok = all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in (x2, fn32))
-    if not rows_ok or max(block_t, block_k, mixp) > 256:
-        return None
-    return (
-        TensorDescriptor(x2, list(x2.shape), [x2.stride(0), 1], [block_t, block_k]),
-        TensorDescriptor(fn32, list(fn32.shape), [fn32.stride(0), 1], [mixp, block_k]),
-    )
+    address either (a base or row not a multiple of 16 bytes, or a box side over 256)."""
+    x_desc, fn_desc = tma_descriptor(x2, [block_t, block_k]), tma_descriptor(fn32, [mixp, block_k])
+    return None if x_desc is None or fn_desc is None else (x_desc, fn_desc)
 
 
 def mhc_pre_config(t: int, n: int, d: int) -> dict:

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import FP8, Cost, interpreting, tuned
+from .common import FP8, Cost, interpreting, tma_descriptor, tuned
 
 
 def check_prefill_inputs(q, k, k_sf, weights, ks, ke, *, ranges: bool = True) -> None:
@@ -214,14 +214,8 @@ def mqa_logits(
 def _query_descriptor(q: torch.Tensor, block_m: int):
     """A TMA descriptor over contiguous ``q`` [M, H, D] seen as [M, H*D], loaded one [BLOCK_M, D] head tile at a
     time (rows past M read as zero); None where TMA cannot address it (a row or base not 16-byte aligned)."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:  # a triton without host-side descriptors
-        return None
     m, h, d = q.shape
-    if (h * d * q.element_size()) % 16 or q.data_ptr() % 16:
-        return None
-    return TensorDescriptor(q.view(m, h * d), [m, h * d], [h * d, 1], [block_m, d])
+    return tma_descriptor(q.view(m, h * d), [block_m, d])
 
 
 def prefill_cost(
