@@ -55,11 +55,25 @@ def _ptxas_report(stderr: str) -> dict[tuple[int, int, int], dict[str, int]]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="needs nvcc: pip install -e '.[cuda-check]'")
-@pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
-def test_topk_cuda_compiles_for_the_h200_and_sm120_without_spills(arch: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("arch", "flags"),
+    [("sm_90", []), ("sm_120", []), ("sm_90", ["-DDS4_TOPK_PHASES"])],  # the last: benchmarks/kernels_topk_phases.py
+)
+def test_topk_cuda_compiles_for_the_h200_and_sm120_without_spills(arch: str, flags: list[str], tmp_path: Path) -> None:
     assert NVCC is not None
     env = {**os.environ, "PATH": f"{NVCC.parent}{os.pathsep}{os.environ.get('PATH', '')}", "LC_ALL": "C"}
-    cmd = [str(NVCC), "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas=-v", "-I", str(STAND_IN), "-c", str(SOURCE)]
+    cmd = [
+        str(NVCC),
+        "-std=c++17",
+        "-O3",
+        f"-arch={arch}",
+        *flags,
+        "-Xptxas=-v",
+        "-I",
+        str(STAND_IN),
+        "-c",
+        str(SOURCE),
+    ]
     done = subprocess.run([*cmd, "-o", str(tmp_path / "topk_cuda.o")], capture_output=True, text=True, env=env)
     errors = [line for line in done.stderr.splitlines() if "error" in line.lower() or "fault" in line.lower()]
     assert done.returncode == 0, f"nvcc exit {done.returncode}: {errors[:3] or done.stderr[-500:]}"

@@ -7,7 +7,8 @@
 //   2. One pass over the row in index order: keys above the bracket go straight to the output, keys inside
 //      it are gathered into shared memory as (key, column). Rows of at most two samples gather everything.
 //      The pass compares the floats themselves against the bracket where that decides exactly as the keys
-//      would (float_test), and each thread walks bit masks of its hits rather than branching per column.
+//      would (float_test), and each thread walks bit masks of its hits rather than branching per column. The
+//      gathered keys' first select digits are counted as they are gathered.
 //   3. Radix select on the gathered keys (11-bit digits, from the first bit the bracket leaves open) fixes
 //      the (K - above)-th largest exactly; one pass writes the gathered keys above it, then its lowest-index
 //      ties. When the bracket missed (ties, adversarial rows) the same select runs on the whole row.
@@ -25,11 +26,33 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kItems = 4;  // keys per thread in the sample and in ordered passes over gathered keys
 constexpr int kTile = kThreads * kItems;
-constexpr int kBins = 2048;  // 11-bit digits
 constexpr int kCap = 8192;   // gathered keys held in shared memory
 
-template <cub::BlockScanAlgorithm kAlgo>
+// Phase clocks (built with -DDS4_TOPK_PHASES, benchmarks/kernels_topk_phases.py): thread 0 of block r stamps
+// (clock64, %globaltimer ns) after a block barrier at each phase boundary into g_phase[r][phase] for r < kPhaseRows.
+// 0 start, 1 bracket done, 2 pass over the row done, 3 select rounds done, 4 end. Off by default: no cost.
+#ifdef DS4_TOPK_PHASES
+constexpr int kPhaseRows = 1 << 14;
+constexpr int kPhases = 5;
+__device__ long long g_phase[kPhaseRows][kPhases][2];
+__device__ __forceinline__ void phase(int i) {
+  __syncthreads();
+  if (threadIdx.x == 0 && blockIdx.x < kPhaseRows) {
+    long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    g_phase[blockIdx.x][i][0] = clock64();
+    g_phase[blockIdx.x][i][1] = ns;
+  }
+}
+#else
+__device__ __forceinline__ void phase(int) {}
+#endif
+
+// kBits: the digit width of the bracket's sample histogram and of each select round (2^kBits bins).
+template <cub::BlockScanAlgorithm kAlgo, int kBits>
 struct SmemT {
+  static constexpr int kBinBits = kBits;
+  static constexpr int kBins = 1 << kBits;
   using Scan = cub::BlockScan<int, kThreads, kAlgo>;
   typename Scan::TempStorage scan;
   typename Scan::TempStorage scan2;  // the pass over the row alternates the two: no barrier between tiles
@@ -66,11 +89,11 @@ struct GatheredSource {  // the keys gathered in shared memory
 };
 
 // The digit holding the want-th largest key (1-based, want >= 1 and at most the keys counted) among nbins
-// bins (a power of two <= 2048) and the number of keys in larger digits, into s.bin / s.above.
+// bins (a power of two <= Smem::kBins) and the number of keys in larger digits, into s.bin / s.above.
 template <class Smem>
 __device__ void find_bin(Smem& s, int want, int nbins) {
   const int per = nbins > kThreads ? nbins / kThreads : 1;
-  int local[kBins / kThreads] = {};
+  int local[Smem::kBins / kThreads] = {};
   int sum = 0;
   for (int j = 0; j < per; ++j) {
     const int r = threadIdx.x * per + j;  // rank of the bin from the top: thread 0 holds the largest digits
@@ -89,27 +112,32 @@ __device__ void find_bin(Smem& s, int want, int nbins) {
   __syncthreads();
 }
 
-// The want-th largest key of src[0, n) (whose bits above `open` all equal `fixed`) by 11-bit digits, then
+// The want-th largest key of src[0, n) (whose bits above `open` all equal `fixed`) by kBinBits-bit digits, then
 // its keys above it and its lowest-index ties at out_row[pos0, pos0 + want), in index order.
+// built: s.hist already holds the first round's digits of src's keys (the pass over the row counted them).
 template <class Smem, class Src>
 __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_row, int pos0, int open,
-                             uint64_t fixed) {
+                             uint64_t fixed, bool built = false) {
   while (open > 0) {
-    const int width = min(11, open);
+    const int width = min(Smem::kBinBits, open);
     const int shift = open - width;
-    for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
-    __syncthreads();
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const uint32_t k = src.key(i);
-      if ((static_cast<uint64_t>(k) >> open) == fixed) atomicAdd(&s.hist[(k >> shift) & ((1u << width) - 1)], 1);
+    if (!built) {
+      for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
+      __syncthreads();
+      for (int i = threadIdx.x; i < n; i += kThreads) {
+        const uint32_t k = src.key(i);
+        if ((static_cast<uint64_t>(k) >> open) == fixed) atomicAdd(&s.hist[(k >> shift) & ((1u << width) - 1)], 1);
+      }
+      __syncthreads();
     }
-    __syncthreads();
+    built = false;
     find_bin(s, want, 1 << width);
     fixed = (fixed << width) | static_cast<uint32_t>(s.bin);
     want -= s.above;
     open = shift;
     __syncthreads();
   }
+  phase(3);
   const uint32_t t = static_cast<uint32_t>(fixed);
   const int ties = want;  // ties at t to take, lowest index first
   int taken = pos0, eq_seen = 0;
@@ -142,12 +170,13 @@ __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_
 template <int kSample, class Smem>
 __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   constexpr int kSpt = kSample / kThreads;  // sampled keys per thread
-  for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
+  constexpr int kShift = 32 - Smem::kBinBits;
+  for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
   __syncthreads();
   const int64_t group = threadIdx.x / (8 / kSpt);
   for (int j = 0; j < kSpt; ++j) {
     const int64_t pos = group * length / (kSample / 8) + (threadIdx.x % (8 / kSpt)) * kSpt + j;
-    atomicAdd(&s.hist[src.key(static_cast<int>(min(pos, static_cast<int64_t>(length - 1)))) >> 21], 1);
+    atomicAdd(&s.hist[src.key(static_cast<int>(min(pos, static_cast<int64_t>(length - 1)))) >> kShift], 1);
   }
   __syncthreads();
   const float q = static_cast<float>(k) / static_cast<float>(length);
@@ -156,12 +185,12 @@ __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   const int j_hi = static_cast<int>(floorf(r - m)), j_lo = static_cast<int>(ceilf(r + m));
   uint32_t hi = 0xFFFFFFFFu, lo = 0u;
   if (j_hi >= 1) {
-    find_bin(s, j_hi, kBins);
-    hi = static_cast<uint32_t>(((static_cast<uint64_t>(s.bin) + 1) << 21) - 1);
+    find_bin(s, j_hi, Smem::kBins);
+    hi = static_cast<uint32_t>(((static_cast<uint64_t>(s.bin) + 1) << kShift) - 1);
   }
   if (j_lo <= kSample) {
-    find_bin(s, j_lo, kBins);
-    lo = static_cast<uint32_t>(s.bin) << 21;
+    find_bin(s, j_lo, Smem::kBins);
+    lo = static_cast<uint32_t>(s.bin) << kShift;
   }
   __syncthreads();  // every thread has read s.bin before it is written again
   if (threadIdx.x == 0) {
@@ -205,34 +234,40 @@ __device__ __forceinline__ bool float_test(uint32_t hi, uint32_t lo, FloatTest& 
   return true;
 }
 
+// Columns [base, base + kRowItems * kThreads) of the row into q, kRowItems consecutive ones per thread:
+// 16-byte loads where the row allows them, all in flight before any is used; columns past length read 0.
+template <int kRowItems>
+__device__ __forceinline__ void load_tile(float4* q, const RowSource& src, bool vec, int length, int base) {
+  constexpr int kQ = kRowItems / 4;
+  const int i0 = base + threadIdx.x * kRowItems;
+  if (vec && i0 + kRowItems <= length) {
+    const float4* p = reinterpret_cast<const float4*>(src.base + i0);
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) q[j] = __ldg(p + j);
+  } else {
+    float f[kRowItems];
+#pragma unroll
+    for (int j = 0; j < kRowItems; ++j)
+      f[j] = i0 + j < length ? __ldg(src.base + static_cast<int64_t>(i0 + j) * src.stride) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kQ; ++j) q[j] = make_float4(f[4 * j], f[4 * j + 1], f[4 * j + 2], f[4 * j + 3]);
+  }
+}
+
 // The pass over the row in index order: columns above the bracket to out_row[n_gt], columns inside it
-// gathered into s.ckey / s.cidx[n_c] (as many as fit); n_gt and n_c count them all. Whole tiles run without
+// gathered into s.ckey / s.cidx[n_c] (as many as fit); n_gt and n_c count them all. q holds tile 0 (loaded by
+// the caller), and each gathered key's digit (key >> hshift) & hmask is counted into s.hist (the select's first
+// round, which then needs no pass of its own over the gathered keys). Whole tiles run without
 // bounds checks, the last one with them. Each thread keeps which of its columns go where as bit masks and
 // walks only their set bits (a branch per column would run, predicated, in nearly every warp: sparse hits;
 // measured on the H200, that predicated scatter was slower at every benchmark shape, dense rows included).
 template <int kRowItems, class Smem, class Test>
 __device__ __forceinline__ void row_pass(Smem& s, const RowSource& src, bool vec, int length, int k, int* out_row,
-                                         const Test& t, int& n_gt, int& n_c) {
+                                         const Test& t, float4* q, int hshift, uint32_t hmask, int& n_gt, int& n_c) {
   constexpr int kRowTile = kThreads * kRowItems;
-  constexpr int kQ = kRowItems / 4;
   n_gt = 0;
   n_c = 0;
   // (array-reference lambda parameters crash nvcc 13.0's front end: pointers)
-  auto load = [&](float4* q, int base) {  // 16-byte loads, all in flight before any is used
-    const int i0 = base + threadIdx.x * kRowItems;
-    if (vec && i0 + kRowItems <= length) {
-      const float4* p = reinterpret_cast<const float4*>(src.base + i0);
-#pragma unroll
-      for (int j = 0; j < kQ; ++j) q[j] = __ldg(p + j);
-    } else {
-      float f[kRowItems];
-#pragma unroll
-      for (int j = 0; j < kRowItems; ++j)
-        f[j] = i0 + j < length ? __ldg(src.base + static_cast<int64_t>(i0 + j) * src.stride) : 0.0f;
-#pragma unroll
-      for (int j = 0; j < kQ; ++j) q[j] = make_float4(f[4 * j], f[4 * j + 1], f[4 * j + 2], f[4 * j + 3]);
-    }
-  };
   auto tile = [&](const float4* q, int base, auto& scan_storage, auto full) {
     constexpr bool kFull = decltype(full)::value;
     const int i0 = base + threadIdx.x * kRowItems;
@@ -252,15 +287,15 @@ __device__ __forceinline__ void row_pass(Smem& s, const RowSource& src, bool vec
     for (; up && pg < k; up &= up - 1) out_row[pg++] = i0 + __ffs(up) - 1;
     for (; in && pc < kCap; in &= in - 1) {  // the key again from the line just read (L1)
       const int i = i0 + __ffs(in) - 1;
-      s.ckey[pc] = src.key(i);
+      const uint32_t key = src.key(i);
+      s.ckey[pc] = key;
       s.cidx[pc++] = i;
+      atomicAdd(&s.hist[(key >> hshift) & hmask], 1);
     }
     n_gt += total & 0xFFFF;
     n_c += total >> 16;
   };
   // (loading the next tile during this one was slower on the H200: 32.7 vs 30.2 us at 256 x 32768)
-  float4 q[kQ];
-  load(q, 0);
   int n = 0;
   for (int base = 0; base < length; base += kRowTile, ++n) {
     auto& storage = n & 1 ? s.scan2 : s.scan;
@@ -269,20 +304,22 @@ __device__ __forceinline__ void row_pass(Smem& s, const RowSource& src, bool vec
     } else {
       tile(q, base, storage, std::false_type{});
     }
-    if (base + kRowTile < length) load(q, base + kRowTile);
+    if (base + kRowTile < length) load_tile<kRowItems>(q, src, vec, length, base + kRowTile);
   }
   __syncthreads();  // the gathered keys and the scan storage, before the selection
 }
 
 // kRowItems: consecutive columns per thread in the pass over the row (16-byte loads, all in flight at once);
 // kSample: keys sampled for the bracket; kMinBlocks: blocks per SM the registers are capped for;
-// kAlgo: CUB's block scan; float_pass: the pass tests floats where the bracket allows it (float_test), else keys.
-template <int kRowItems, int kSample, int kMinBlocks, cub::BlockScanAlgorithm kAlgo>
+// kAlgo: CUB's block scan; kBinBits: digit width of the bracket and the select rounds; kEarly: the pass's first
+// tile is loaded before the bracket, not after it; float_pass: the pass tests floats where the bracket allows it
+// (float_test), else keys.
+template <int kRowItems, int kSample, int kMinBlocks, cub::BlockScanAlgorithm kAlgo, int kBinBits, bool kEarly>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float* __restrict__ x, int64_t sxm, int64_t sxn,
                                                            const int* __restrict__ starts,
                                                            const int* __restrict__ ends, int cols, int k,
                                                            int* __restrict__ out, int64_t som, bool float_pass) {
-  using Smem = SmemT<kAlgo>;
+  using Smem = SmemT<kAlgo, kBinBits>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int row = blockIdx.x;
@@ -293,31 +330,46 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float*
     for (int i = threadIdx.x; i < k; i += kThreads) out_row[i] = i < length ? i : -1;
     return;
   }
+  phase(0);
   const RowSource row_src{x + row * sxm + static_cast<int64_t>(start) * sxn, sxn};
   const bool vec = sxn == 1 && (reinterpret_cast<uintptr_t>(row_src.base) & 15) == 0;
+  float4 q[kRowItems / 4];  // tile 0 of the pass over the row
+  if (kEarly) load_tile<kRowItems>(q, row_src, vec, length, 0);
   uint32_t hi = 0xFFFFFFFFu, lo = 0u;  // rows of at most two samples' columns: every key is gathered
   if (length > 2 * kSample) {
     bracket<kSample>(s, row_src, length, k);
     hi = s.hi;
     lo = s.lo;
   }
+  if (!kEarly) load_tile<kRowItems>(q, row_src, vec, length, 0);
+  const int open = lo == hi ? 0 : 32 - __clz(lo ^ hi);  // the bits the bracket leaves open
+  const int width = min(kBinBits, open);
+  // the select's first round is counted during the pass (the bracket is done with s.hist)
+  for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
+  __syncthreads();
+  phase(1);
   // 2. keys above hi to the output, keys in [lo, hi] gathered, both in index order
   int n_gt, n_c;
   FloatTest ft;
   if (float_pass && float_test(hi, lo, ft)) {
-    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, ft, n_gt, n_c);
+    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, ft, q, open - width, (1u << width) - 1, n_gt, n_c);
   } else {
-    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, KeyTest{hi, lo}, n_gt, n_c);
+    row_pass<kRowItems>(s, row_src, vec, length, k, out_row, KeyTest{hi, lo}, q, open - width, (1u << width) - 1,
+                        n_gt, n_c);
   }
+  phase(2);
   // 3. the exact selection among the gathered keys; the whole row when the bracket missed or overflowed
   if (n_gt <= k && n_gt + n_c >= k && n_c <= kCap) {
     if (n_gt < k) {
-      const int open = lo == hi ? 0 : 32 - __clz(lo ^ hi);  // the bits the bracket leaves open
-      select_write(s, GatheredSource<Smem>{&s}, n_c, k - n_gt, out_row, n_gt, open, static_cast<uint64_t>(hi) >> open);
+      select_write(s, GatheredSource<Smem>{&s}, n_c, k - n_gt, out_row, n_gt, open, static_cast<uint64_t>(hi) >> open,
+                   true);
+    } else {
+      phase(3);
     }
   } else {
     select_write(s, row_src, length, k, out_row, 0, 32, 0);
   }
+  phase(4);
 }
 
 }  // namespace
@@ -348,17 +400,32 @@ torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Te
   // Measured on an H200 (benchmarks/results/kernels_h200_notes.md): rows enough for several waves of blocks run
   // best at 3 blocks per SM (8 columns per thread, a 1024-key sample) with warp-scan block scans; fewer or longer
   // rows at 2 blocks per SM with 16 columns per thread, a 2048-key sample (whose tighter bracket still fits long
-  // rows' gathered keys) and raking scans.
+  // rows' gathered keys) and raking scans. The first tile loaded before the bracket: 3% faster with many rows
+  // (other blocks' passes keep HBM busy meanwhile), 3% slower with few (its loads delay the sample's). 12-bit
+  // digits (fewer select rounds) were slower at every shape.
   if (rows >= 1024 && cols <= 32768) {
-    launch(topk_kernel<8, 1024, 3, cub::BLOCK_SCAN_WARP_SCANS>, 0, sizeof(SmemT<cub::BLOCK_SCAN_WARP_SCANS>));
+    launch(topk_kernel<8, 1024, 3, cub::BLOCK_SCAN_WARP_SCANS, 11, true>, 0, sizeof(SmemT<cub::BLOCK_SCAN_WARP_SCANS, 11>));
   } else {
-    launch(topk_kernel<16, 2048, 2, cub::BLOCK_SCAN_RAKING>, 1, sizeof(SmemT<cub::BLOCK_SCAN_RAKING>));
+    launch(topk_kernel<16, 2048, 2, cub::BLOCK_SCAN_RAKING, 11, false>, 1, sizeof(SmemT<cub::BLOCK_SCAN_RAKING, 11>));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 
+#ifdef DS4_TOPK_PHASES
+// int64 [kPhaseRows, 5, 2] on the CPU: the last launch's (clock64, globaltimer ns) per block and phase.
+torch::Tensor phase_clocks() {
+  auto out = torch::empty({kPhaseRows, kPhases, 2}, torch::dtype(torch::kInt64));
+  C10_CUDA_CHECK(cudaDeviceSynchronize());
+  C10_CUDA_CHECK(cudaMemcpyFromSymbol(out.data_ptr<int64_t>(), g_phase, sizeof(g_phase)));
+  return out;
+}
+#endif
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+#ifdef DS4_TOPK_PHASES
+  m.def("phase_clocks", &phase_clocks, "int64 [rows, 5, 2]: (clock64, globaltimer ns) at each phase boundary");
+#endif
   m.def("topk_per_row", &topk_per_row, "Top-k per row (radix select; int32 [rows, k], request-local indices)",
-        py::arg("logits"), py::arg("starts"), py::arg("ends"), py::arg("k"), py::arg("float_pass"));
+        py::arg("logits"), py::arg("starts"), py::arg("ends"), py::arg("k"), py::arg("float_pass") = true);
 }

@@ -14,7 +14,7 @@
 #define TORCH_EXTENSION_NAME ds4kernels_topk_cuda
 
 namespace torch {
-enum ScalarType { kFloat32, kInt32 };
+enum ScalarType { kFloat32, kInt32, kInt64 };
 struct Tensor {
   bool is_cuda() const;
   int64_t dim() const;
@@ -32,11 +32,14 @@ struct Tensor {
   T* data_ptr() const;
 };
 Tensor empty(std::initializer_list<int64_t>, const Tensor& options);
+Tensor dtype(ScalarType);
 }  // namespace torch
 
 namespace py {
 struct arg {
   explicit arg(const char*);
+  template <class T>
+  arg& operator=(T&&);  // a default value
 };
 }  // namespace py
 
