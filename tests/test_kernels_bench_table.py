@@ -3,26 +3,14 @@ and every row, whatever the number of peers, and a peer's missing case as "-".""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pytest
+from markdown_it import MarkdownIt
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():  # before triton's first import: it reads the flag then
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-pytest.importorskip("triton")
-from markdown_it import MarkdownIt  # noqa: E402
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels_h200.py"
+from tests import benchscripts
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("kernels_h200_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchscripts.load("kernels_h200")
 
 
 def _row(case: str, t: float, met: bool | None) -> dict:

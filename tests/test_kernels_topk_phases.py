@@ -3,25 +3,15 @@ per-phase µs at the SM clock the two counters imply, over exactly the rows aske
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():  # before triton's first import: it reads the flag then
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-pytest.importorskip("triton")
+from tests import benchscripts
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels_topk_phases.py"
+torch = pytest.importorskip("torch")
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("kernels_topk_phases_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchscripts.load("kernels_topk_phases")
 
 
 def _clocks(rows: int, mhz: float, phase_us: list[float], starts_ns: list[float], pad: int = 0) -> torch.Tensor:
