@@ -2,7 +2,7 @@
 bytes) timed after a dirty flush and after a clean one, side by side in one run, with the ratio.
 
 The suite times with ``triton.testing.do_bench``, which zeroes a 256 MB buffer before every repetition. That
-leaves the L2 (50 MB on an H200) full of dirty lines, so the timed kernel's first ~50 MB of reads also write
+leaves the L2 (60 MB on an H200) full of dirty lines, so the timed kernel's first reads (up to the L2's size) also write
 those lines back to HBM. A clean flush reads the same buffer instead (its lines stay clean: evicting them writes
 nothing). Both flushes here run in one loop (CUDA-graph replay, events around the replay only, median of the
 repetitions); the suite's own number (do_bench) is printed beside them.
