@@ -14,6 +14,7 @@ Needs torch with CUDA and triton.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -23,18 +24,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
-from ds4kernels import decode, mhc, routing, topk
+from ds4kernels import sweep
 from ds4kernels.bench import _graphed, _time_us, case_cost
 from ds4kernels.common import H200
-from ds4kernels.grid import _gen, decode_cases, mhc_pre_cases, routing_cases, topk_cases
-from kernels_h200_probe import _read_kernel
+from ds4kernels.grid import _gen
+from kernels_h200_probe import bare_read
 
-CASES = {  # op: (our entry point, its grid, the benchmark cases timed)
-    "topk": (topk.topk_per_row, topk_cases, ("bench-R256-C32768-K2048", "bench-R4096-C32768-K2048")),
-    "decode": (decode.paged_mqa_logits, decode_cases, ("bench-B32-n1-ctx8192", "bench-B64-n2-ctx32768")),
-    "routing": (routing.route, routing_cases, ("bench-T8192-E256-top6",)),
-    "mhc_pre": (mhc.mhc_pre, mhc_pre_cases, ("bench-T137-d4096", "bench-T8192-d4096")),
+CASES = {  # op (our entry point and grid: ds4kernels.sweep): the benchmark cases timed
+    "topk": ("bench-R256-C32768-K2048", "bench-R4096-C32768-K2048"),
+    "decode": ("bench-B32-n1-ctx8192", "bench-B64-n2-ctx32768"),
+    "routing": ("bench-T8192-E256-top6",),
+    "mhc_pre": ("bench-T137-d4096", "bench-T8192-d4096"),
 }
+
+
+@functools.cache
+def _flush_buffer() -> torch.Tensor:
+    """The 256 MB that either flush writes or reads (do_bench's size), allocated once."""
+    return torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
 
 
 def time_after_flush(fn, flush: str, reps: int) -> float:
@@ -44,7 +51,7 @@ def time_after_flush(fn, flush: str, reps: int) -> float:
         flush: "dirty" (zero the buffer, as do_bench does) or "clean" (read it).
     """
     replay = _graphed(fn)
-    cache = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
+    cache = _flush_buffer()
     do_flush = cache.zero_ if flush == "dirty" else cache.sum
     times = []
     for i in range(reps + 5):
@@ -87,21 +94,15 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=100)
     args = parser.parse_args()
     rows = []
-    for op, (fn, grid, names) in CASES.items():
-        cases = {c.name: c for c in grid("full")}
+    for op, names in CASES.items():
+        fn = sweep.TARGETS[op][0]
+        cases = {c.name: c for c in sweep.CASES[op]("full")}
         for name in names:
             a = cases[name].build("cuda", _gen("cuda", 1))
             nbytes = case_cost(op, a).bytes
             rows.append(_row(f"{op} {name}", lambda fn=fn, a=a: fn(**a), nbytes, args.reps))
-            n = int(nbytes // 4)
-            x = torch.randn(n, device="cuda")
-            part = torch.empty(-(-n // (1024 * 8)), device="cuda")
-
-            def read(x=x, part=part, n=n):
-                _read_kernel[(part.numel(),)](x, part, n, BLOCK=1024, ITERS=8)
-
-            rows.append(_row(f"  bare read of its {nbytes / 1e6:.1f} MB", read, nbytes, args.reps))
-            del a, x, part
+            rows.append(_row(f"  bare read of its {nbytes / 1e6:.1f} MB", bare_read(nbytes), nbytes, args.reps))
+            del a
     result = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,

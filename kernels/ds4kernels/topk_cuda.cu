@@ -27,6 +27,8 @@ constexpr int kThreads = 512;
 constexpr int kItems = 4;  // keys per thread in the sample and in ordered passes over gathered keys
 constexpr int kTile = kThreads * kItems;
 constexpr int kCap = 8192;   // gathered keys held in shared memory
+constexpr int kBinBits = 11;  // digit width of the bracket's sample histogram and of each select round
+constexpr int kBins = 1 << kBinBits;
 
 // Phase clocks (built with -DDS4_TOPK_PHASES, benchmarks/kernels_topk_phases.py): thread 0 of block r stamps
 // (clock64, %globaltimer ns) after a block barrier at each phase boundary into g_phase[r][phase] for r < kPhaseRows.
@@ -48,11 +50,8 @@ __device__ __forceinline__ void phase(int i) {
 __device__ __forceinline__ void phase(int) {}
 #endif
 
-// kBits: the digit width of the bracket's sample histogram and of each select round (2^kBits bins).
-template <cub::BlockScanAlgorithm kAlgo, int kBits>
+template <cub::BlockScanAlgorithm kAlgo>
 struct SmemT {
-  static constexpr int kBinBits = kBits;
-  static constexpr int kBins = 1 << kBits;
   using Scan = cub::BlockScan<int, kThreads, kAlgo>;
   typename Scan::TempStorage scan;
   typename Scan::TempStorage scan2;  // the pass over the row alternates the two: no barrier between tiles
@@ -89,11 +88,11 @@ struct GatheredSource {  // the keys gathered in shared memory
 };
 
 // The digit holding the want-th largest key (1-based, want >= 1 and at most the keys counted) among nbins
-// bins (a power of two <= Smem::kBins) and the number of keys in larger digits, into s.bin / s.above.
+// bins (a power of two <= kBins) and the number of keys in larger digits, into s.bin / s.above.
 template <class Smem>
 __device__ void find_bin(Smem& s, int want, int nbins) {
   const int per = nbins > kThreads ? nbins / kThreads : 1;
-  int local[Smem::kBins / kThreads] = {};
+  int local[kBins / kThreads] = {};
   int sum = 0;
   for (int j = 0; j < per; ++j) {
     const int r = threadIdx.x * per + j;  // rank of the bin from the top: thread 0 holds the largest digits
@@ -119,10 +118,10 @@ template <class Smem, class Src>
 __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_row, int pos0, int open,
                              uint64_t fixed, bool built = false) {
   while (open > 0) {
-    const int width = min(Smem::kBinBits, open);
+    const int width = min(kBinBits, open);
     const int shift = open - width;
     if (!built) {
-      for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
+      for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
       __syncthreads();
       for (int i = threadIdx.x; i < n; i += kThreads) {
         const uint32_t k = src.key(i);
@@ -170,8 +169,8 @@ __device__ void select_write(Smem& s, const Src& src, int n, int want, int* out_
 template <int kSample, class Smem>
 __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   constexpr int kSpt = kSample / kThreads;  // sampled keys per thread
-  constexpr int kShift = 32 - Smem::kBinBits;
-  for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
+  constexpr int kShift = 32 - kBinBits;
+  for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
   __syncthreads();
   const int64_t group = threadIdx.x / (8 / kSpt);
   for (int j = 0; j < kSpt; ++j) {
@@ -185,11 +184,11 @@ __device__ void bracket(Smem& s, const RowSource& src, int length, int k) {
   const int j_hi = static_cast<int>(floorf(r - m)), j_lo = static_cast<int>(ceilf(r + m));
   uint32_t hi = 0xFFFFFFFFu, lo = 0u;
   if (j_hi >= 1) {
-    find_bin(s, j_hi, Smem::kBins);
+    find_bin(s, j_hi, kBins);
     hi = static_cast<uint32_t>(((static_cast<uint64_t>(s.bin) + 1) << kShift) - 1);
   }
   if (j_lo <= kSample) {
-    find_bin(s, j_lo, Smem::kBins);
+    find_bin(s, j_lo, kBins);
     lo = static_cast<uint32_t>(s.bin) << kShift;
   }
   __syncthreads();  // every thread has read s.bin before it is written again
@@ -311,15 +310,14 @@ __device__ __forceinline__ void row_pass(Smem& s, const RowSource& src, bool vec
 
 // kRowItems: consecutive columns per thread in the pass over the row (16-byte loads, all in flight at once);
 // kSample: keys sampled for the bracket; kMinBlocks: blocks per SM the registers are capped for;
-// kAlgo: CUB's block scan; kBinBits: digit width of the bracket and the select rounds; kEarly: the pass's first
-// tile is loaded before the bracket, not after it; float_pass: the pass tests floats where the bracket allows it
-// (float_test), else keys.
-template <int kRowItems, int kSample, int kMinBlocks, cub::BlockScanAlgorithm kAlgo, int kBinBits, bool kEarly>
+// kAlgo: CUB's block scan; kEarly: the pass's first tile is loaded before the bracket, not after it;
+// float_pass: the pass tests floats where the bracket allows it (float_test), else keys.
+template <int kRowItems, int kSample, int kMinBlocks, cub::BlockScanAlgorithm kAlgo, bool kEarly>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float* __restrict__ x, int64_t sxm, int64_t sxn,
                                                            const int* __restrict__ starts,
                                                            const int* __restrict__ ends, int cols, int k,
                                                            int* __restrict__ out, int64_t som, bool float_pass) {
-  using Smem = SmemT<kAlgo, kBinBits>;
+  using Smem = SmemT<kAlgo>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int row = blockIdx.x;
@@ -345,7 +343,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) topk_kernel(const float*
   const int open = lo == hi ? 0 : 32 - __clz(lo ^ hi);  // the bits the bracket leaves open
   const int width = min(kBinBits, open);
   // the select's first round is counted during the pass (the bracket is done with s.hist)
-  for (int i = threadIdx.x; i < Smem::kBins; i += kThreads) s.hist[i] = 0;
+  for (int i = threadIdx.x; i < kBins; i += kThreads) s.hist[i] = 0;
   __syncthreads();
   phase(1);
   // 2. keys above hi to the output, keys in [lo, hi] gathered, both in index order
@@ -404,9 +402,9 @@ torch::Tensor topk_per_row(torch::Tensor logits, torch::Tensor starts, torch::Te
   // (other blocks' passes keep HBM busy meanwhile), 3% slower with few (its loads delay the sample's). 12-bit
   // digits (fewer select rounds) were slower at every shape.
   if (rows >= 1024 && cols <= 32768) {
-    launch(topk_kernel<8, 1024, 3, cub::BLOCK_SCAN_WARP_SCANS, 11, true>, 0, sizeof(SmemT<cub::BLOCK_SCAN_WARP_SCANS, 11>));
+    launch(topk_kernel<8, 1024, 3, cub::BLOCK_SCAN_WARP_SCANS, true>, 0, sizeof(SmemT<cub::BLOCK_SCAN_WARP_SCANS>));
   } else {
-    launch(topk_kernel<16, 2048, 2, cub::BLOCK_SCAN_RAKING, 11, false>, 1, sizeof(SmemT<cub::BLOCK_SCAN_RAKING, 11>));
+    launch(topk_kernel<16, 2048, 2, cub::BLOCK_SCAN_RAKING, false>, 1, sizeof(SmemT<cub::BLOCK_SCAN_RAKING>));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
