@@ -305,12 +305,12 @@ class StepEvaluator:
 
         wt.run("reset", "--hard", "-q", final)  # the replayed tree, which the gates must see
         result = run_tier(self.ws, TierOptions(tier=self.tier or "", target=wt.path, use_cache=True))
-        failed = tuple(g.name for g in result.gates if g.status in ("failed", "error"))
-        if failed:
-            first = next(g for g in result.gates if g.name == failed[0])
-            return "bad", f"gate {first.name} {first.status}: {first.reason}", tuple(f"gate:{n}" for n in failed)
-        if not any(g.status == "passed" for g in result.gates):
-            return "skip", f"no gate of tier {self.tier} passed or failed (nothing proven)", ()
+        if result.status == "failed":
+            failed = [g for g in result.gates if g.blocking and g.status in ("failed", "error")]
+            first = failed[0]
+            return "bad", f"gate {first.name} {first.status}: {first.reason}", tuple(f"gate:{g.name}" for g in failed)
+        if not result:
+            return "skip", f"tier {self.tier} is {result.status}: nothing proven", ()
         return "good", f"every blocking invariant holds; tier {self.tier} passed", ()
 
     def _fresh_worktree(self) -> GitRepo:

@@ -28,6 +28,7 @@ GATE_BUCKETS = {
     "error": "failed",
     "incomplete": "environment-only",
     "skipped": "skipped",
+    "not-run": "skipped",
 }
 MAX_SERIES = 8
 

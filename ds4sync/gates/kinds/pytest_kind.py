@@ -112,7 +112,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
                 tier=gate.tier,
                 kind="pytest",
                 required=gate.definition.required,
-                status="skipped",
+                status="not-run",  # no test ran: never a green, whatever the definition asks
                 reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
                 cwd=str(ctx.cwd),
                 details={"missing_paths": missing},
