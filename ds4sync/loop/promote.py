@@ -152,6 +152,7 @@ def _check_tier(result: TierResult, required: tuple[str, ...], proof: Proof, tre
     selection counts only as ``cached``: a pass on identical inputs); a missing one is no proof.
     """
     tier, head, untracked = result.tier, proof.commit, result.untracked
+    before = (len(proof.hard), len(proof.soft))
     recorded = {g.name: g for g in result.gates}
     missing = [name for name in required if name not in recorded]
     if missing:
@@ -177,8 +178,8 @@ def _check_tier(result: TierResult, required: tuple[str, ...], proof: Proof, tre
             proof.hard.append(f"required gate {label} is {gate.status} ({why}): not proven")
         else:  # failed, error, or environment-only failures (incomplete), which never count as passing
             proof.soft.append(f"required gate {label} is {gate.status}")
-    if result.status == "not-run" and not missing:
-        proof.hard.append(f"required tier '{tier}' is not-run: no test ran")
+    if not result and before == (len(proof.hard), len(proof.soft)):  # e.g. only optional gates, none green
+        proof.hard.append(f"required tier '{tier}' is {result.status}: none of its gates proved anything")
     proof.proven_by.append(f"{tier}: {len(result.gates)} gates")
     return ran_on
 
