@@ -9,9 +9,11 @@ record and the report state.
 
 The fork branch is fast-forwarded with a compare-and-swap (``git update-ref <ref> <new>
 <old>``), so a fork that moved meanwhile is never overwritten. The old head stays reachable
-at ``refs/ds4sync/rollback/<run-id>``. A promote killed after the branch moved but before the
-record was saved is recognised by the next promote (the branch at the proven commit, the
-rollback ref at the old head) and recorded.
+at ``refs/ds4sync/rollback/<run-id>``. A checkout of the fork branch moves with it, one atomic git
+step at a time (:mod:`ds4sync.loop.forkmove`), and a move a kill interrupted is finished or undone
+by the next ``promote`` or ``abort``. A promote killed after the branch moved but before the record
+was saved is recognised by the next promote (the branch at the proven commit, the rollback ref at
+the old head) and recorded; ``abort`` refuses such a run instead of calling the fork untouched.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from ds4sync.core import fault
-from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.errors import StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.gates.model import TierResult
 from ds4sync.gates.status import gate_green, gate_ran
+from ds4sync.loop.forkmove import ForkMove, move_fork, recover
 from ds4sync.loop.results import PromoteResult
 from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace, for_run
@@ -253,6 +256,7 @@ def promote(
             run started, or the branch is checked out in a work tree with uncommitted changes.
     """
     with ws.store.lock("promote"):
+        recovered = recover(ws.repo, ws.store.root)
         record = ws.store.resolve(run_id)
         repo, branch = ws.repo, record.fork.branch
         if record.results.promote is not None:
@@ -265,7 +269,7 @@ def promote(
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
         current = repo.branch_head(branch)
         holder: GitRepo | None = None
-        after_kill = current == new_head and repo.resolve_commit(rollback) == record.fork.head_before
+        after_kill = promoted_before_kill(repo, record, new_head)
         if after_kill:
             current = record.fork.head_before  # promoted before a kill; the record write is what is left
         elif current != record.fork.head_before:
@@ -284,16 +288,14 @@ def promote(
             holder = _clean_checkout_of(repo, branch)
             repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
             fault.point("promote.after-rollback-ref")
-            if holder is not None:
-                holder.update_checkout(current, new_head)
-            try:
-                repo.run(
-                    "update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current
-                )
-            except GitError:
-                if holder is not None:  # the branch did not move: put its checkout back
-                    holder.update_checkout(new_head, current)
-                raise
+            move = ForkMove(
+                run_id=record.run_id,
+                branch=branch,
+                old=current,
+                new=new_head,
+                holder=str(holder.path) if holder is not None else None,
+            )
+            move_fork(repo, ws.store.root, move, message=f"ds4sync promote {record.run_id}")
             fault.point("promote.after-update-ref")
         result = PromoteResult(
             branch=branch,
@@ -311,13 +313,27 @@ def promote(
         )
         record.results.promote = result
         record.status = "promoted"
-        record.notes.extend(_notes(result, proof))
+        record.notes.extend([*([recovered] if recovered else []), *_notes(result, proof)])
         ws.store.save(record)
         if record.results.report is not None:  # the report says what happened to the run
             from ds4sync.report.files import write_report
 
             write_report(ws.store, record, ws.profile)
         return result
+
+
+def promoted_before_kill(repo: GitRepo, record: RunRecord, proven: str | None = None) -> bool:
+    """Whether a promote of ``record`` moved the fork branch and was killed before it recorded that.
+
+    The branch is at ``proven`` (default: the sync branch's head) and the run's rollback ref at the
+    fork head the run started from; ``promote`` then only records it.
+    """
+    if record.results.promote is not None:
+        return False
+    target = proven or repo.resolve_commit(f"refs/heads/{record.sync_branch}")
+    rollback = repo.resolve_commit(f"refs/ds4sync/rollback/{record.run_id}")
+    now = repo.resolve_commit(f"refs/heads/{record.fork.branch}")
+    return target is not None and now == target != record.fork.head_before and rollback == record.fork.head_before
 
 
 def _refuse_unproven(ws: Workspace, record: RunRecord, proof: Proof, *, allow: bool, allow_ungated: bool) -> None:

@@ -281,7 +281,19 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
+        from ds4sync.loop.forkmove import recover
+        from ds4sync.loop.promote import promoted_before_kill
+
+        recover(ws.repo, ws.store.root)
         record = abort_target(ws, run_id=run_id)
+        if promoted_before_kill(ws.repo, record):
+            branch, rollback = record.fork.branch, f"refs/ds4sync/rollback/{record.run_id}"
+            raise StateError(
+                f"run {record.run_id} is promoted, not untouched: {branch} already is its sync head "
+                f"(a promote moved it and was stopped before it recorded that); nothing dropped",
+                where=str(ws.repo.path),
+                fix=f"`ds4sync promote` records it; the fork head before it is kept at {rollback}",
+            )
         stop_leftover_children(ws, record, lambda _m: None)
         fault.point("abort.after-stop-children")
         repo = ws.repo.main_worktree()  # not the sync worktree itself, when the command was run inside it
