@@ -126,6 +126,18 @@ def pinned_env(work_tree: Path) -> dict[str, str]:
     }
 
 
+def git_version() -> str:
+    """git's version (``2.43.0``), as ``git --version`` says in the clean environment.
+
+    Raises:
+        GitError: git is missing or did not answer.
+    """
+    status, out, err = _git(Path.cwd(), "--version")
+    if status != 0:
+        raise GitError(f"git --version failed: {err.decode('utf-8', 'replace').strip()}")
+    return out.decode("utf-8", "replace").strip().removeprefix("git version ")
+
+
 def init_repository(path: Path, *, branch: str = "main") -> None:
     """``git init`` a new repository at ``path`` in the clean environment (never a leaked ``GIT_DIR``).
 

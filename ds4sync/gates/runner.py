@@ -159,7 +159,7 @@ def run_tier(
     if options.target is None and record is None:
         with scratch_worktree(ws) as scratch:
             result = run_tier(ws, dataclasses.replace(options, target=scratch), progress=progress)
-        return result.model_copy(update={"repo": str(ws.repo.path)})
+        return updated(result, repo=str(ws.repo.path))
     if record is not None:
         with registered_children(ws.store.run_dir(record.run_id) / "children"):
             return _run_tier(ws, options, record=record, progress=progress)
@@ -262,7 +262,7 @@ def _run_tier(
             "status": "error",
             "reason": f"the checkout changed while the gates ran ({tracked[:12]} -> {after[1][:12]})",
         }
-    results = [r.model_copy(update=proof) for r in results]
+    results = [updated(r, **proof) for r in results]
     return TierResult(
         tier=options.tier,
         repo=str(target),
@@ -404,7 +404,7 @@ class _Plan:
 
     def _finish(self, gate: Gate, key: str | None, result: GateResult) -> GateResult:
         if key and result.status == "passed":
-            result = result.model_copy(update={"cache_key": key})
+            result = updated(result, cache_key=key)
             self.cache.put(key, result)
         self.emit(GateEvent(gate.name, "finished", result=result))
         return result
@@ -417,7 +417,7 @@ class _Plan:
         assert self.executor is not None
         self.emit(GateEvent(gate.name, "started"))
         result = self.executor.run(gate, self.context)
-        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
+        return updated(result, details={**result.details, "selected_because": why})
 
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
         counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
@@ -447,17 +447,12 @@ class _Plan:
             result = _plain(gate, "error", exc.one_line())
         if self.over_budget.is_set() and _stopped_short(result.status):
             stopped = self._stopped(gate, f"stopped after {result.duration_s:.1f} s")
-            result = result.model_copy(
-                update={
-                    "status": "incomplete",
-                    "reason": stopped.reason,
-                    "failures": stopped.failures,
-                    "counts": stopped.counts,
-                }
+            result = updated(
+                result, status="incomplete", reason=stopped.reason, failures=stopped.failures, counts=stopped.counts
             )
         elif self.children.cancelled.is_set() and _stopped_short(result.status):
-            result = result.model_copy(update={"status": "error", "reason": f"interrupted ({result.reason})"})
-        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
+            result = updated(result, status="error", reason=f"interrupted ({result.reason})")
+        return updated(result, details={**result.details, "selected_because": why})
 
 
 def _stopped_short(status: str) -> bool:

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.record import now_iso
 from ds4sync.patchsets.check import check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
@@ -136,7 +136,7 @@ class _Cache:
             step = BisectStep.model_validate_json(path.read_text(encoding="utf-8"))
         except (OSError, ValidationError, UnicodeDecodeError):
             return None  # a missing or damaged entry is evaluated again
-        return step.model_copy(update={"cached": True, "seconds": 0.0})
+        return updated(step, cached=True, seconds=0.0)
 
     def put(self, step: BisectStep) -> None:
         write_json_atomic(self._path(step.upstream_sha), step.model_dump(mode="json"))
@@ -548,9 +548,11 @@ def run_bisect(
         good_sha, good_from = resolve_upstream(ws, good), f"--good {good}"
     else:
         good_sha, good_from = last_green_upstream(ws, fork_head, bad_sha)
-    result = bisect(
-        ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress
-    ).model_copy(update={"good_from": good_from, "bad_from": bad_from})
+    result = updated(
+        bisect(ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress),
+        good_from=good_from,
+        bad_from=bad_from,
+    )
     save_result(ws, result)
     return result
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ds4sync.core import fault
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
+from ds4sync.core.model import updated
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
 from ds4sync.merge.results import MergeSummary
@@ -106,7 +107,7 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
     )
-    return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used})
+    return updated(summary, fork_branch=branch, upstream_resolved_from=used)
 
 
 def start_merge(
