@@ -397,6 +397,8 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         ExitCode.BUDGET: "out of time",
         ExitCode.TRANSIENT: "not published (forge unreachable)",
     }.get(night.exit_code, "needs a person")
+    if status == "green" and not _run_green(ws, record):
+        status = "done, not proven"  # a required tier the pipeline does not run (promote_tiers) has no green
     lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
     if view.merge is not None:
         m = view.merge
@@ -446,6 +448,17 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         needs_person=tuple(dict.fromkeys(needs)),
         pr_url=pr_url,
     )
+
+
+def _run_green(ws: Workspace, record: RunRecord) -> bool:
+    """Whether ``record`` is green by :func:`ds4sync.gates.status.run_green`: every phase of the pipeline
+    done or skipped, and every tier promote requires green."""
+    from ds4sync.gates.status import run_green
+    from ds4sync.pipeline import PHASES
+
+    phases = {p.name: record.phases[p.name].status if p.name in record.phases else "pending" for p in PHASES}
+    tiers = {name: tier.gates for name, tier in record.results.gates.items()}
+    return run_green(phases, tiers, required=ws.config.gates.required_for_promote)
 
 
 def _duplicates(publish: PublishResult | None) -> list[OpenPull]:

@@ -103,6 +103,7 @@ def _record(tmp_path: Path, gates: list[GateResult]) -> RunRecord:
 def ws(tmp_path_factory: pytest.TempPathFactory):
     repo = tmp_path_factory.mktemp("green")
     subprocess.run(["git", "init", "-q", "-b", "fork", str(repo)], check=True)
+    (repo / "ds4sync.yaml").write_text("fork: {branch: fork}\ngates: {tiers: [unit]}\n")
     return open_workspace(repo, branch="fork")
 
 
@@ -124,6 +125,7 @@ def test_every_reader_gives_the_tier_one_status(ws, tmp_path: Path, mix: str) ->
     night = NightlyResult(outcome=RunOutcome(record, "publish", None), message="", exit_code=ExitCode.OK)
     notice = compose_notice(ws, night)
     assert f"- Gates unit: {expected}: {len(rows)} gate" in notice.body
+    assert notice.title.endswith(" green") == (expected == "passed"), notice.title  # the run's one verdict
     # promote, against a definition requiring the rows marked required
     required = tuple(name for name, _, req in rows if req)
     proof = prove(record, required_tiers=("unit",), definitions={"unit": required})
