@@ -81,12 +81,12 @@ class RunResults(BaseModel):
 class RunRecord(BaseModel):
     """Everything one sync run did and found.
 
-    ``results`` holds each phase's result as that phase's own model (:class:`RunResults`);
-    ``followups`` are later additions to the same sync branch (newest last). Records of an
-    older ``schema_version`` are migrated when read (:func:`migrate_record`).
+    ``results`` holds each phase's result as that phase's own model (:class:`RunResults`).
+    Records of an older ``schema_version``, or with a field no ds4sync writes any more, are
+    migrated when read (:func:`migrate_record`).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a wrong value fails where it is set
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
@@ -105,7 +105,6 @@ class RunRecord(BaseModel):
     phases: dict[str, PhaseState] = Field(default_factory=dict)
     results: RunResults = Field(default_factory=RunResults)
     notes: list[str] = Field(default_factory=list)
-    followups: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -143,7 +142,7 @@ def migrate_record(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise ValueError(f"record schema {version!r} is newer than this ds4sync reads ({SCHEMA_VERSION})")
     if version == SCHEMA_VERSION:
-        return data
+        return _drop_retired(data)
     data = dict(data)
     old = data.get("results") or {}
     fields = RunResults.model_fields
@@ -165,6 +164,25 @@ def migrate_record(data: dict[str, Any]) -> dict[str, Any]:
             f"migrated from record schema {version}: kept unread in results.legacy: {', '.join(sorted(legacy))}"
         )
     data.update(schema_version=SCHEMA_VERSION, results={**kept, "legacy": legacy}, notes=notes)
+    return _drop_retired(data)
+
+
+#: Fields records once had that nothing writes or reads any more; dropped on load (kept unread in
+#: ``results.legacy`` when they held anything). ``followups``: later additions to the sync branch.
+RETIRED_FIELDS = ("followups",)
+
+
+def _drop_retired(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without :data:`RETIRED_FIELDS`; a non-empty one moves to ``results.legacy`` with a note."""
+    if not any(name in data for name in RETIRED_FIELDS):
+        return data
+    data = dict(data)
+    kept = {name: value for name in RETIRED_FIELDS if (value := data.pop(name, None))}
+    if kept:
+        results = dict(data.get("results") or {})
+        results["legacy"] = {**(results.get("legacy") or {}), **kept}
+        data["results"] = results
+        data["notes"] = [*(data.get("notes") or []), f"retired fields kept unread in results.legacy: {', '.join(kept)}"]
     return data
 
 

@@ -146,7 +146,10 @@ def test_internal_error_saves_traceback(
     err = capsys.readouterr().err
     assert code == 3 and "internal error" in err and len(err.strip().splitlines()) == 1
     saved = list((tmp_path / "crashes" / "ds4sync-crashes").iterdir())
-    assert len(saved) == 1 and "ZeroDivisionError" in saved[0].read_text()
+    text = saved[0].read_text()
+    assert len(saved) == 1 and "ZeroDivisionError" in text
+    for line in ("argv: ", "python: 3.", "platform: ", "git: 2.", "ds4sync: ", "pydantic: 2."):  # enough to reproduce
+        assert f"\n{line}" in f"\n{text}", text[:600]
 
 
 def test_fetch_takes_the_remote_ref_over_a_stale_local_one(pair, capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,6 +69,8 @@ ABORT_AFTER = [
     "phase.report.after",
 ]
 ABORT_POINTS = ["abort.after-stop-children", "abort.after-worktree-remove"]
+# Inside promote's move of a checkout that has the fork branch checked out (ds4sync.loop.forkmove).
+CHECKOUT_POINTS = ["promote.after-detach", "promote.after-branch-move", "promote.after-attach"]
 
 
 @pytest.fixture(scope="module")
@@ -198,5 +200,58 @@ def test_kill_then_abort_leaves_fork_and_checkout_as_they_were(scenario: faultre
     assert main(["promote", "--repo", repo]) == 2
 
 
+def _git(repo: Path, *args: str) -> str:
+    return GitRepo(repo).out(*args)
+
+
+def _consistent(repo: Path) -> None:
+    """What git says of the person's checkout: nothing staged, nothing changed (a detached HEAD is fine)."""
+    assert _git(repo, "status", "--porcelain", "--untracked-files=no") == "", _git(repo, "status")
+
+
+@pytest.mark.parametrize("then", ["promote", "abort"])
+@pytest.mark.parametrize("point", [*CHECKOUT_POINTS, "promote.after-update-ref"])
+def test_kill_inside_the_checkout_move_leaves_git_clean_and_the_next_command_recovers(
+    scenario: faultrepo.Scenario, point: str, then: str
+) -> None:
+    """The person has the fork branch checked out; promote is killed while moving it and that checkout.
+
+    Every kill leaves a checkout git calls clean (the old head, or the new one detached); the next
+    `promote` finishes the move, or the next `abort` undoes a move whose branch had not moved yet, and
+    refuses (naming the promote) once the branch holds the promoted commit: never "untouched"."""
+    s, repo = scenario, str(scenario.repo)
+    s.fork.checkout(faultrepo.BRANCH)
+    fork_before = GitRepo(s.repo).branch_head(faultrepo.BRANCH)
+    _ok("merge", "upstream/main", "--repo", repo)
+    _ok("resume", "--repo", repo)
+    proven = _record(s)["results"]["gates"]["unit"]["head"]
+    proc = s.cli("promote", fault=point)
+    assert proc.returncode == -signal.SIGKILL, f"{point} was never reached: {proc.stderr[-2000:]}"
+    _consistent(s.repo)
+    moved = point != "promote.after-detach"
+    assert GitRepo(s.repo).branch_head(faultrepo.BRANCH) == (proven if moved else fork_before)
+    done = s.cli(then, *(["--yes"] if then == "abort" else []))  # abort: the run is done, unpromoted
+    if then == "promote" or not moved:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 2 and "is promoted, not untouched" in done.stderr, done.stderr
+        assert "untouched;" not in done.stdout
+    head = proven if moved or then == "promote" else fork_before
+    assert GitRepo(s.repo).branch_head(faultrepo.BRANCH) == head
+    assert _git(s.repo, "symbolic-ref", "HEAD") == f"refs/heads/{faultrepo.BRANCH}"
+    _consistent(s.repo)
+    assert _git(s.repo, "rev-parse", "HEAD^{tree}") == _git(s.repo, "rev-parse", f"{head}^{{tree}}")
+    assert not (s.state / "promote-journal.json").exists()
+    record = _record(s)
+    if then == "promote":
+        assert record["results"]["promote"]["new_head"] == proven
+        assert record["results"]["promote"]["completed_after_kill"] == moved
+    elif moved:
+        assert record["status"] == "done" and main(["promote", "--repo", repo]) == 0
+        assert _record(s)["results"]["promote"]["completed_after_kill"] is True
+    else:
+        assert record["status"] == "aborted"
+
+
 def test_at_least_thirty_kill_points() -> None:
-    assert len({*MERGE_POINTS, *RESUME_POINTS, *PROMOTE_POINTS, *ABORT_POINTS}) >= 30
+    assert len({*MERGE_POINTS, *RESUME_POINTS, *PROMOTE_POINTS, *ABORT_POINTS, *CHECKOUT_POINTS}) >= 30

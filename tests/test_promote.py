@@ -16,10 +16,12 @@ from tests.scenarios import BRANCH, lines, make_pair
 
 @pytest.fixture
 def merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """A sync with no gate tier configured (merge, replay and verify only)."""
+    """A sync with no gate tier configured, every phase run (build and gates skipped: none configured)."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
-    return pair, cli_data(capsys.readouterr().out)
+    data = cli_data(capsys.readouterr().out)
+    assert main(["resume", "--repo", str(pair.repo)]) == 0
+    return pair, data
 
 
 @pytest.fixture(scope="module")

@@ -234,7 +234,9 @@ def _save_traceback() -> str:
     folder = Path(os.environ.get("DS4SYNC_CRASH_DIR", tempfile.gettempdir())) / "ds4sync-crashes"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"crash-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-    path.write_text(f"argv: {sys.argv}\n\n{traceback.format_exc()}")
+    from ds4sync.core.crash import crash_text
+
+    path.write_text(crash_text(sys.argv, traceback.format_exc()))
     return str(path)
 
 

@@ -89,10 +89,10 @@ def gate(
             with render.LiveGates(err, f"tier {tier}") as live:
                 result = run_tier(ws, options, record=record, progress=live)
         path = str(record_tier(ws, record, result)) if record else None
-    code = {"failed": ExitCode.FAILED, "incomplete": ExitCode.NEEDS_PERSON}.get(result.status, ExitCode.OK)
+    code = ExitCode.OK if result else ExitCode.FAILED if result.status == "failed" else ExitCode.NEEDS_PERSON
     done(
         json_out,
-        lambda: {**result.model_dump(mode="json"), "status": result.status, "record": path},
+        lambda: {**result.model_dump(mode="json"), "status": result.status, "green": bool(result), "record": path},
         exit_code=int(code),
         text=lambda: render.tier_table(out, result, record_path=path),
     )

@@ -126,6 +126,18 @@ def pinned_env(work_tree: Path) -> dict[str, str]:
     }
 
 
+def git_version() -> str:
+    """git's version (``2.43.0``), as ``git --version`` says in the clean environment.
+
+    Raises:
+        GitError: git is missing or did not answer.
+    """
+    status, out, err = _git(Path.cwd(), "--version")
+    if status != 0:
+        raise GitError(f"git --version failed: {err.decode('utf-8', 'replace').strip()}")
+    return out.decode("utf-8", "replace").strip().removeprefix("git version ")
+
+
 def init_repository(path: Path, *, branch: str = "main") -> None:
     """``git init`` a new repository at ``path`` in the clean environment (never a leaked ``GIT_DIR``).
 
@@ -743,13 +755,19 @@ class GitRepo(PatchVerbs):
         out = self.run("diff-index", "--name-only", "-z", "--ignore-submodules", "HEAD", "--", strip=False)[1]
         return [name for name in out.split("\0") if name]
 
-    def update_checkout(self, old: str, new: str) -> None:
-        """Move this checkout's index and files from commit ``old`` to ``new`` (``git read-tree -u -m``).
+    def detach_at(self, commit: str) -> None:
+        """Check out ``commit`` detached here: files, index and HEAD move in one git command.
 
         Raises:
-            GitError: git refused, e.g. an untracked file would be overwritten; nothing changed.
+            GitError: git refused (an untracked file would be overwritten, local changes); nothing changed.
         """
-        self.run("read-tree", "-u", "-m", "--end-of-options", old, new)
+        check_user_ref(commit, what="commit", where=str(self.path))  # checkout takes no --end-of-options here
+        self.run("checkout", "--quiet", "--no-recurse-submodules", "--detach", commit)
+
+    def attach_to(self, branch: str) -> None:
+        """Point this checkout's HEAD at local ``branch`` without touching index or files (``symbolic-ref``)."""
+        check_user_ref(branch, what="branch", where=str(self.path))
+        self.run("symbolic-ref", "-m", "ds4sync", "HEAD", f"refs/heads/{branch}")
 
     def delete_branch(self, branch: str) -> None:
         """Delete local branch ``branch`` if it exists."""

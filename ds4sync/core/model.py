@@ -23,6 +23,29 @@ class FrozenModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def updated(model: M, /, **changes: Any) -> M:
+    """A copy of ``model`` with ``changes``, validated as a new model would be: the one way to change a result.
+
+    ``model_copy(update=...)`` stores whatever it is given; a wrong value then makes a saved run record
+    unreadable far from where it was stored. Here it fails at the update. Nested models that are not
+    changed are kept as they are (not validated again).
+
+    Raises:
+        ValueError: a key that is no field of the model, or a value its field does not accept; the
+            message reads ``<Model>.<field>: <what was expected> (got ...)``.
+    """
+    cls = type(model)
+    unknown = sorted(set(changes) - set(cls.model_fields))
+    if unknown:
+        raise ValueError(f"{cls.__name__}.{unknown[0]}: no such field (fields: {', '.join(cls.model_fields)})")
+    try:
+        new = cls.model_validate({**model.__dict__, **changes})
+    except ValidationError as exc:
+        raise ValueError(f"{cls.__name__}.{describe_validation_error(exc, cls)}") from exc
+    object.__setattr__(new, "__pydantic_fields_set__", model.model_fields_set | set(changes))
+    return new
+
+
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error or a key given twice in one mapping (which PyYAML would let the
     last one win) becomes a ConfigError with line and column."""

@@ -26,7 +26,7 @@ def now_iso() -> str:
 class PhaseState(BaseModel):
     """Where one phase of a run stands."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     status: PhaseStatus = "pending"
     started_at: str | None = None

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ds4sync.core.errors import ConfigError
+from ds4sync.core.model import updated
 from ds4sync.gates.model import GateResult, TierResult
 
 
@@ -57,9 +58,7 @@ def merge_into(existing: TierResult | None, incoming: TierResult) -> TierResult:
         return incoming
     by_name: dict[str, GateResult] = {g.name: g for g in existing.gates}
     by_name.update({g.name: g for g in incoming.gates})
-    return existing.model_copy(
-        update={"gates": tuple(by_name.values()), "duration_s": existing.duration_s + incoming.duration_s}
-    )
+    return updated(existing, gates=tuple(by_name.values()), duration_s=existing.duration_s + incoming.duration_s)
 
 
 def check_commit(file: Path, result: TierResult, head: str) -> None:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from ds4sync.core.errors import ConfigError, GitError, ToolMissingError
 from ds4sync.core.git import GitRepo, git_env
+from ds4sync.core.model import updated
 from ds4sync.core.proc import pid_alive, run
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, runner_for
@@ -153,7 +154,7 @@ def _land(shipped: dict[str, Any], gate: Gate, ctx: GateContext, *, retried_afte
     if retried_after:
         executor["retried_after_lost"] = retried_after
     details.update(executor=executor, environment=shipped["environment"])
-    return result.model_copy(update={**update, "details": details})
+    return updated(result, **update, details=details)
 
 
 def _run_on_node(

@@ -1,10 +1,8 @@
 """Result values of the gate tier: one :class:`GateResult` per gate, one :class:`TierResult` per tier.
 
 Cheap to import (pydantic only), so every gate kind (pytest, command, static, kernel,
-serving, perf) builds the same result. Status words follow DESIGN.md: ``passed``,
-``failed``, ``incomplete`` (only environment-only failures; never counted as passing),
-``skipped`` (not affected by the change, with the reason), ``cached`` (the same inputs
-passed before) and ``error`` (timeout, crash, malformed JUnit).
+serving, perf) builds the same result. The status words and what is green are defined once,
+in :mod:`ds4sync.gates.status`.
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.gates.status import GateStatus, TierStatus, gate_blocking, gate_green, tier_status
 
 RESULT_SCHEMA_VERSION = 1
-
-GateStatus = Literal["passed", "failed", "incomplete", "skipped", "cached", "error"]
-# Statuses that let a tier count as green; `incomplete` is deliberately absent.
-GREEN: frozenset[str] = frozenset({"passed", "cached", "skipped"})
 
 
 class TestCounts(FrozenModel):
@@ -123,12 +118,12 @@ class GateResult(FrozenModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return self.status in GREEN
+        return gate_green(self.status)
 
     @property
     def blocking(self) -> bool:
-        """Whether this result fails its tier (a required gate that is not green)."""
-        return self.required and self.status not in GREEN
+        """Whether this result keeps its tier from being green (a required gate that is not green)."""
+        return gate_blocking(self)
 
     @property
     def env_categories(self) -> tuple[str, ...]:
@@ -158,16 +153,13 @@ class TierResult(FrozenModel):
     gates: tuple[GateResult, ...] = ()
 
     def __bool__(self) -> bool:
-        return not any(g.blocking for g in self.gates)
+        return self.status == "passed"
 
     @property
-    def status(self) -> Literal["passed", "failed", "incomplete"]:
-        """``failed`` when a required gate failed or errored, ``incomplete`` when one had only
-        environment-only failures, else ``passed``."""
-        blocking = [g for g in self.gates if g.blocking]
-        if any(g.status != "incomplete" for g in blocking):
-            return "failed"
-        return "incomplete" if blocking else "passed"
+    def status(self) -> TierStatus:
+        """The tier's status by :func:`ds4sync.gates.status.tier_status`: ``passed``, ``failed``,
+        ``incomplete`` or ``not-run`` (no gate ran: never green)."""
+        return tier_status(self.gates)
 
     def line(self) -> str:
         """The tier in one line, the same wherever it is shown (phase message, demo, report).
@@ -209,7 +201,7 @@ def failure_cause(gate: GateResult) -> str:
     The cause is the last error-looking line (``AssertionError: ...``, ``No module named pytest``)
     of the first failure's message, else of the gate's log; '' for a green gate.
     """
-    if gate.status in GREEN:
+    if gate_green(gate.status):
         return ""
     text = gate.failures[0].message if gate.failures else ""
     if len(text.strip().splitlines()) < 2 and gate.log_path:

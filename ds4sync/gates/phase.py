@@ -2,7 +2,8 @@
 
 Results go to ``record.results.gates[tier]`` (the same place `ds4sync gate` writes inside a
 run). The phase is done when every tier passed, needs a person when only environment-only
-failures stand in the way (fix the host, then `ds4sync resume`), and failed otherwise.
+failures stand in the way (fix the host, then `ds4sync resume`) or a tier ran no test at all
+(``not-run``: nothing proven), and failed otherwise.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def run_gate_phase(ctx: RunContext) -> PhaseOutcome:
             "gates hit environment-only failures (not counted as passing)",
             details=tuple(lines),
             next_steps=("fix the environment, then `ds4sync resume`",),
+        )
+    unproven = [t for t, s in zip(ctx.ws.config.gates.tiers, statuses, strict=True) if s == "not-run"]
+    if unproven:
+        return PhaseOutcome(
+            "needs-person",
+            f"no test ran in tier(s) {', '.join(unproven)}: nothing proven (never counted as passing)",
+            details=tuple(lines),
+            next_steps=("check the tier's gate definitions and test paths, then `ds4sync resume`",),
         )
     return PhaseOutcome("done", "; ".join(lines) or "no tiers configured", details=tuple(lines))
 

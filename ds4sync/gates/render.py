@@ -18,6 +18,7 @@ STYLE = {
     "passed": "green",
     "cached": "cyan",
     "skipped": "dim",
+    "not-run": "yellow",
     "incomplete": "yellow",
     "failed": "red",
     "error": "red bold",

@@ -25,6 +25,7 @@ from ds4sync.core import fault
 from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ConfigError, NeedsPersonError, ToolMissingError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.model import updated
 from ds4sync.core.proc import stop_process_groups
 from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
@@ -33,6 +34,7 @@ from ds4sync.gates.executors import GateExecutor
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
+from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.gates.tiers import load_tier
 from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace, for_run
@@ -157,7 +159,7 @@ def run_tier(
     if options.target is None and record is None:
         with scratch_worktree(ws) as scratch:
             result = run_tier(ws, dataclasses.replace(options, target=scratch), progress=progress)
-        return result.model_copy(update={"repo": str(ws.repo.path)})
+        return updated(result, repo=str(ws.repo.path))
     if record is not None:
         with registered_children(ws.store.run_dir(record.run_id) / "children"):
             return _run_tier(ws, options, record=record, progress=progress)
@@ -260,7 +262,7 @@ def _run_tier(
             "status": "error",
             "reason": f"the checkout changed while the gates ran ({tracked[:12]} -> {after[1][:12]})",
         }
-    results = [r.model_copy(update=proof) for r in results]
+    results = [updated(r, **proof) for r in results]
     return TierResult(
         tier=options.tier,
         repo=str(target),
@@ -305,22 +307,23 @@ class _Plan:
         todo: list[tuple[Gate, str | None, str]] = []
         for item in decisions:
             gate = item.gate
-            if not item.runs:
-                results[gate.name] = _plain(gate, "skipped", item.skip_reason or "not affected")
-                self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
-                continue
             key = cache_key(gate, self.repo, self.fingerprint)
-            hit = self.cache.get(key) if key and self.use_cache else None
+            # A gate left out by selection proves something only through a pass on identical inputs.
+            hit = self.cache.get(key) if key and (self.use_cache or not item.runs) else None
             if hit is not None:
-                results[gate.name] = hit.model_copy(
-                    update={
-                        "status": "cached",
-                        "reason": f"same inputs passed before ({hit.counts.summary()})",
-                        "cache_key": key,
-                        "details": {**hit.details, "cached_duration_s": hit.duration_s},
-                        "duration_s": 0.0,
-                    }
+                why = "" if item.runs else f"{item.skip_reason or 'not affected'}; "
+                results[gate.name] = updated(
+                    hit,
+                    status="cached",
+                    reason=f"{why}same inputs passed before ({hit.counts.summary()})",
+                    cache_key=key,
+                    details={**hit.details, "cached_duration_s": hit.duration_s},
+                    duration_s=0.0,
                 )
+            elif not item.runs:
+                why = item.skip_reason or "not affected"
+                results[gate.name] = _plain(gate, "skipped", f"{why}; no pass on identical inputs: not proven")
+            if gate.name in results:
                 self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
                 continue
             todo.append((gate, key, item.reason))
@@ -401,7 +404,7 @@ class _Plan:
 
     def _finish(self, gate: Gate, key: str | None, result: GateResult) -> GateResult:
         if key and result.status == "passed":
-            result = result.model_copy(update={"cache_key": key})
+            result = updated(result, cache_key=key)
             self.cache.put(key, result)
         self.emit(GateEvent(gate.name, "finished", result=result))
         return result
@@ -414,7 +417,7 @@ class _Plan:
         assert self.executor is not None
         self.emit(GateEvent(gate.name, "started"))
         result = self.executor.run(gate, self.context)
-        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
+        return updated(result, details={**result.details, "selected_because": why})
 
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
         counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
@@ -442,19 +445,19 @@ class _Plan:
             result = runner_for(gate.definition.kind)(gate, ctx)
         except ToolMissingError as exc:
             result = _plain(gate, "error", exc.one_line())
-        if self.over_budget.is_set() and result.status not in ("passed", "skipped"):
+        if self.over_budget.is_set() and _stopped_short(result.status):
             stopped = self._stopped(gate, f"stopped after {result.duration_s:.1f} s")
-            result = result.model_copy(
-                update={
-                    "status": "incomplete",
-                    "reason": stopped.reason,
-                    "failures": stopped.failures,
-                    "counts": stopped.counts,
-                }
+            result = updated(
+                result, status="incomplete", reason=stopped.reason, failures=stopped.failures, counts=stopped.counts
             )
-        elif self.children.cancelled.is_set() and result.status not in ("passed", "skipped"):
-            result = result.model_copy(update={"status": "error", "reason": f"interrupted ({result.reason})"})
-        return result.model_copy(update={"details": {**result.details, "selected_because": why}})
+        elif self.children.cancelled.is_set() and _stopped_short(result.status):
+            result = updated(result, status="error", reason=f"interrupted ({result.reason})")
+        return updated(result, details={**result.details, "selected_because": why})
+
+
+def _stopped_short(status: str) -> bool:
+    """Whether a gate that ended with ``status`` while its run was being stopped was cut short by it."""
+    return gate_ran(status) and not gate_green(status)
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.record import now_iso
 from ds4sync.patchsets.check import check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
@@ -136,7 +136,7 @@ class _Cache:
             step = BisectStep.model_validate_json(path.read_text(encoding="utf-8"))
         except (OSError, ValidationError, UnicodeDecodeError):
             return None  # a missing or damaged entry is evaluated again
-        return step.model_copy(update={"cached": True, "seconds": 0.0})
+        return updated(step, cached=True, seconds=0.0)
 
     def put(self, step: BisectStep) -> None:
         write_json_atomic(self._path(step.upstream_sha), step.model_dump(mode="json"))
@@ -305,12 +305,12 @@ class StepEvaluator:
 
         wt.run("reset", "--hard", "-q", final)  # the replayed tree, which the gates must see
         result = run_tier(self.ws, TierOptions(tier=self.tier or "", target=wt.path, use_cache=True))
-        failed = tuple(g.name for g in result.gates if g.status in ("failed", "error"))
-        if failed:
-            first = next(g for g in result.gates if g.name == failed[0])
-            return "bad", f"gate {first.name} {first.status}: {first.reason}", tuple(f"gate:{n}" for n in failed)
-        if not any(g.status == "passed" for g in result.gates):
-            return "skip", f"no gate of tier {self.tier} passed or failed (nothing proven)", ()
+        if result.status == "failed":
+            failed = [g for g in result.gates if g.blocking and g.status in ("failed", "error")]
+            first = failed[0]
+            return "bad", f"gate {first.name} {first.status}: {first.reason}", tuple(f"gate:{g.name}" for g in failed)
+        if not result:
+            return "skip", f"tier {self.tier} is {result.status}: nothing proven", ()
         return "good", f"every blocking invariant holds; tier {self.tier} passed", ()
 
     def _fresh_worktree(self) -> GitRepo:
@@ -548,9 +548,11 @@ def run_bisect(
         good_sha, good_from = resolve_upstream(ws, good), f"--good {good}"
     else:
         good_sha, good_from = last_green_upstream(ws, fork_head, bad_sha)
-    result = bisect(
-        ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress
-    ).model_copy(update={"good_from": good_from, "bad_from": bad_from})
+    result = updated(
+        bisect(ws, fork_branch=branch, good=good_sha, bad=bad_sha, tier=tier, patchsets=patchsets, progress=progress),
+        good_from=good_from,
+        bad_from=bad_from,
+    )
     save_result(ws, result)
     return result
 

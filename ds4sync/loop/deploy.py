@@ -22,7 +22,7 @@ from typing import Any
 
 from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.record import now_iso
 from ds4sync.loop.results import DeployResult, StanzaPaths
 from ds4sync.loop.settings import DeployConfig
@@ -375,14 +375,12 @@ def _branch_back(ws: Workspace, run_id: str, result: RollbackResult) -> Rollback
     record = ws.store.load(run_id)
     promote = record.results.promote
     if promote is None:
-        return result.model_copy(update={"note": "the run has no promote to undo; branch left alone"})
+        return updated(result, note="the run has no promote to undo; branch left alone")
     branch, new_head, old_head = promote.branch, promote.new_head, promote.old_head
     current = ws.repo.resolve_commit(f"refs/heads/{branch}")
     if current != new_head:
-        return result.model_copy(
-            update={"note": f"{branch} moved since the promote ({str(current)[:12]}); branch left alone"}
-        )
+        return updated(result, note=f"{branch} moved since the promote ({str(current)[:12]}); branch left alone")
     if ws.repo.checked_out_in(branch) is not None:
-        return result.model_copy(update={"note": f"{branch} is checked out; branch left alone"})
+        return updated(result, note=f"{branch} is checked out; branch left alone")
     ws.repo.run("update-ref", "-m", f"ds4sync rollback {run_id}", f"refs/heads/{branch}", old_head, new_head)
-    return result.model_copy(update={"branch": branch, "branch_head": old_head})
+    return updated(result, branch=branch, branch_head=old_head)

@@ -175,11 +175,9 @@ def failure_log(outcome: RunOutcome) -> str | None:
     if outcome.status == "done":
         return None
     if outcome.last_phase == "gate":
-        from ds4sync.gates.model import GREEN
-
         for tier in record.results.gates.values():
             for gate in tier.gates:
-                if gate.required and gate.status not in GREEN:
+                if gate.blocking:
                     return gate.log_path
     if outcome.last_phase == "build":
         return record.results.build.log_path if record.results.build else None
@@ -276,7 +274,7 @@ def _after(ws: Workspace, night: NightlyResult, *, progress: Progress | None) ->
     if record is not None and record.status == "done" and ws.config.nightly.promote:
         from ds4sync.loop.promote import blockers, promote
 
-        reasons = blockers(record, required_tiers=ws.config.gates.required_for_promote, repo=ws.repo)
+        reasons = blockers(ws, record)
         if reasons:
             notes.append(f"not promoted: {'; '.join(reasons)}")
         else:
@@ -399,6 +397,8 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         ExitCode.BUDGET: "out of time",
         ExitCode.TRANSIENT: "not published (forge unreachable)",
     }.get(night.exit_code, "needs a person")
+    if status == "green" and not _run_green(ws, record):
+        status = "done, not proven"  # a required tier the pipeline does not run (promote_tiers) has no green
     lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
     if view.merge is not None:
         m = view.merge
@@ -408,12 +408,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
             f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
             f"{many(len(m.overlaps), 'semantic overlap')}"
         )
-    for tier in view.validation.tiers:
-        counts = {s: sum(1 for g in tier.gates if g.status == s) for s in ("passed", "failed", "incomplete")}
-        lines.append(
-            f"- Gates {tier.tier}: {tier.status} ({counts['passed']} passed, {counts['failed']} failed, "
-            f"{counts['incomplete']} incomplete)"
-        )
+    lines += [f"- Gates {tier.tier}: {tier.line}" for tier in view.validation.tiers]  # the record's one tier line
     publish = record.results.publish
     pr_url = publish.pr_url if publish is not None else None
     if publish is not None and publish.pr_url:
@@ -453,6 +448,17 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         needs_person=tuple(dict.fromkeys(needs)),
         pr_url=pr_url,
     )
+
+
+def _run_green(ws: Workspace, record: RunRecord) -> bool:
+    """Whether ``record`` is green by :func:`ds4sync.gates.status.run_green`: every phase of the pipeline
+    done or skipped, and every tier promote requires green."""
+    from ds4sync.gates.status import run_green
+    from ds4sync.pipeline import PHASES
+
+    phases = {p.name: record.phases[p.name].status if p.name in record.phases else "pending" for p in PHASES}
+    tiers = {name: tier.gates for name, tier in record.results.gates.items()}
+    return run_green(phases, tiers, required=ws.config.gates.required_for_promote)
 
 
 def _duplicates(publish: PublishResult | None) -> list[OpenPull]:

@@ -9,24 +9,30 @@ record and the report state.
 
 The fork branch is fast-forwarded with a compare-and-swap (``git update-ref <ref> <new>
 <old>``), so a fork that moved meanwhile is never overwritten. The old head stays reachable
-at ``refs/ds4sync/rollback/<run-id>``. A promote killed after the branch moved but before the
-record was saved is recognised by the next promote (the branch at the proven commit, the
-rollback ref at the old head) and recorded.
+at ``refs/ds4sync/rollback/<run-id>``. A checkout of the fork branch moves with it, one atomic git
+step at a time (:mod:`ds4sync.loop.forkmove`), and a move a kill interrupted is finished or undone
+by the next ``promote`` or ``abort``. A promote killed after the branch moved but before the record
+was saved is recognised by the next promote (the branch at the proven commit, the rollback ref at
+the old head) and recorded; ``abort`` refuses such a run instead of calling the fork untouched.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ds4sync.core import fault
-from ds4sync.core.errors import GitError, StateError
+from ds4sync.core.errors import StateError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.record import now_iso
+from ds4sync.core.record import PhaseState, now_iso
+from ds4sync.gates.model import TierResult
+from ds4sync.gates.status import gate_green, gate_ran
+from ds4sync.loop.forkmove import ForkMove, move_fork, recover
 from ds4sync.loop.results import PromoteResult
 from ds4sync.record import RunRecord
-from ds4sync.runner import Workspace
+from ds4sync.runner import Workspace, for_run
 
 UNGATED_NOTE = "PROMOTED UNGATED: no gate tier was configured for promotion; no test proved this commit"
 
@@ -59,14 +65,37 @@ class Proof:
     ungated: bool = False
 
 
-def blockers(record: RunRecord, *, required_tiers: tuple[str, ...] = (), repo: GitRepo | None = None) -> list[str]:
-    """Why ``record`` may not be promoted (empty when it may); ``repo`` is the fork checkout."""
-    proof = prove(record, required_tiers=required_tiers, repo=repo)
+def blockers(ws: Workspace, record: RunRecord) -> list[str]:
+    """Why ``record`` may not be promoted (empty when it may), checked against the tier definitions."""
+    tiers = ws.config.gates.required_for_promote
+    proof = prove(record, required_tiers=tiers, repo=ws.repo, definitions=required_gates(ws, record, tiers))
     return [*proof.hard, *proof.soft] + (["no gate tier is configured for promotion"] if proof.ungated else [])
 
 
-def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo | None = None) -> Proof:
-    """Check that the run proves its sync branch's head; see :class:`Proof`."""
+def required_gates(ws: Workspace, record: RunRecord, tiers: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The names of the required gates of each tier in ``tiers``, read from the run's own gate definitions.
+
+    Raises:
+        ConfigError: a tier's gate file is missing or malformed, or the run's profile is gone.
+    """
+    from ds4sync.gates.tiers import load_tier
+
+    profile = for_run(ws, record).profile
+    return {tier: tuple(g.name for g in load_tier(profile, tier) if g.definition.required) for tier in tiers}
+
+
+def prove(
+    record: RunRecord,
+    *,
+    required_tiers: tuple[str, ...],
+    definitions: Mapping[str, tuple[str, ...]],
+    repo: GitRepo | None = None,
+) -> Proof:
+    """Check that the run proves its sync branch's head; see :class:`Proof`.
+
+    ``definitions`` maps each required tier to the names of its required gates (:func:`required_gates`):
+    each must have a green result on the head, whatever the record happens to hold.
+    """
     head = _sync_head(record, repo)
     proof = Proof(commit=head, ungated=not required_tiers)
     _check_merge(record, proof, repo)
@@ -78,9 +107,7 @@ def prove(record: RunRecord, *, required_tiers: tuple[str, ...], repo: GitRepo |
         if result is None:
             proof.hard.append(f"required tier '{tier}' has not run")
             continue
-        ran_on |= _check_tier(
-            tier, [g.model_dump(mode="json") for g in result.gates], proof, tree, untracked=result.untracked
-        )
+        ran_on |= _check_tier(result, definitions.get(tier, ()), proof, tree)
     moved = _moved_after(repo, ran_on - {str(head)}, head)
     if moved:
         proof.hard.insert(0, moved)
@@ -99,15 +126,21 @@ def _check_merge(record: RunRecord, proof: Proof, repo: GitRepo | None) -> None:
 
 
 def _check_phases(record: RunRecord, proof: Proof) -> None:
-    for name, state in record.phases.items():
+    """Every phase before promote, in pipeline order: one that failed or waits is a blocker
+    ``--allow-blockers`` may override; one that never ran before any such phase is no proof at all."""
+    from ds4sync.pipeline import PHASES  # the phase names, in order; imported only when promoting
+
+    states = {p.name: record.phases.get(p.name, PhaseState()) for p in PHASES}
+    stopped = False
+    for name, state in states.items():
         if state.status in ("failed", "needs-person", "running"):
             proof.soft.append(f"phase '{name}' is {state.status}")
-    for name in ("replay", "verify"):
-        if record.phase(name).status == "pending":
+            stopped = True
+        elif state.status == "pending" and not stopped:  # after a stopped phase, it follows from that one
             proof.hard.append(f"phase '{name}' has not run")
     verify = record.results.verify
     head = proof.commit
-    if record.phase("verify").status != "done" or head is None or verify is None:
+    if states["verify"].status != "done" or head is None or verify is None:
         return
     if verify.commit != head:
         proof.hard.append(f"verify ran on {_short(verify.commit)}, not on the head {head[:12]}")
@@ -115,29 +148,42 @@ def _check_phases(record: RunRecord, proof: Proof) -> None:
         proof.hard.append(f"verify ran on uncommitted changes ({', '.join(verify.dirty[:3])})")
 
 
-def _check_tier(
-    tier: str, gates: list[dict[str, Any]], proof: Proof, tree: str | None, *, untracked: tuple[str, ...] = ()
-) -> set[str]:
-    """Add the tier's blockers to ``proof``; return the commits its gates ran on. ``untracked``: the files
-    git neither tracked nor ignored when the tier ran (in the gates' tree, in no commit)."""
-    head = proof.commit
-    if not gates:
+def _check_tier(result: TierResult, required: tuple[str, ...], proof: Proof, tree: str | None) -> set[str]:
+    """Add the tier's blockers to ``proof``; return the commits its gates ran on.
+
+    Every gate ``required`` by the tier's definition must have a result that ran (a gate skipped by
+    selection counts only as ``cached``: a pass on identical inputs); a missing one is no proof.
+    """
+    tier, head, untracked = result.tier, proof.commit, result.untracked
+    before = (len(proof.hard), len(proof.soft))
+    recorded = {g.name: g for g in result.gates}
+    missing = [name for name in required if name not in recorded]
+    if missing:
+        proof.hard.append(
+            f"required gate(s) {', '.join(f'{tier}/{n}' for n in missing)} have no result "
+            f"(recorded: {', '.join(recorded) or 'none'})"
+        )
+    if not result.gates:
         proof.hard.append(f"required tier '{tier}' has no gates")
     ran_on = set()
-    for gate in gates:
-        label = f"{tier}/{gate.get('name')}"
-        ran_on.add(str(gate.get("commit")))
-        if gate.get("commit") != head:
-            proof.hard.append(f"gate {label} ran on {_short(gate.get('commit'))}, not on {_short(head)}")
-        elif tree is not None and gate.get("tree") != tree:
+    for gate in result.gates:
+        label = f"{tier}/{gate.name}"
+        ran_on.add(str(gate.commit))
+        if gate.commit != head:
+            proof.hard.append(f"gate {label} ran on {_short(gate.commit)}, not on {_short(head)}")
+        elif tree is not None and gate.tree != tree:
             extra = f"; untracked: {', '.join(untracked[:5])}" if untracked else ""
-            proof.hard.append(
-                f"gate {label} ran on a tree with uncommitted changes ({_short(gate.get('tree'))}{extra})"
-            )
-        # Environment-only failures (incomplete) never count as passing.
-        if gate.get("required", True) and gate.get("status") in ("failed", "error", "incomplete"):
-            proof.soft.append(f"required gate {label} is {gate.get('status')}")
-    proof.proven_by.append(f"{tier}: {len(gates)} gates")
+            proof.hard.append(f"gate {label} ran on a tree with uncommitted changes ({_short(gate.tree)}{extra})")
+        if not (gate.required or gate.name in required) or gate_green(gate.status):
+            continue
+        if not gate_ran(gate.status):  # skipped by selection with no pass on identical inputs, or not runnable
+            why = gate.reason or "no reason recorded"
+            proof.hard.append(f"required gate {label} is {gate.status} ({why}): not proven")
+        else:  # failed, error, or environment-only failures (incomplete), which never count as passing
+            proof.soft.append(f"required gate {label} is {gate.status}")
+    if not result and before == (len(proof.hard), len(proof.soft)):  # e.g. only optional gates, none green
+        proof.hard.append(f"required tier '{tier}' is {result.status}: none of its gates proved anything")
+    proof.proven_by.append(f"{tier}: {len(result.gates)} gates")
     return ran_on
 
 
@@ -210,18 +256,20 @@ def promote(
             run started, or the branch is checked out in a work tree with uncommitted changes.
     """
     with ws.store.lock("promote"):
+        recovered = recover(ws.repo, ws.store.root)
         record = ws.store.resolve(run_id)
         repo, branch = ws.repo, record.fork.branch
         if record.results.promote is not None:
             raise AlreadyPromoted(record.run_id, record.results.promote)
-        proof = prove(record, required_tiers=ws.config.gates.required_for_promote, repo=repo)
+        tiers = ws.config.gates.required_for_promote
+        proof = prove(record, required_tiers=tiers, repo=repo, definitions=required_gates(ws, record, tiers))
         _refuse_unproven(ws, record, proof, allow=allow, allow_ungated=allow_ungated)
         new_head = proof.commit
         assert new_head is not None, "a proof without hard blockers names its commit"
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
         current = repo.branch_head(branch)
         holder: GitRepo | None = None
-        after_kill = current == new_head and repo.resolve_commit(rollback) == record.fork.head_before
+        after_kill = promoted_before_kill(repo, record, new_head)
         if after_kill:
             current = record.fork.head_before  # promoted before a kill; the record write is what is left
         elif current != record.fork.head_before:
@@ -240,16 +288,14 @@ def promote(
             holder = _clean_checkout_of(repo, branch)
             repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
             fault.point("promote.after-rollback-ref")
-            if holder is not None:
-                holder.update_checkout(current, new_head)
-            try:
-                repo.run(
-                    "update-ref", "-m", f"ds4sync promote {record.run_id}", f"refs/heads/{branch}", new_head, current
-                )
-            except GitError:
-                if holder is not None:  # the branch did not move: put its checkout back
-                    holder.update_checkout(new_head, current)
-                raise
+            move = ForkMove(
+                run_id=record.run_id,
+                branch=branch,
+                old=current,
+                new=new_head,
+                holder=str(holder.path) if holder is not None else None,
+            )
+            move_fork(repo, ws.store.root, move, message=f"ds4sync promote {record.run_id}")
             fault.point("promote.after-update-ref")
         result = PromoteResult(
             branch=branch,
@@ -267,13 +313,27 @@ def promote(
         )
         record.results.promote = result
         record.status = "promoted"
-        record.notes.extend(_notes(result, proof))
+        record.notes.extend([*([recovered] if recovered else []), *_notes(result, proof)])
         ws.store.save(record)
         if record.results.report is not None:  # the report says what happened to the run
             from ds4sync.report.files import write_report
 
             write_report(ws.store, record, ws.profile)
         return result
+
+
+def promoted_before_kill(repo: GitRepo, record: RunRecord, proven: str | None = None) -> bool:
+    """Whether a promote of ``record`` moved the fork branch and was killed before it recorded that.
+
+    The branch is at ``proven`` (default: the sync branch's head) and the run's rollback ref at the
+    fork head the run started from; ``promote`` then only records it.
+    """
+    if record.results.promote is not None:
+        return False
+    target = proven or repo.resolve_commit(f"refs/heads/{record.sync_branch}")
+    rollback = repo.resolve_commit(f"refs/ds4sync/rollback/{record.run_id}")
+    now = repo.resolve_commit(f"refs/heads/{record.fork.branch}")
+    return target is not None and now == target != record.fork.head_before and rollback == record.fork.head_before
 
 
 def _refuse_unproven(ws: Workspace, record: RunRecord, proof: Proof, *, allow: bool, allow_ungated: bool) -> None:

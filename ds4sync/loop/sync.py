@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ds4sync.core import fault
 from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
+from ds4sync.core.model import updated
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
 from ds4sync.merge.results import MergeSummary
@@ -106,7 +107,7 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
     )
-    return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used})
+    return updated(summary, fork_branch=branch, upstream_resolved_from=used)
 
 
 def start_merge(
@@ -281,7 +282,19 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         StateError: no such run, or it was already aborted or promoted.
     """
     with ws.store.lock("abort"):
+        from ds4sync.loop.forkmove import recover
+        from ds4sync.loop.promote import promoted_before_kill
+
+        recover(ws.repo, ws.store.root)
         record = abort_target(ws, run_id=run_id)
+        if promoted_before_kill(ws.repo, record):
+            branch, rollback = record.fork.branch, f"refs/ds4sync/rollback/{record.run_id}"
+            raise StateError(
+                f"run {record.run_id} is promoted, not untouched: {branch} already is its sync head "
+                f"(a promote moved it and was stopped before it recorded that); nothing dropped",
+                where=str(ws.repo.path),
+                fix=f"`ds4sync promote` records it; the fork head before it is kept at {rollback}",
+            )
         stop_leftover_children(ws, record, lambda _m: None)
         fault.point("abort.after-stop-children")
         repo = ws.repo.main_worktree()  # not the sync worktree itself, when the command was run inside it

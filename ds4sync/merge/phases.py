@@ -18,6 +18,7 @@ from pathlib import Path
 from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.model import updated
 from ds4sync.core.words import many
 from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
@@ -118,14 +119,14 @@ def merge(ctx: RunContext) -> PhaseOutcome:
                 store_entry=" | ".join(str(store.root / n) for n in names),
                 replayed_blob=wt.staged_blob(conflict.path),
             )
-        entries.append(conflict.model_copy(update=update))
+        entries.append(updated(conflict, **update))
     predicted = {c.path for c in summary.conflicts}
     surprise = sorted(unmerged - predicted)
     entries += [
         ConflictEntry(path=p, kind="other", message="conflicted in the merge, not predicted by merge-tree")
         for p in surprise
     ]
-    summary = summary.model_copy(update={"conflicts": tuple(entries)})
+    summary = updated(summary, conflicts=tuple(entries))
     notes = [f"{len(surprise)} conflicts not predicted: {', '.join(surprise)}"] if surprise else []
     notes += [f"rejected store entry {path}: {why}" for path, why in replay.imported.rejected]
     notes += [f"replayed resolution still had markers: {p}" for p in replay.still_marked]
@@ -145,7 +146,7 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     for conflict in summary.conflicts:
         entries.append(_resolve_one(ctx, wt, conflict, unmerged))
     waiting = [e for e in entries if e.resolution == "unresolved"]
-    summary = summary.model_copy(update={"conflicts": tuple(entries)})
+    summary = updated(summary, conflicts=tuple(entries))
     if not waiting:
         return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
     details = tuple(f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}" for e in waiting)
@@ -166,15 +167,15 @@ def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged
     if conflict.resolution in ("recorded", "rule", "person"):
         return conflict
     if not conflict.in_index:
-        return conflict.model_copy(update={"resolution": "unresolved"})  # only a person can look at it
+        return updated(conflict, resolution="unresolved")  # only a person can look at it
     if conflict.path not in unmerged and not any(p in unmerged for p in conflict.related):
-        return conflict.model_copy(update={"resolution": "person"})  # staged by a person after a kill
+        return updated(conflict, resolution="person")  # staged by a person after a kill
     if conflict.resolution == "unresolved":
         return conflict  # resume decides about these
     for rule in ctx.ws.config.merge.rules_for(conflict.path):
         if _apply_rule(wt, conflict, rule.strategy):
-            return conflict.model_copy(update={"resolution": "rule", "rule": f"{rule.glob} -> {rule.strategy}"})
-    return conflict.model_copy(update={"resolution": "unresolved"})
+            return updated(conflict, resolution="rule", rule=f"{rule.glob} -> {rule.strategy}")
+    return updated(conflict, resolution="unresolved")
 
 
 #: Kinds a per-path rule never resolves: git moved a path aside or changed its type, and
@@ -244,10 +245,8 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     for path in to_stage:
         wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
-    entries = tuple(
-        c.model_copy(update={"resolution": "person"}) if c.path in accepted else c for c in summary.conflicts
-    )
-    ctx.record.results.merge = summary.model_copy(update={"conflicts": entries})
+    entries = tuple(updated(c, resolution="person") if c.path in accepted else c for c in summary.conflicts)
+    ctx.record.results.merge = updated(summary, conflicts=entries)
     ctx.record.phases["resolve"].status = "done"
     ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
     return sorted(accepted)
@@ -267,7 +266,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         # Committed before a kill, the record not saved yet: the commit is this run's own.
         sha = wt.head()
         remerged = tuple(repo.remerge_diff_paths(sha))
-        summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+        summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
         return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
     cache = rerere_cache(ctx)
     ids = wt.merge_rr()
@@ -283,9 +282,9 @@ def commit(ctx: RunContext) -> PhaseOutcome:
             stored = store.export_from(cache, conflict_id, path=conflict.path, run_id=record.run_id)
             if stored is not None:
                 new += stored[1]
-                conflict = conflict.model_copy(update={"stored_as": str(store.root / stored[0])})
+                conflict = updated(conflict, stored_as=str(store.root / stored[0]))
         entries.append(conflict)
-    summary = summary.model_copy(update={"conflicts": tuple(entries)})
+    summary = updated(summary, conflicts=tuple(entries))
     fault.point("commit.after-rerere")
     message = merge_message(
         summary,
@@ -298,7 +297,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     sha = wt.commit(message)
     fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
-    summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+    summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 
@@ -316,7 +315,7 @@ def _changed_replay(
     if staged is None:
         for name in names:
             store.forget(name)
-        return conflict.model_copy(update={"resolution": "person", "replay_changed": "deleted", "stored_as": None})
+        return updated(conflict, resolution="person", replay_changed="deleted", stored_as=None)
     postimage = wt.run_bytes("cat-file", "blob", staged)[1]
     folders = [
         store.replace(
@@ -324,9 +323,7 @@ def _changed_replay(
         )
         for name in names
     ]
-    return conflict.model_copy(
-        update={"resolution": "person", "replay_changed": "edited", "stored_as": " | ".join(map(str, folders))}
-    )
+    return updated(conflict, resolution="person", replay_changed="edited", stored_as=" | ".join(map(str, folders)))
 
 
 def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bool:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ds4sync.core.model import updated
 from ds4sync.patchsets.invariants import evaluate, evaluate_one
 from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
 from ds4sync.patchsets.results import CarryScope, CheckReport, InvariantResult, PatchSetCheck, PatchSetStatus
@@ -217,4 +218,4 @@ def check_checkout(
     report = check_tree(
         tree, catalogue, patchsets, patches_dir=str(patches), landed=landed, uncarried=uncarried, carry=scope
     )
-    return report.model_copy(update={"duration_s": round(time.perf_counter() - start, 3)})
+    return updated(report, duration_s=round(time.perf_counter() - start, 3))

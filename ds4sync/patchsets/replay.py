@@ -20,6 +20,7 @@ from typing import Any
 from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
+from ds4sync.core.model import updated
 from ds4sync.patchsets.check import (
     applies,
     check_tree,
@@ -93,7 +94,7 @@ def replay(ctx: RunContext) -> PhaseOutcome:
         recovered = recover(ctx, wt, by_id, pending=prior.pending if prior else None)
         entries.update(recovered)
         if prior and prior.pending in recovered:
-            prior = prior.model_copy(update={"pending": None})
+            prior = updated(prior, pending=None)
     dirty = None if prior and prior.pending in by_id else _foreign_changes(wt)
     if dirty:
         return PhaseOutcome(
@@ -288,28 +289,26 @@ def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayE
     changed = sorted({line[3:].split(" -> ")[-1] for line in wt.status_porcelain()} | set(entry.conflicted))
     marked = [path for path in changed if wt.has_markers(path)]
     if marked:
-        return entry.model_copy(update={"detail": f"conflict markers remain in {', '.join(marked)}"})
+        return updated(entry, detail=f"conflict markers remain in {', '.join(marked)}")
     results = tuple(evaluate(FolderTree(wt.path), ps))
     failing = [r for r in results if r.blocking_violation]
     if failing:
-        return entry.model_copy(
-            update={
-                "invariants": results,
-                "detail": "invariants still fail after adaptation: " + "; ".join(r.detail for r in failing),
-            }
+        return updated(
+            entry,
+            invariants=results,
+            detail="invariants still fail after adaptation: " + "; ".join(r.detail for r in failing),
         )
     wt.add_all()
     sha = None
     if wt.has_staged_changes():
         sha = wt.commit(commit_message(ps, f"Adapted by a person during ds4sync run {ctx.record.run_id}."))
         fault.point(f"replay.adapted.{ps.id}")
-    return entry.model_copy(
-        update={
-            "status": "adapted",
-            "commit": sha,
-            "invariants": results,
-            "detail": f"adapted by a person; run `ds4sync patches refresh {ps.id}` to update its patches",
-        }
+    return updated(
+        entry,
+        status="adapted",
+        commit=sha,
+        invariants=results,
+        detail=f"adapted by a person; run `ds4sync patches refresh {ps.id}` to update its patches",
     )
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.words import many
 
 
@@ -82,7 +82,7 @@ def check_duplicates(
     for data in pulls:
         pull = _pull(data)
         if pull.head == head_branch and _same_repo(data, repo):
-            seen.append(pull.model_copy(update={"relation": "own", "reason": f"this sync's PR (head {head_branch})"}))
+            seen.append(updated(pull, relation="own", reason=f"this sync's PR (head {head_branch})"))
             continue
         shared = None
         if upstream_range and inspected < max_inspected:
@@ -97,7 +97,7 @@ def check_duplicates(
         upstream_commits=len(upstream_range),
         open_prs=tuple(seen),
     )
-    return check.model_copy(update={"conclusion": conclusion(check)})
+    return updated(check, conclusion=conclusion(check))
 
 
 def _classify(pull: OpenPull, *, base: str, sync_like: re.Pattern[str], shared: int | None, total: int) -> OpenPull:
@@ -108,11 +108,11 @@ def _classify(pull: OpenPull, *, base: str, sync_like: re.Pattern[str], shared: 
     if pull.base == base and titled:
         reasons.append(f"targets {base} with a sync-like title")
     if reasons:
-        return pull.model_copy(update={"relation": "duplicate", "reason": "; ".join(reasons), "shared_commits": shared})
+        return updated(pull, relation="duplicate", reason="; ".join(reasons), shared_commits=shared)
     why = f"targets {pull.base}, not {base}" if pull.base != base else "not an upstream integration (title)"
     if shared == 0:
         why += f"; shares none of this sync's {many(total, 'upstream commit')}"
-    return pull.model_copy(update={"relation": "unrelated", "reason": why, "shared_commits": shared})
+    return updated(pull, relation="unrelated", reason=why, shared_commits=shared)
 
 
 def conclusion(check: DuplicateCheck) -> str:

@@ -14,6 +14,7 @@ stops the phase for a person.
 from __future__ import annotations
 
 from ds4sync.core.errors import GitError
+from ds4sync.core.model import updated
 from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
 from ds4sync.publish.duplicates import check_duplicates
@@ -57,10 +58,10 @@ def run_publish_phase(ctx: RunContext) -> PhaseOutcome:
     try:
         return _publish(ctx, forge, config, result)
     except ForgeUnavailable as exc:
-        result = result.model_copy(update={"status": "unavailable", "waits_s": tuple(forge.waits)})
+        result = updated(result, status="unavailable", waits_s=tuple(forge.waits))
         return _stop(ctx, result, exc.one_line(), "`ds4sync resume` publishes again (the next nightly does too)")
     except ForgeError as exc:
-        result = result.model_copy(update={"status": "refused", "waits_s": tuple(forge.waits)})
+        result = updated(result, status="refused", waits_s=tuple(forge.waits))
         return _stop(ctx, result, exc.one_line(), "fix it, then `ds4sync resume`")
 
 
@@ -80,7 +81,7 @@ def _publish(ctx: RunContext, forge: Forge, config: PublishConfig, result: Publi
         commits_of=forge.pull_commits,
         max_inspected=config.max_prs_inspected,
     )
-    result = result.model_copy(update={"duplicate_check": check})
+    result = updated(result, duplicate_check=check)
     pushed = _push(ctx, config, result)
     if isinstance(pushed, PhaseOutcome):
         return pushed
@@ -110,20 +111,19 @@ def _publish(ctx: RunContext, forge: Forge, config: PublishConfig, result: Publi
         comment_url = str(comment.get("html_url", "")) or None
     if config.labels:
         forge.add_labels(number, config.labels)
-    result = result.model_copy(
-        update={
-            "status": "published",
-            "pr_number": number,
-            "pr_url": url,
-            "action": action,
-            "labels": config.labels,
-            "comment_url": comment_url,
-            "compared_with": compared,
-            "published_at": now_iso(),
-            "waits_s": tuple(forge.waits),
-            "message": f"{action} PR #{number}"
-            + (f" ({len(check.duplicates)} possible duplicate(s))" if check.duplicates else ""),
-        }
+    result = updated(
+        result,
+        status="published",
+        pr_number=number,
+        pr_url=url,
+        action=action,
+        labels=config.labels,
+        comment_url=comment_url,
+        compared_with=compared,
+        published_at=now_iso(),
+        waits_s=tuple(forge.waits),
+        message=f"{action} PR #{number}"
+        + (f" ({len(check.duplicates)} possible duplicate(s))" if check.duplicates else ""),
     )
     _save(ctx, result)
     _rewrite_report(ctx)
@@ -138,10 +138,10 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
     try:
         current = repo.remote_head(config.remote, remote_ref)
     except GitError as exc:  # no such remote, or it cannot be reached: the sync stands, publishing waits
-        result = result.model_copy(update={"status": "push-rejected"})
+        result = updated(result, status="push-rejected")
         return _stop(ctx, result, exc.one_line(), f"check `git remote get-url {config.remote}`, then `ds4sync resume`")
     if current is not None and current != local and not _ours_or_ancestor(ctx, current, local):
-        result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
+        result = updated(result, status="push-rejected", previous_remote_sha=current)
         return _stop(
             ctx,
             result,
@@ -150,11 +150,11 @@ def _push(ctx: RunContext, config: PublishConfig, result: PublishResult) -> Publ
         )
     ok, line = repo.push(config.remote, local, remote_ref, expect=current)
     if not ok:
-        result = result.model_copy(update={"status": "push-rejected", "previous_remote_sha": current})
+        result = updated(result, status="push-rejected", previous_remote_sha=current)
         return _stop(
             ctx, result, f"push to {config.remote} refused ({redact_secrets(line)})", "`ds4sync resume` after fixing it"
         )
-    return result.model_copy(update={"pushed_sha": local, "previous_remote_sha": current})
+    return updated(result, pushed_sha=local, previous_remote_sha=current)
 
 
 def _ours_or_ancestor(ctx: RunContext, remote_sha: str, local: str) -> bool:
@@ -174,7 +174,7 @@ def as_published(record: RunRecord) -> RunRecord:
 
     final = record.model_copy(deep=True)
     state = final.phases.get("publish") or PhaseState()
-    final.phases["publish"] = state.model_copy(update={"status": "done", "finished_at": now_iso(), "pid": None})
+    final.phases["publish"] = updated(state, status="done", finished_at=now_iso(), pid=None)
     if all(p.status in ("done", "skipped") for p in final.phases.values()):
         final.status = "done"
     return final
@@ -232,7 +232,7 @@ def _rewrite_report(ctx: RunContext) -> None:
 
 
 def _stop(ctx: RunContext, result: PublishResult, message: str, fix: str) -> PhaseOutcome:
-    result = result.model_copy(update={"message": redact_secrets(message)})
+    result = updated(result, message=redact_secrets(message))
     return PhaseOutcome("needs-person", result.message, result=result, next_steps=(fix,))
 
 

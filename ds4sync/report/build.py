@@ -16,6 +16,7 @@ from typing import Literal
 from ds4sync.core.names import TIERS
 from ds4sync.core.redact import MARKERS
 from ds4sync.gates.model import GateResult, TierResult
+from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.merge.results import MergeSummary
 from ds4sync.native.results import BuildResult
 from ds4sync.patchsets.results import ReplayResult, VerifyResult
@@ -61,9 +62,6 @@ _PATCHSET_REVIEW = {
     "landed-upstream": "landed upstream: candidate to delete from the catalogue",
     "unconfirmed": "only advisory invariants fail: its presence is not confirmed",
 }
-_GATE_NOT_GREEN = frozenset({"failed", "incomplete", "error"})
-# Worst first: a tier takes the status of its worst gate.
-_SEVERITY = ("error", "failed", "incomplete", "skipped", "cached", "passed")
 _TOOLCHAIN_LABELS = {
     "python": "Python",
     "torch": "PyTorch",
@@ -343,11 +341,10 @@ def gate_tiers(gates: Mapping[str, TierResult]) -> tuple[TierView, ...]:
         tier = gates[name]
         if not tier.gates:
             continue
-        found = {g.status for g in tier.gates}
         views.append(
             TierView(
                 tier=name,
-                status=next(s for s in _SEVERITY if s in found) if found <= set(_SEVERITY) else tier.status,
+                status=tier.status,
                 line=tier.line(),
                 gates=tuple(gate_view(g) for g in tier.gates),
             )
@@ -467,7 +464,7 @@ def commands(validation: ValidationView) -> tuple[CommandView, ...]:
     found: list[CommandView] = []
     if validation.build and validation.build.command:
         found.append(validation.build.command)
-    found.extend(g.command for t in validation.tiers for g in t.gates if g.command and g.status != "skipped")
+    found.extend(g.command for t in validation.tiers for g in t.gates if g.command and gate_ran(g.status))
     seen: set[str] = set()
     return tuple(c for c in found if not (c.text in seen or seen.add(c.text)))  # type: ignore[func-returns-value]
 
@@ -500,7 +497,7 @@ def remaining(
         items.append(RemainingItem(kind="build", text=f"native build: {build.status}"))
     items.extend(RemainingItem(kind="tier", text=f"{tier} tier: not run") for tier in validation.tiers_not_run)
     for g in validation.gates:
-        if g.status in _GATE_NOT_GREEN:
+        if not gate_green(g.status):
             why = f" ({g.reason})" if g.reason else ""
             items.append(RemainingItem(kind="gate", text=f"{g.name} ({g.tier}): {g.status}{why}"))
     if merge and merge.overlaps:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ds4sync.core.model import updated
 from ds4sync.record import ReportResult
 from ds4sync.report.files import write_report
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -16,7 +17,7 @@ def report(ctx: RunContext) -> PhaseOutcome:
     record = ctx.record
     others = [state.status for name, state in record.phases.items() if name != "report"]
     if all(status in ("done", "skipped") for status in others):
-        record = record.model_copy(update={"status": "done"})
+        record = updated(record, status="done")
     path = write_report(ctx.ws.store, record, ctx.ws.profile)
     return PhaseOutcome(
         "done",

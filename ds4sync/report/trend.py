@@ -19,16 +19,20 @@ from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import redact
+from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.record import RecordStore, RunRecord
 
-GATE_BUCKETS = {
-    "passed": "passed",
-    "cached": "passed",
-    "failed": "failed",
-    "error": "failed",
-    "incomplete": "environment-only",
-    "skipped": "skipped",
-}
+
+def gate_bucket(status: str) -> str:
+    """The trend's bucket of a gate status: ``passed`` (green by :func:`ds4sync.gates.status.gate_green`),
+    ``failed`` (failed or error), ``environment-only`` (incomplete) or ``skipped`` (skipped or not-run)."""
+    if gate_green(status):
+        return "passed"
+    if not gate_ran(status):
+        return "skipped"
+    return "environment-only" if status == "incomplete" else "failed"
+
+
 MAX_SERIES = 8
 
 
@@ -82,7 +86,7 @@ def night_point(record: RunRecord) -> NightPoint:
     kv: float | None = None
     for tier in results.gates.values():
         for gate in tier.gates:
-            bucket = GATE_BUCKETS.get(gate.status, gate.status)
+            bucket = gate_bucket(gate.status)
             gates[bucket] = gates.get(bucket, 0) + 1
             for row in (gate.details.get("kernel") or {}).get("bench", ()):
                 if isinstance(row.get("gb_per_s"), int | float):

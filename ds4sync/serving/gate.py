@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.core.model import updated
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.client import Deadline
 from ds4sync.serving.config import ServingConfig
@@ -161,7 +162,7 @@ def run_serving_gate(
         return ServingResult(
             status="failed",
             startup_error=exc.one_line(),
-            startup=startup.model_copy(update={"stop_exit_code": code}),
+            startup=updated(startup, stop_exit_code=code),
             probes=tuple(probes.skipped(n, reason) for n in wanted),
             **base,
         )
@@ -175,7 +176,7 @@ def run_serving_gate(
         wedged=wedged,
         deadline_s=config.deadline_s,
         deadline_passed=bool(deadline and deadline.expired),
-        startup=ready.model_copy(update={"stop_exit_code": code}),
+        startup=updated(ready, stop_exit_code=code),
         probes=tuple(results),
         **base,
     )

@@ -129,8 +129,10 @@ def test_exported_steps_run_for_real_and_their_results_merge_into_the_run(
     for step in pipeline["steps"]:  # what a Buildkite agent would run, in the sync worktree's checkout
         command = step["command"].replace("ds4sync gate", f"ds4sync gate --profile {profile}")
         done = subprocess.run(["bash", "-c", command], cwd=worktree, env=env, capture_output=True, text=True)
-        # this host has no GPU: the 2-GPU gate is incomplete (exit 4, host-topology), never passed
-        assert done.returncode == (4 if step["key"] == "unit-any-gpu" else 0), done.stdout + done.stderr
+        # this host has no GPU: each GPU gate is incomplete (exit 4, host-topology), never passed; a job whose
+        # one gate is optional proves nothing either, so it is not green (exit 4) though it fails no tier
+        gpu = step["key"] in ("unit-any-gpu", "unit-kernels-sm120")
+        assert done.returncode == (4 if gpu else 0), done.stdout + done.stderr
     artefacts = worktree / ".ds4sync-ci"
     names = ["unit-any-gpu.json", "unit-core.json", "unit-kernels-sm120.json"]
     assert sorted(p.name for p in artefacts.glob("*.json")) == names

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ds4sync.core.files import redact_file
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.redact import is_secret_name
 from ds4sync.gates import pytest_counts
 from ds4sync.gates.definition import EnvFailureRule, Gate
@@ -112,7 +112,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
                 tier=gate.tier,
                 kind="pytest",
                 required=gate.definition.required,
-                status="skipped",
+                status="not-run",  # no test ran: never a green, whatever the definition asks
                 reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
                 cwd=str(ctx.cwd),
                 details={"missing_paths": missing},
@@ -164,12 +164,11 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         flaky += [f.node_id for f in real if f.node_id in passed_now]
         real = [f for f in real if f.node_id not in passed_now]
     failures = [f for f in failures if f.node_id not in flaky]
-    counts = counts.model_copy(
-        update={
-            "failed": sum(1 for f in real if f.kind == "failure"),
-            "errors": sum(1 for f in real if f.kind == "error"),
-            "flaky": len(flaky),
-        }
+    counts = updated(
+        counts,
+        failed=sum(1 for f in real if f.kind == "failure"),
+        errors=sum(1 for f in real if f.kind == "error"),
+        flaky=len(flaky),
     )
     status, reason = _status(res.returncode, counts, cases, startup=_startup_rule(gate, res.output, cases))
     if missing:
@@ -198,9 +197,7 @@ def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str,
     hung = hung_test(res.output, ctx.cwd)
     failures.append(TestFailure(node_id=hung or "(unknown test)", kind="error", message=f"{what} while this test ran"))
     real = [f for f in failures if not f.env_category]
-    counts = counts.model_copy(
-        update={"errors": sum(f.kind == "error" for f in real), "failed": sum(f.kind == "failure" for f in real)}
-    )
+    counts = updated(counts, errors=sum(f.kind == "error" for f in real), failed=sum(f.kind == "failure" for f in real))
     common["details"]["tests"] = len(cases)
     reason = f"{what}; still running: {hung or 'unknown test'} ({len(cases)} tests finished)"
     return GateResult(status="error", reason=reason, counts=counts, failures=tuple(failures), **common)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ds4sync.core.errors import GitError, ToolMissingError
 from ds4sync.core.git import GitRepo
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
@@ -64,7 +64,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         result = _CHECKS[spec.check](gate, ctx, spec, common)
     except (GitError, ToolMissingError) as exc:
         result = GateResult(status="error", reason=exc.one_line(), **common)
-    return result.model_copy(update={"duration_s": time.monotonic() - start})
+    return updated(result, duration_s=time.monotonic() - start)
 
 
 def delta_files(repo: GitRepo, base: str, suffixes: tuple[str, ...]) -> list[str]:
