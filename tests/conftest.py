@@ -10,6 +10,23 @@ from pathlib import Path
 import pytest
 
 from ds4sync.demo.repobuild import RepoBuilder
+from tests.timing import time_factor
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Two things per test: its marks (``slow``, ``serving``, ...) go into the JUnit XML as a ``marks`` property,
+    so that ``benchmarks/test_durations.py`` sums a run's time per mark from the XML alone; and its
+    pytest-timeout limit (its ``timeout`` mark, else ``--timeout``/the ini's) is stretched by
+    :func:`tests.timing.time_factor`, the one factor every wait in the tests scales by."""
+    factor = time_factor()
+    default = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    for item in items:
+        marks = sorted({m.name for m in item.iter_markers()} - {"parametrize", "usefixtures", "filterwarnings"})
+        item.user_properties.append(("marks", ",".join(marks)))
+        mark = item.get_closest_marker("timeout")
+        limit = float(mark.args[0] if mark and mark.args else (mark.kwargs.get("timeout", 0) if mark else default))
+        if limit > 0 and factor > 1:
+            item.add_marker(pytest.mark.timeout(limit * factor))
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
@@ -32,7 +34,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     script = Path(__file__).with_name("ray_cluster.py")
     proc = subprocess.run(
         ["unshare", "--net", sys.executable, str(script), str(work)],
-        capture_output=True, text=True, timeout=900, env=env, cwd=work,
+        capture_output=True, text=True, timeout=scaled(900), env=env, cwd=work,
     )  # fmt: skip
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]

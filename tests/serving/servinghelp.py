@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ds4sync.serving.config import ServerConfig
+from tests.timing import scaled
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -48,11 +49,11 @@ def serving_python() -> Path | None:
 def startup_limit_s() -> float:
     """How long a test waits for a vLLM CPU server: 600 s on an idle machine, more when it is loaded.
 
-    A tiny model boots in about 50 s on two idle cores; the limit scales with the load average per core
-    (a shared machine), up to 30 minutes. Progress is printed meanwhile (see :func:`progress`).
+    A tiny model boots in about 50 s on two idle cores; the limit scales by :func:`tests.timing.time_factor`
+    (the load average per core on a shared machine, and ``DS4SYNC_TEST_TIME_FACTOR``), the one factor every
+    wait in the tests scales by. Progress is printed meanwhile (see :func:`progress`).
     """
-    load = os.getloadavg()[0] / max(1, os.cpu_count() or 1)
-    return min(1800.0, 600.0 * max(1.0, load))
+    return scaled(600.0)
 
 
 def progress(message: str) -> None:

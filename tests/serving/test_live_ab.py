@@ -39,6 +39,7 @@ from ds4sync.serving.ab import run_ab
 from ds4sync.serving.config import BenchConfig, BenchRow
 from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
 from tests.cli_json import data as cli_data
+from tests.timing import scaled
 
 # Each test boots one or two servers (about a minute each on two idle cores) and runs `vllm bench serve`
 # a dozen times: more than pytest's default limit on a loaded machine.
@@ -52,7 +53,7 @@ def _bench(vllm_python: Path, tiny_model: Path, **row: int) -> BenchConfig:
         command=bench_command(vllm_python),
         tokenizer=str(tiny_model),
         metrics_interval_s=0.5,
-        timeout_s=300,
+        timeout_s=scaled(300),
         num_warmups=2,
         rows=(BenchRow.model_validate({**ROW, **row}),),
     )
@@ -219,7 +220,7 @@ def test_kill_9_during_a_probe_leaves_no_server(vllm_python: Path, tiny_model: P
     members = group_members(pgid)
     assert len(members) >= 3, members  # API server, engine core, worker (and a resource tracker)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     orphans = group_members(pgid)
     progress(f"ds4sync killed during its eval; server group {pgid} still has {len(orphans)} processes")
     assert len(orphans) >= 3  # the server outlived ds4sync
