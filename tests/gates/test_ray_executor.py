@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,  # four Ray nodes on the machine's cores, and a raylet killed mid-gate
     pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root and unshare"),
 ]
 
