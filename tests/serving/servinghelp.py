@@ -29,6 +29,10 @@ OFFLINE_ENV = {
     # /reset_prefix_cache, which the A/B calls before every measured run
     "VLLM_SERVER_DEV_MODE": "1",
     "OMP_NUM_THREADS": "2",
+    # vLLM's CPU worker pins its OpenMP threads by default ("auto": the last cores of the first NUMA node, one
+    # core kept for the scheduler), so every test server lands on the same core while the others idle; the
+    # kernel's scheduler spreads unpinned threads over all of them (vllm/utils/ompmultiprocessing.py).
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
     # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
     "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
 }
@@ -93,6 +97,8 @@ def vllm_command(python: Path, model_dir: Path, *extra: str) -> tuple[str, ...]:
         "bfloat16",
         "--max-num-seqs",
         "8",
+        # no torch.compile of the model at start-up: minutes of C++ compiling on two cores that no test reads
+        "--enforce-eager",
         *extra,
     )
 
