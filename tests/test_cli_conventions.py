@@ -19,6 +19,7 @@ from ds4sync.cli import main
 from tests.cli_json import data as cli_data
 from tests.cli_json import envelope
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled
 
 
 def ds4sync(*args: str, cwd: Path | None = None, columns: int = 100, stdin: str = "") -> subprocess.CompletedProcess:
@@ -32,7 +33,7 @@ def ds4sync(*args: str, cwd: Path | None = None, columns: int = 100, stdin: str 
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
 
 
@@ -60,7 +61,7 @@ def test_version_help_and_completion() -> None:
         env={**os.environ, "_DS4SYNC_COMPLETE": "complete_bash", "COMP_WORDS": "ds4sync pro", "COMP_CWORD": "1"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert "promote" in completion.stdout and "plan" not in completion.stdout
 
@@ -202,7 +203,7 @@ def _on_a_terminal(args: list[str], answer: str) -> subprocess.CompletedProcess:
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=scaled(120),
         )
     finally:
         os.close(leader)
@@ -269,7 +270,7 @@ def test_json_output_needs_no_rich(pair) -> None:
         "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'rich'}), '\"ok\": true' in buf.getvalue())"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=scaled(120))
     assert out.stdout.split() == ["0", "[]", "True"], out.stderr
 
 

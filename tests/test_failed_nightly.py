@@ -15,6 +15,7 @@ import yaml
 from ds4sync.cli import main
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled, scaled_s
 
 CHECK = "import sys; sys.path.insert(0, '.'); import a; assert 'up' in a.NAMES, f'lost in the merge: {a.NAMES}'"
 
@@ -39,8 +40,13 @@ def failing(tmp_path: Path):
     gates = {
         "tier": "unit",
         "gates": [
-            {"name": "names-kept", "kind": "command", "run": {"argv": ["{python}", "-c", CHECK]}, "timeout": 60},
-            {"name": "unit-tests", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": 60},
+            {
+                "name": "names-kept",
+                "kind": "command",
+                "run": {"argv": ["{python}", "-c", CHECK]},
+                "timeout": scaled_s(60),
+            },
+            {"name": "unit-tests", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": scaled_s(60)},
         ],
     }
     (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump(gates))
@@ -89,7 +95,7 @@ def test_gate_table_shows_the_cause_from_the_log(failing, capsys: pytest.Capture
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert shown.returncode == 1, shown.stderr
     rows = _table_rows(shown.stdout)

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests import faultrepo
+from tests.timing import scaled_s
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +101,7 @@ def test_planted_secrets_are_found_nowhere(tmp_path: Path, monkeypatch: pytest.M
                 "PRINT_PASSWORD": PRINTED_PASSWORD,
                 "FAULT_PIDS": str(s.pids),
             },
-            "timeout": 60,
+            "timeout": scaled_s(60),
         }
     )
     for gate in tier["gates"]:

@@ -1,4 +1,9 @@
-"""Fixtures of the build tests: a generated demo extension project and a profile that builds it on the CPU."""
+"""Fixtures of the build tests: a generated demo extension project and a profile that builds it on the CPU.
+
+Every test that compiles the demo extension gives it the namespace ``ds4demo`` (the package names differ): the
+compiled source is then the same, and the session's compiler cache (``compiler_cache`` in tests/conftest.py)
+compiles it once for all of them and the demo.
+"""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def test_build_in_active_run_records_into_the_run(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_never_in_logs_123")
     monkeypatch.setenv("HF_TOKEN", "hf_never_in_logs_456")
     repo = RepoBuilder(tmp_path / "fork")
-    ext = write_demo_extension(repo.path, namespace="ds4run", package="ds4run_ext")
+    ext = write_demo_extension(repo.path, namespace="ds4demo", package="ds4run_ext")
     head = repo.commit({**_files(ext), ".gitignore": "build/\n*.egg-info/\n*.so\nds4sync.yaml\n"}, "extension")
     _write_config(
         repo.path,

@@ -30,7 +30,7 @@ def _profile(command: str) -> BuildProfile:
 
 def test_install_run_builds_in_place_and_the_proof_imports_through_the_pth(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    ext = write_demo_extension(tmp_path / "proj", namespace="ds4inplace", package="ds4inplace_ext")
+    ext = write_demo_extension(tmp_path / "proj", namespace="ds4demo", package="ds4inplace_ext")
     command = f'"{{python}}" setup.py build_ext --inplace --parallel {{cpus}} && "{{python}}" -c "{_PTH}" "{{src}}"'
     result = run_build(ext.path, _profile(command), manifest=ext.manifest, work_dir=tmp_path / "work")
     assert result.status == "passed", result.message
@@ -42,7 +42,7 @@ def test_install_run_builds_in_place_and_the_proof_imports_through_the_pth(tmp_p
 
 def test_a_failing_install_run_is_the_failed_install_step(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    ext = write_demo_extension(tmp_path / "proj", namespace="ds4nope", package="ds4nope_ext")
+    ext = write_demo_extension(tmp_path / "proj", namespace="ds4demo", package="ds4nope_ext")
     result = run_build(
         ext.path, _profile("echo ds4sync-install-run-broke >&2; exit 3"), manifest=ext.manifest, work_dir=tmp_path / "w"
     )

@@ -16,6 +16,7 @@ import yaml
 from ds4sync.core.proc import pid_alive
 from ds4sync.demo.native_ext import write_demo_extension
 from ds4sync.demo.repobuild import RepoBuilder
+from tests.timing import scaled
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.slow]
 COMPILERS = ("cc1plus", "cc1", "c++", "g++", "gcc", "ninja", "slow-cxx", "sleep")
@@ -59,7 +60,7 @@ def _wait_for_compiler(proc: subprocess.Popen[bytes], *, limit: int = 2400) -> d
         if any(name == "cc1plus" for name in tree.values()):
             return tree
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.05)
+            proc.wait(timeout=scaled(0.05))
     return {}
 
 
@@ -105,9 +106,9 @@ def test_sigint_during_compile_leaves_no_compiler_running(tmp_path: Path) -> Non
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         tree = _wait_for_compiler(proc)
-        assert tree, f"no compiler started: {proc.communicate(timeout=60)}"
+        assert tree, f"no compiler started: {proc.communicate(timeout=scaled(60))}"
         os.kill(proc.pid, signal.SIGINT)
-        proc.communicate(timeout=120)
+        proc.communicate(timeout=scaled(120))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -63,7 +63,7 @@ def test_missing_tool_fails_the_phase_with_one_line(builder: RepoBuilder, tmp_pa
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_build_phase_builds_the_worktree_with_the_demo_section(builder: RepoBuilder, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    ext = write_demo_extension(builder.path, namespace="ds4phase", package="ds4phase_ext")
+    ext = write_demo_extension(builder.path, namespace="ds4demo", package="ds4phase_ext")
     head = builder.commit({rel: (ext.path / rel).read_text() for rel in ext.files}, "extension")
     profile = tmp_path / "profile"
     write_manifest(ext.manifest, profile / "kernels" / "manifest.yaml")

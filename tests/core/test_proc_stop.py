@@ -13,6 +13,7 @@ import pytest
 
 from ds4sync.core.children import ChildRegistry, start_ticks
 from ds4sync.core.proc import group_members, spawn, stop_process_group
+from tests.timing import scaled
 
 # A group leader that starts two grandchildren (like an API server with its engine core and a worker),
 # writes their pids, and optionally ignores SIGINT/SIGTERM.
@@ -60,7 +61,7 @@ def test_stop_ends_the_whole_group(tmp_path: Path, mode: str) -> None:
 
 def test_stop_ends_the_group_after_its_leader_is_gone(tmp_path: Path) -> None:
     proc, kids = _tree(tmp_path, "stubborn", "leader-exits")
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     assert set(group_members(proc.pid)) == set(kids)  # the leader is gone, its children are not
     stop_process_group(proc.pid, grace_s=0.2)
     assert group_members(proc.pid) == []
@@ -99,7 +100,7 @@ time.sleep(600)
     assert entry.pgid == pgid and entry.owner_pid == owner.pid and entry.leader_start_ticks == start_ticks(pgid)
     assert registry.reap_orphans() == [] and group_members(pgid)  # the owner lives: its group is left alone
     owner.kill()
-    owner.wait(timeout=30)
+    owner.wait(timeout=scaled(30))
     assert len(group_members(pgid)) == 3  # the server tree outlives a SIGKILLed owner
     ended = registry.reap_orphans(grace_s=5)
     assert [e.pgid for e in ended] == [pgid]

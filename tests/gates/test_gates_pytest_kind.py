@@ -11,6 +11,7 @@ from sample_project import EXPECTED_MAIN, UNIT_YAML
 from ds4sync.core.proc import pid_alive
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from tests.timing import scaled_s
 
 
 def _run(repo: RepoBuilder, *names: str, **kw):
@@ -55,10 +56,13 @@ def test_without_reruns_a_flaky_test_is_a_failure(sample: RepoBuilder) -> None:
 
 @pytest.mark.slow
 def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: Path) -> None:
-    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 6"))  # room to reach the hang
+    # room to start pytest and reach the hang: 6 s on an idle machine, stretched on a loaded one (pytest's own
+    # start-up alone took longer than 6 s with both cores busy)
+    limit = scaled_s(6)
+    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", f"timeout: {limit}"))
     result = _run(sample, "hang")
     gate = result.gates[0]
-    assert gate.status == "error" and gate.reason.startswith("timed out after 6s")
+    assert gate.status == "error" and gate.reason.startswith(f"timed out after {limit}s"), gate.reason
     # SIGINT first: pytest wrote its JUnit, so the test that finished is counted and the one that hung is named.
     assert Path(gate.details["junit"]).is_file()
     assert gate.counts.passed == 1 and gate.details["tests"] == 1

@@ -21,6 +21,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.record import RunRecord
 from tests.cli_json import data as cli_data
+from tests.timing import scaled
 
 OK_YAML = """\
 tier: unit
@@ -231,7 +232,7 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
             assert proc.poll() is None and time.monotonic() < deadline, "the hanging test never started"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 130, stderr.decode()
     pytest_pid, grandchild = (int(p) for p in pid_file.read_text().split())
     assert not pid_alive(pytest_pid) and not pid_alive(grandchild)

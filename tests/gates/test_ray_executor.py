@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,  # four Ray nodes on the machine's cores, and a raylet killed mid-gate
     pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root and unshare"),
 ]
 
@@ -32,7 +35,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     script = Path(__file__).with_name("ray_cluster.py")
     proc = subprocess.run(
         ["unshare", "--net", sys.executable, str(script), str(work)],
-        capture_output=True, text=True, timeout=900, env=env, cwd=work,
+        capture_output=True, text=True, timeout=scaled(900), env=env, cwd=work,
     )  # fmt: skip
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]

@@ -17,6 +17,7 @@ from ds4sync.cli import main
 from ds4sync.record import RecordStore
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.test_killed_run import KILLER
+from tests.timing import scaled_s
 
 CHECK = "import sys; sys.path.insert(0, '.'); import a; assert 'up' in a.NAMES, f'lost in the merge: {a.NAMES}'"
 
@@ -54,8 +55,13 @@ def failed_run(tmp_path: Path) -> tuple[RecordStore, str]:
     gates = {
         "tier": "unit",
         "gates": [
-            {"name": "names-kept", "kind": "command", "run": {"argv": ["{python}", "-c", CHECK]}, "timeout": 60},
-            {"name": "unit-tests", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": 120},
+            {
+                "name": "names-kept",
+                "kind": "command",
+                "run": {"argv": ["{python}", "-c", CHECK]},
+                "timeout": scaled_s(60),
+            },
+            {"name": "unit-tests", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": scaled_s(120)},
         ],
     }
     (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump(gates))

@@ -27,6 +27,7 @@ from ds4sync.report.trend import night_point, render_trend, trend_points
 from ds4sync.runner import open_workspace
 from ds4sync.serving.results import ProbeResult, ServingResult
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled
 
 TITLES = (
     "Conflicted files, by how they were resolved",
@@ -198,7 +199,9 @@ def test_trend_page_renders_its_plots_in_a_headless_browser(tmp_path: Path) -> N
         "--virtual-time-budget=20000",
         "--window-size=1400,1250",
     ]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180).stdout
+    dom = subprocess.run(
+        [*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=scaled(180)
+    ).stdout
     # The plots exist only once plotly.js ran: its SVG roots, six subplot titles, bars and lines.
     assert dom.count('class="main-svg"') >= 2, dom[:500]
     for title in TITLES:
@@ -208,7 +211,7 @@ def test_trend_page_renders_its_plots_in_a_headless_browser(tmp_path: Path) -> N
     assert dom.count('class="point"') >= 5
     assert 'data-unformatted="not measured in any recorded run"' not in dom
     shot = tmp_path / "trend.png"
-    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=scaled(180))
     assert shot.is_file() and shot.stat().st_size > 20_000  # a drawn page, not a blank one
     keep = os.environ.get("DS4SYNC_TREND_SCREENSHOT")
     if keep:  # for a person to look at

@@ -19,6 +19,7 @@ from servinghelp import HERE, OFFLINE_ENV, progress, server_config, serving_pyth
 
 from ds4sync.core.proc import run
 from ds4sync.serving.server import ServerHandle, start_server, stop_server, wait_ready
+from tests.timing import scaled
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +38,7 @@ def tiny_model(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     res = run(
         [str(vllm_python), str(HERE / "make_tiny_llama.py"), str(out)],
         cwd=out,
-        timeout_s=300,
+        timeout_s=scaled(300),
         env_overrides=OFFLINE_ENV,
     )
     assert res, f"model build failed: {res.describe()}\n{res.output[-2000:]}"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ds4sync.serving.config import ServerConfig
+from tests.timing import scaled
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -28,6 +29,10 @@ OFFLINE_ENV = {
     # /reset_prefix_cache, which the A/B calls before every measured run
     "VLLM_SERVER_DEV_MODE": "1",
     "OMP_NUM_THREADS": "2",
+    # vLLM's CPU worker pins its OpenMP threads by default ("auto": the last cores of the first NUMA node, one
+    # core kept for the scheduler), so every test server lands on the same core while the others idle; the
+    # kernel's scheduler spreads unpinned threads over all of them (vllm/utils/ompmultiprocessing.py).
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
     # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
     "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
 }
@@ -48,11 +53,11 @@ def serving_python() -> Path | None:
 def startup_limit_s() -> float:
     """How long a test waits for a vLLM CPU server: 600 s on an idle machine, more when it is loaded.
 
-    A tiny model boots in about 50 s on two idle cores; the limit scales with the load average per core
-    (a shared machine), up to 30 minutes. Progress is printed meanwhile (see :func:`progress`).
+    A tiny model boots in about 50 s on two idle cores; the limit scales by :func:`tests.timing.time_factor`
+    (the load average per core on a shared machine, and ``DS4SYNC_TEST_TIME_FACTOR``), the one factor every
+    wait in the tests scales by. Progress is printed meanwhile (see :func:`progress`).
     """
-    load = os.getloadavg()[0] / max(1, os.cpu_count() or 1)
-    return min(1800.0, 600.0 * max(1.0, load))
+    return scaled(600.0)
 
 
 def progress(message: str) -> None:
@@ -92,6 +97,8 @@ def vllm_command(python: Path, model_dir: Path, *extra: str) -> tuple[str, ...]:
         "bfloat16",
         "--max-num-seqs",
         "8",
+        # no torch.compile of the model at start-up: minutes of C++ compiling on two cores that no test reads
+        "--enforce-eager",
         *extra,
     )
 

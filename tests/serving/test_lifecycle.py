@@ -26,6 +26,7 @@ from ds4sync.serving.config import KvBaseline, ServerConfig, ServingConfig
 from ds4sync.serving.gate import run_serving_gate
 from ds4sync.serving.server import ServerStartError, attach, start_server, stop_server, wait_ready
 from tests.cli_json import data as cli_data
+from tests.timing import scaled
 
 MSG = [{"role": "user", "content": "q"}]
 CASE = {"name": "a", "messages": MSG, "expect": "x"}
@@ -227,7 +228,7 @@ def test_ctrl_c_stops_the_gate_and_its_server(scripted: ScriptedServer, builder,
         time.sleep(0.05)
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=30)
+    code = proc.wait(timeout=scaled(30))
     assert code == 130 and time.monotonic() - start < 10
 
 

@@ -37,6 +37,7 @@ from ds4sync.serving.gate import run_probes
 from ds4sync.serving.metrics import MetricsSampler
 from ds4sync.serving.server import ServerHandle, ServerStartError, guard, start_server, stop_server, wait_ready
 from tests.cli_json import data as cli_data
+from tests.timing import scaled
 
 pytestmark = pytest.mark.serving
 HERE = Path(__file__).resolve().parent
@@ -109,7 +110,7 @@ def test_kv_capacity_from_metrics_and_log_agree(vllm_server: ServerHandle) -> No
 
 def test_counters_and_eval_at_concurrency(vllm_server: ServerHandle) -> None:
     cases = (forced("a", "42", "42"), forced("b", "41", "42"))
-    config = EvalConfig(cases=cases, repeat=3, concurrency=2, max_tokens=8, timeout_s=60)
+    config = EvalConfig(cases=cases, repeat=3, concurrency=2, max_tokens=8, timeout_s=scaled(60))
     with vllm_server.client() as client, MetricsSampler(client.metrics_text, interval_s=0.2) as sampler:
         result = evalsuite.probe_eval(client, config)
     assert result.summary == "3/6; 0 length caps, 3 incorrect" and result.status == "failed"
@@ -136,7 +137,7 @@ def test_throughput_rows_through_the_default_vllm_bench_command(
     config = BenchConfig(
         tokenizer=str(tiny_model),
         metrics_interval_s=0.2,
-        timeout_s=300,
+        timeout_s=scaled(300),
         goodput={"ttft": 60_000, "tpot": 60_000},
         rows=(
             BenchRow(
