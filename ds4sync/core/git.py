@@ -403,6 +403,33 @@ class GitRepo(PatchVerbs):
                 fix="check the upstream remote/URL in ds4sync.yaml and that the ref exists",
             )
 
+    def fetch_refspecs(self, source: str, refspecs: Sequence[str]) -> tuple[bool, str]:
+        """Fetch ``refspecs`` (``+src:dst``) from ``source`` in one ``git fetch``; (all fetched, git's last line).
+
+        git fetches all or nothing: one missing source ref fails the whole call, so a caller with refs
+        that may be gone retries them one by one.
+        """
+        check_user_ref(source, what="remote", where=str(self.path))
+        for spec in refspecs:
+            check_user_ref(spec, where=str(self.path))
+        status, _, err = self.run(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--end-of-options",
+            source,
+            *refspecs,
+            ok_codes=range(0, 256),
+        )
+        lines = err.strip().splitlines()
+        return status == 0, (lines[-1] if lines else f"exit {status}")
+
+    def refs_under(self, prefix: str) -> dict[str, str]:
+        """Full ref name -> SHA of every ref under ``prefix`` (e.g. ``refs/ds4sync/``)."""
+        out = self.out("for-each-ref", "--format=%(refname) %(objectname)", "--end-of-options", prefix)
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
     def remote_head(self, source: str, ref: str) -> str | None:
         """The SHA that ``ref`` (a full ref, e.g. ``refs/heads/main``) names on ``source``, or None when absent.
 
