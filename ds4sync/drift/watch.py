@@ -49,6 +49,8 @@ class DriftOptions:
 def upstream_repo(ws: Workspace) -> str:
     """Upstream's ``owner/name`` on the forge: ``upstream.name``, else read from ``upstream.url``.
 
+    The forge's API is ``upstream.api_url``, else ``publish.api_url``, else GitHub's.
+
     Raises:
         ConfigError: neither names one.
     """
@@ -72,6 +74,8 @@ def _forge(ws: Workspace, repo: str):  # -> publish.forge.Forge
 
     publish = ws.config.publish
     config = publish.model_copy(update={"repo": repo}) if publish else PublishConfig(repo=repo)
+    if ws.config.upstream.api_url:
+        config = config.model_copy(update={"api_url": ws.config.upstream.api_url})
     return Forge(config, forge_token())
 
 
