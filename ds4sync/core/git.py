@@ -425,6 +425,14 @@ class GitRepo(PatchVerbs):
         lines = err.strip().splitlines()
         return status == 0, (lines[-1] if lines else f"exit {status}")
 
+    def existing_objects(self, oids: Iterable[str]) -> set[str]:
+        """Which of ``oids`` this repository has (one ``git cat-file --batch-check``)."""
+        wanted = [o for o in dict.fromkeys(oids) if o]
+        if not wanted:
+            return set()
+        out = self.run_bytes("cat-file", "--batch-check", stdin=("\n".join(wanted) + "\n").encode())[1]
+        return {line.split()[0] for line in out.decode().splitlines() if line and not line.endswith(" missing")}
+
     def refs_under(self, prefix: str) -> dict[str, str]:
         """Full ref name -> SHA of every ref under ``prefix`` (e.g. ``refs/ds4sync/``)."""
         out = self.out("for-each-ref", "--format=%(refname) %(objectname)", "--end-of-options", prefix)
@@ -526,13 +534,18 @@ class GitRepo(PatchVerbs):
             )
         return changes
 
-    def name_status(self, base: str, head: str) -> dict[str, str]:
+    def name_status(self, base: str, head: str, *, from_merge_base: bool = False) -> dict[str, str]:
         """Paths that differ between two commits -> git's status letter (``A``, ``D``, ``M``, ``T``).
 
         Renames not followed (a renamed file is its old path ``D`` and its new path ``A``);
-        a tree diff only, no blob is read.
+        a tree diff only, no blob is read. ``from_merge_base``: from the merge-base of ``base`` and
+        ``head`` to ``head`` (``git diff base...head``: what ``head`` changed on its own), in the same call.
         """
-        out = self._tree_diff(base, head, ("--name-status", "--no-renames"), None) or ""
+        if from_merge_base:
+            args = ("diff", "--name-status", "--no-renames", "-z", "--end-of-options", f"{base}...{head}", "--")
+            out = self.run(*args, strip=False)[1]
+        else:
+            out = self._tree_diff(base, head, ("--name-status", "--no-renames"), None) or ""
         fields = out.split("\0")
         return {fields[i + 1]: fields[i][:1] for i in range(0, len(fields) - 1, 2)}
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ds4sync.core.errors import GitError
 from ds4sync.core.git import GitRepo
 from ds4sync.drift.results import DriftConflict, DriftFindings, DriftViolation
 from ds4sync.patchsets.check import check_tree
@@ -151,24 +152,33 @@ def semantic_findings(ctx: ForkContext, *, head: str, merged_tree: str) -> tuple
     return tuple(str(item.line()) if hasattr(item, "line") else str(item) for item in items)
 
 
-def evaluate_pull(ctx: ForkContext, head: str, merge_base: str) -> DriftFindings:
-    """What merging the PR's own changes (``merge_base..head``) into the fork head would bring.
+def evaluate_pull(
+    ctx: ForkContext, head: str, *, upstream: str | None = None, base: str | None = None
+) -> DriftFindings:
+    """What merging the PR's own changes into the fork head would bring.
 
+    The PR's own changes run from its merge-base with ``upstream`` (or from ``base`` when given) to ``head``.
     Only a PR that changes a file the fork changed, or a file a patch-set depends on (or adds or deletes a
-    file where an invariant matches a glob), is merged; the others are answered from the tree diff alone.
+    file where an invariant matches a glob), is merged; the others cost one tree diff.
     """
     start = time.monotonic()
-    status = ctx.repo.name_status(merge_base, head)
+    if base is None:
+        assert upstream is not None, "evaluate_pull needs upstream or base"
+        status = ctx.repo.name_status(upstream, head, from_merge_base=True)  # one call: merge-base and diff
+    else:
+        status = ctx.repo.name_status(base, head)
     changed = set(status)
     fork_files = tuple(sorted(changed & ctx.fork_files))
     added_or_deleted = any(letter in "AD" for letter in status.values())
     touched = [s for s in ctx.scopes if changed & s.paths or (s.lists_paths and added_or_deleted)]
     patchsets = tuple(s.id for s in ctx.scopes if changed & s.paths)
     if not fork_files and not touched:
-        return DriftFindings(
-            head_sha=head, fork_head=ctx.fork_head, merge_base=merge_base, seconds=round(time.monotonic() - start, 4)
-        )
-    synthetic = ctx.repo.commit_tree(ctx.fork_tree, parents=(merge_base,), message="ds4sync drift: fork on PR base")
+        return DriftFindings(head_sha=head, fork_head=ctx.fork_head, seconds=round(time.monotonic() - start, 4))
+    if base is None:
+        base = ctx.repo.merge_base(head, upstream or "")
+        if base is None:  # name_status above would have failed first; kept for the type
+            raise GitError(f"{head[:12]} shares no history with upstream", where=str(ctx.repo.path))
+    synthetic = ctx.repo.commit_tree(ctx.fork_tree, parents=(base,), message="ds4sync drift: fork on PR base")
     predicted = ctx.repo.merge_tree(synthetic, head)
     conflicts = tuple(
         DriftConflict(path=c.path, kind=c.kind, related=c.related)
@@ -187,7 +197,7 @@ def evaluate_pull(ctx: ForkContext, head: str, merge_base: str) -> DriftFindings
     return DriftFindings(
         head_sha=head,
         fork_head=ctx.fork_head,
-        merge_base=merge_base,
+        merge_base=base,
         fork_files=fork_files,
         conflicts=conflicts,
         violations=violations,

@@ -60,7 +60,8 @@ class DriftViolation(FrozenModel):
 class DriftFindings(FrozenModel):
     """What one PR head does to one fork head (cached per that pair).
 
-    ``merge_base``: the PR's merge-base with upstream (its own changes are ``merge_base..head_sha``).
+    ``merge_base``: the PR's merge-base with upstream (its own changes are ``merge_base..head_sha``); None when
+    no merge ran (a PR touching nothing of the fork costs one ``git diff upstream...head``).
     ``fork_files``: the files the PR changes that the fork changed too (since its merge-base with upstream).
     ``merged``: whether a three-way merge ran (only for PRs touching the fork's files or the invariants' files).
     ``semantic``: the semantic check's findings, None while no semantic check is installed.
@@ -69,7 +70,7 @@ class DriftFindings(FrozenModel):
 
     head_sha: str
     fork_head: str
-    merge_base: str
+    merge_base: str | None = None
     fork_files: tuple[str, ...] = ()
     conflicts: tuple[DriftConflict, ...] = ()
     violations: tuple[DriftViolation, ...] = ()

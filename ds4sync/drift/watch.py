@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ds4sync.core.errors import ConfigError, Ds4syncError
+from ds4sync.core.errors import ConfigError, Ds4syncError, GitError
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.record import now_iso
 from ds4sync.drift.evaluate import ForkContext, evaluate_pull
@@ -110,25 +110,30 @@ def list_pulls(forge, options: DriftOptions) -> list[PullState]:
 
 
 def fetch_heads(ws: Workspace, pulls: list[PullState]) -> dict[int, str]:
-    """Fetch each PR head into ``refs/ds4sync/drift/pull/N``; number -> why it could not be fetched."""
+    """Fetch each PR head into ``refs/ds4sync/drift/pull/N``; number -> why it could not be fetched.
+
+    A PR whose private ref already points at its head costs nothing; the others are fetched in one call.
+    """
     repo = ws.repo
     remote = ws.config.upstream.remote
     source = remote if repo.remote_url(remote) else (ws.config.upstream.url or "")
-    missing = [p for p in pulls if not p.head_sha or repo.resolve_commit(p.head_sha) != p.head_sha]
+    refs = repo.refs_under(PULL_NAMESPACE)
+    missing = [p for p in pulls if refs.get(f"{PULL_NAMESPACE}{p.number}") != p.head_sha or not p.head_sha]
     failed: dict[int, str] = {}
     if missing and source:
         ok, _ = repo.fetch_refspecs(source, [_pull_spec(p) for p in missing])
         if not ok:  # all or nothing: find the ones that fail
             failed = {p.number: why for p in missing if (why := _fetch_one(ws, source, p))}
-    for pull in pulls:
-        if pull.number in failed:
-            continue
-        if not pull.head_sha or repo.resolve_commit(pull.head_sha) != pull.head_sha:
+    refs = repo.refs_under(PULL_NAMESPACE)
+    stale = [p for p in missing if p.number not in failed and refs.get(f"{PULL_NAMESPACE}{p.number}") != p.head_sha]
+    have = repo.existing_objects(p.head_sha for p in stale)
+    for pull in stale:
+        if pull.head_sha not in have:
             failed[pull.number] = f"head {pull.head_sha[:12] or '?'} is not in what upstream gave"
-        else:
+        else:  # pin the head the forge listed (it may have been pushed to between the listing and the fetch)
             repo.update_ref(f"{PULL_NAMESPACE}{pull.number}", pull.head_sha, message="ds4sync drift")
-    open_refs = {f"{PULL_NAMESPACE}{p.number}" for p in pulls}
-    for ref in repo.refs_under(PULL_NAMESPACE):
+    open_refs = {f"{PULL_NAMESPACE}{p.number}" for p in pulls if p.number not in failed}
+    for ref in refs:
         if ref not in open_refs:
             repo.delete_ref(ref)
     return failed
@@ -237,13 +242,11 @@ def run_drift(
         findings = cache.get(pull.head_sha)
         cached = findings is not None
         if findings is None:
-            merge_base = ws.repo.merge_base(pull.head_sha, upstream_sha)
-            if merge_base is None:
-                unfetched.append(
-                    Unfetched(number=pull.number, title=pull.title, reason="no history shared with upstream")
-                )
+            try:
+                findings = evaluate_pull(ctx, pull.head_sha, upstream=upstream_sha)
+            except GitError as exc:  # e.g. a head that shares no history with upstream
+                unfetched.append(Unfetched(number=pull.number, title=pull.title, reason=exc.one_line()))
                 continue
-            findings = evaluate_pull(ctx, pull.head_sha, merge_base)
             cache.put(findings)
             merges += findings.merged
         hits += cached
