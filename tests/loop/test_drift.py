@@ -183,3 +183,29 @@ def test_cli_json_names_the_planted_prs(history, httpserver, capsys):
         102: [],
     }
     assert [u["number"] for u in data["unfetched"]] == [106]
+
+
+def test_the_semantic_seam_gets_fork_pr_head_and_the_merged_commit(history, httpserver, monkeypatch):
+    """The seam's contract, checked with a recording callable in place of ``ds4sync.semantic.check_merge``
+    (built elsewhere): it is called once per merged PR with the fork head, the PR head and a commit of the merged
+    tree whose parents are both; its findings become lines, ranked after conflicts and violated invariants."""
+    import ds4sync.drift.evaluate as evaluate
+
+    calls = []
+
+    def check_merge(repo, *, fork, upstream, merged):
+        parents = repo.out("rev-list", "--parents", "-n", "1", merged).split()[1:]
+        tail = (repo.blob_bytes(merged, "vllm/attn.py") or b"").decode()
+        calls.append((fork, upstream, parents, "ATTN_35 = 'upstream'" in tail))
+        return ["removed definition still referenced"] if upstream == history.heads[102] else []
+
+    monkeypatch.setattr(evaluate, "_semantic_entry", lambda: check_merge)
+    result = run_drift(_ws(history, httpserver))
+    assert result.semantic_check
+    fork_head = result.fork_head
+    by_head = {c[1]: c for c in calls}
+    assert set(by_head) == {history.heads[n] for n in (101, 102, 103, 104)}  # only merged PRs
+    assert by_head[history.heads[102]] == (fork_head, history.heads[102], [fork_head, history.heads[102]], True)
+    entry = next(e for e in result.entries if e.pull.number == 102)
+    assert entry.findings.semantic == ("removed definition still referenced",) and entry.action == 1
+    assert [e.pull.number for e in result.entries][-1] == 102 and entry.line() == "#102 1 semantic finding"
