@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from realsyncs import find_real_syncs  # noqa: E402
 
+from ds4sync.core.errors import GitError  # noqa: E402
 from ds4sync.core.git import GitRepo  # noqa: E402
 from ds4sync.drift.evaluate import ForkContext, evaluate_pull  # noqa: E402
 
@@ -59,8 +60,14 @@ def backtest(repo: GitRepo, *, upstream: str, limit: int | None) -> dict:
     start = time.perf_counter()
     merges = 0
     per_sync = []
+    skipped: list[str] = []
     for index, sync in enumerate(syncs):
-        truth = {c.path for c in repo.merge_tree(sync.before_head, sync.new_base).conflicts}
+        try:
+            truth = {c.path for c in repo.merge_tree(sync.before_head, sync.new_base).conflicts}
+        except GitError as exc:  # a clone missing objects of this pair: the sync cannot be replayed
+            skipped.append(f"{sync.before}: {exc.one_line()}")
+            continue
+        print(f"sync {index + 1}/{len(syncs)} {sync.before}: {len(truth)} conflicted", file=sys.stderr, flush=True)
         conflicted_total += len(truth)
         ctx = ForkContext.build(
             repo,
@@ -98,7 +105,8 @@ def backtest(repo: GitRepo, *, upstream: str, limit: int | None) -> dict:
             }
         )
     return {
-        "syncs": len(syncs),
+        "syncs": len(syncs) - len(skipped),
+        "skipped": skipped,
         "conflicted_files": conflicted_total,
         "drift": drift,
         "overlap": overlap,
@@ -125,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['syncs']} real syncs, {drift.prs} upstream commits treated as open PRs, "
         f"{conflicted} files really conflicted; {result['merges']} three-way merges in {result['seconds']} s"
     )
+    for line in result["skipped"]:
+        print(f"skipped {line}")
     print("| predictor | PRs | flagged | right | precision | conflicted files announced beforehand |")
     print("|---|---|---|---|---|---|")
     print(drift.row("drift (3-way merge of the fork's files)", conflicted))

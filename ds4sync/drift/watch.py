@@ -6,14 +6,14 @@ then from the PR's own head repository, and a PR whose head still cannot be had 
 (:class:`~ds4sync.drift.results.Unfetched`) while the rest go on. Refs of PRs no longer open are deleted.
 
 Cost: one tree diff per PR, one merge per PR touching the fork's files, and a cache keyed by (PR head,
-fork head, patch-sets) under ``<state>/drift/cache/``, so an unchanged PR is not evaluated again on the
-next night. Entries no PR of the current watch used are dropped. Each watch is kept under
-``<state>/drift/results/`` and the next one lists what is new since.
+fork head, patch-sets) under ``<state>/drift/cache/`` (one file per fork head, written once per watch), so an
+unchanged PR is not evaluated again on the next night. Entries no PR of the current watch used are dropped.
+Each watch is kept under ``<state>/drift/results/`` and the next one lists what is new since.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import re
 import time
 from collections.abc import Callable
@@ -152,32 +152,38 @@ def _fetch_one(ws: Workspace, source: str, pull: PullState) -> str | None:
     return None if ok else f"cannot fetch its head ({line})"
 
 
-@dataclass
 class _Cache:
-    """Findings on disk, one JSON file per (PR head, fork head, patch-sets digest)."""
+    """Findings by PR head for one (fork head, patch-sets) digest: one JSON file, read once, written once.
 
-    root: Path
-    digest: str
+    Only the heads of the current watch are written back: entries of PRs closed or pushed to since are dropped,
+    and so are the files of other fork heads.
+    """
 
-    def path(self, head: str) -> Path:
-        key = hashlib.sha256(f"{self.digest}:{head}".encode()).hexdigest()[:32]
-        return self.root / f"{key}.json"
+    def __init__(self, root: Path, digest: str) -> None:
+        self.root = root
+        self.path = root / f"{digest[:32]}.json"
+        self.entries: dict[str, DriftFindings] = {}
+        self.used: dict[str, DriftFindings] = {}
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            self.entries = {head: DriftFindings.model_validate(item) for head, item in raw.items()}
+        except (OSError, ValueError, ValidationError, AttributeError):
+            self.entries = {}  # missing or damaged: everything is evaluated again
 
     def get(self, head: str) -> DriftFindings | None:
-        try:
-            return DriftFindings.model_validate_json(self.path(head).read_text(encoding="utf-8"))
-        except (OSError, ValidationError, UnicodeDecodeError):
-            return None  # missing or damaged: evaluated again
+        found = self.entries.get(head)
+        if found is not None:
+            self.used[head] = found
+        return found
 
     def put(self, findings: DriftFindings) -> None:
-        write_json_atomic(self.path(findings.head_sha), findings.model_dump(mode="json"))
+        self.used[findings.head_sha] = findings
 
-    def keep_only(self, heads: set[str]) -> None:
-        """Drop every entry not for one of ``heads`` (PRs closed or pushed to since)."""
-        wanted = {self.path(h).name for h in heads}
-        for file in self.root.glob("*.json") if self.root.is_dir() else ():
-            if file.name not in wanted:
-                file.unlink(missing_ok=True)
+    def save(self) -> None:
+        write_json_atomic(self.path, {head: f.model_dump(mode="json") for head, f in self.used.items()})
+        for other in self.root.glob("*.json"):
+            if other != self.path:
+                other.unlink(missing_ok=True)
 
 
 def rank(entries: list[DriftEntry]) -> list[DriftEntry]:
@@ -254,7 +260,7 @@ def run_drift(
             entries.append(DriftEntry(pull=pull, findings=findings, cached=cached))
         else:
             quiet.append(pull.number)
-    cache.keep_only({p.head_sha for p in pulls if p.number not in failed})
+    cache.save()
     with forge:
         entries = [_with_review_state(forge, e) for e in rank(entries)]
     result = DriftResult(

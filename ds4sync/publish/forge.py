@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from types import TracebackType
 from typing import Any
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
@@ -113,8 +114,10 @@ class Forge:
         self._gh.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._gh.__exit__(*exc)
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._gh.__exit__(kind, error, trace)
 
     # -- calls ------------------------------------------------------------------------------
     def open_pulls(
