@@ -66,36 +66,28 @@ def _iso(text: str) -> bool:
 
 
 def render(console: Console, result: DriftResult) -> None:
-    """The ranked table of flagged PRs, then the unfetched ones and a count of the quiet ones."""
-    from rich.table import Table
-
+    """The ranked PRs, one block each (what, title, author, state, labels, last update; files and invariants
+    below), then the unfetched ones and a count of the quiet ones."""
     console.print(
         f"drift: {result.listed} open PRs of {result.upstream_repo} against {result.fork_branch} "
         f"{result.fork_head[:12]} ({result.fork_files} fork files); {result.merges} merged, "
         f"{result.cache_hits} from cache, {result.seconds:.1f} s",
         markup=False,
     )
-    table = Table(show_lines=False)
-    for column in ("PR", "what", "files", "title", "author", "state", "labels", "updated"):
-        table.add_column(column)
     for entry in result.entries:
         f, pull = entry.findings, entry.pull
-        files = [f"{c.path} ({c.kind})" for c in f.conflicts] or list(f.fork_files)
-        what = entry.line().split(" ", 1)[1]
-        if f.violations:
-            what += "".join(f"\n  {v.invariant}: {v.detail}" for v in f.violations)
-        table.add_row(
-            f"#{pull.number}",
-            what,
-            "\n".join(files),
-            pull.title,
-            pull.author,
-            pull.state_words,
-            ", ".join(pull.labels),
-            pull.updated_at[:10],
+        labels = f"; {', '.join(pull.labels)}" if pull.labels else ""
+        console.print(
+            f"{entry.line()}: {pull.title} ({pull.author}; {pull.state_words}{labels}; updated {pull.updated_at[:10]})",
+            markup=False,
         )
-    if result.entries:
-        console.print(table)
+        details = [f"{c.path} ({c.kind})" for c in f.conflicts]
+        details += [f"{v.patchset} / {v.invariant}: {v.detail}" for v in f.violations]
+        details += list(f.semantic or ())
+        if not details:
+            details = [f"touches {p}" for p in (*f.fork_files, *(f"patch-set {i}" for i in f.patchsets))]
+        for line in details:
+            console.print(f"    {line}", markup=False)
     for gone in result.unfetched:
         console.print(f"#{gone.number} {gone.title}: {gone.reason}", markup=False)
     console.print(f"{len(result.quiet)} PRs touch nothing of the fork", markup=False)

@@ -209,3 +209,16 @@ def test_the_semantic_seam_gets_fork_pr_head_and_the_merged_commit(history, http
     entry = next(e for e in result.entries if e.pull.number == 102)
     assert entry.findings.semantic == ("removed definition still referenced",) and entry.action == 1
     assert [e.pull.number for e in result.entries][-1] == 102 and entry.line() == "#102 1 semantic finding"
+
+
+def test_cli_text_shows_the_ranked_table_and_the_unfetched_line(history, httpserver, capsys):
+    _ws(history, httpserver)
+    argv = ["drift", "--repo", str(history.fork), "--state-dir", str(history.root / "state")]
+    assert main([*argv, "--profile", str(history.root / "profile")]) == 0
+    text = capsys.readouterr().out
+    assert text.index("#101") < text.index("#104") < text.index("#103") < text.index("#102")
+    assert "#101 will conflict in 2 files: rework attention (dev101; ready, not approved, not mergeable;" in text
+    assert "    vllm/envs.py (modify/delete)" in text and "    hooks-used / on-load-hook: " in text
+    assert "#104 will conflict in 1 file: drop envs (dev104; draft," in text
+    assert "#106 gone head: cannot fetch its head" in text and "1 PRs touch nothing of the fork" in text
+    assert main([*argv, "--updated-since", "yesterday"]) == 2
