@@ -85,7 +85,8 @@ def run_nightly(
     night = _after(ws, night, progress=progress)
     from ds4sync.loop.watch import watch_night
 
-    night = watch_night(ws, night, progress=progress)
+    green = night.record is not None and exit_code(night.record) == ExitCode.OK  # the one verdict on a run
+    night = replace(night, notes=(*night.notes, *watch_night(ws, night.record, green=green, progress=progress)))
     if notify and ws.config.notify is not None and (not night.skipped or ws.config.notify.on_skip):
         night = _notify(ws, night)
     return night

@@ -7,46 +7,43 @@ since the previous watch (``drift: #51234 will conflict in 2 files, violates sm1
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ds4sync.core.errors import Ds4syncError, ExitCode
+from ds4sync.core.errors import Ds4syncError
 from ds4sync.runner import Workspace
 
 if TYPE_CHECKING:
-    from ds4sync.loop.nightly import NightlyResult
     from ds4sync.loop.sync import Progress
+    from ds4sync.record import RunRecord
 
 #: Prefixes of the night's notes that belong in its notification.
 NOTICE_PREFIXES = ("drift:", "last green")
 
 
-def watch_night(ws: Workspace, night: NightlyResult, *, progress: Progress | None = None) -> NightlyResult:
-    """Move the last-green ref after a green night, then (``nightly.drift``) run drift; notes added."""
+def watch_night(ws: Workspace, record: RunRecord | None, *, green: bool, progress: Progress | None = None) -> list[str]:
+    """Move the last-green ref after a ``green`` night, then (``nightly.drift``) run drift; returns the notes.
+
+    ``green`` is the nightly's own verdict on the run (nothing here decides what green is). The notes are also
+    added to ``record`` and its report when a run took place.
+    """
     notes: list[str] = []
-    green = _last_green_note(ws, night)
-    if green:
-        notes.append(green)
+    green_note = _last_green_note(ws, record) if green and record is not None else None
+    if green_note:
+        notes.append(green_note)
     if ws.config.nightly.drift:
         notes += _drift_notes(ws, progress)
-    record = night.record
     if notes and record is not None:
         from ds4sync.report.files import write_report
 
         record.notes.extend(notes)
         ws.store.save(record)
         write_report(ws.store, record, ws.profile)
-    return replace(night, notes=(*night.notes, *notes)) if notes else night
+    return notes
 
 
-def _last_green_note(ws: Workspace, night: NightlyResult) -> str | None:
+def _last_green_note(ws: Workspace, record: RunRecord) -> str:
     from ds4sync.loop.lastgreen import move_last_green, upstream_branch
-    from ds4sync.loop.nightly import exit_code
 
-    record = night.record
-    # The nightly's own verdict on a run (exit 0 = done and green) decides; nothing else here says "green".
-    if record is None or exit_code(record) != ExitCode.OK:
-        return None
     branch = upstream_branch(ws, record.upstream.branch)
     if branch is None:
         return f"last green: not moved ({record.upstream.ref} names no upstream branch)"
