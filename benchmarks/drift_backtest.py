@@ -12,7 +12,7 @@ The truth is what really conflicted when merging ``new_base`` into ``before_head
 A flagged PR is right when a file it names really conflicted. Printed per predictor: PRs flagged (share of
 all), precision, and the files announced beforehand among those that conflicted (recall over files).
 
-    python benchmarks/drift_backtest.py --repo CLONE [--upstream main] [--limit N] [--json]
+    python benchmarks/drift_backtest.py --repo CLONE [--upstream main] [--limit N] [--syncs PAIRS.json] [--json]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from realsyncs import find_real_syncs  # noqa: E402
+from realsyncs import RealSync, find_real_syncs  # noqa: E402
 
 from ds4sync.core.errors import GitError  # noqa: E402
 from ds4sync.core.git import GitRepo  # noqa: E402
@@ -53,8 +53,11 @@ class Tally:
         )
 
 
-def backtest(repo: GitRepo, *, upstream: str, limit: int | None) -> dict:
-    syncs = find_real_syncs(repo, upstream=upstream)[:limit]
+def backtest(repo: GitRepo, *, upstream: str, limit: int | None, syncs_file: Path | None = None) -> dict:
+    if syncs_file is not None:  # the pairs `realsyncs.py --json` printed (finding them is the slow part)
+        syncs = [RealSync(**item) for item in json.loads(syncs_file.read_text())][:limit]
+    else:
+        syncs = find_real_syncs(repo, upstream=upstream)[:limit]
     drift, overlap = Tally(), Tally()
     conflicted_total = 0
     start = time.perf_counter()
@@ -123,9 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--upstream", default="main")
     parser.add_argument("--limit", type=int, default=None, help="only the first N syncs")
+    parser.add_argument("--syncs", type=Path, default=None, help="the output of realsyncs.py --json for this clone")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = backtest(GitRepo(args.repo), upstream=args.upstream, limit=args.limit)
+    result = backtest(GitRepo(args.repo), upstream=args.upstream, limit=args.limit, syncs_file=args.syncs)
     drift, overlap, conflicted = result["drift"], result["overlap"], result["conflicted_files"]
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k not in ("drift", "overlap")}, indent=2))

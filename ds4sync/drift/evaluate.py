@@ -2,10 +2,12 @@
 
 The PR's own changes are ``B..H`` (``H`` its head, ``B`` its merge-base with upstream). They are merged
 three-way into the fork's tree the way ``git merge`` would merge them if the fork sat on ``B``: a synthetic
-commit carrying the fork head's tree with ``B`` as its only parent is merged with ``H`` by
-``git merge-tree --write-tree`` (git >= 2.38 has no ``--merge-base``; the synthetic parent makes ``B`` the
+commit carrying the fork's tree with ``B`` as its only parent is merged with ``H`` by
+``git merge-tree --write-tree`` (git 2.39 has no ``--merge-base``; the synthetic parent makes ``B`` the
 merge-base). Every file is therefore merged with base ``B:path``, ours ``fork:path`` and theirs ``H:path``,
-git choosing the conflict kinds; only conflicts in files the fork changed are the fork's (a conflict in a
+git choosing the conflict kinds. When ``B`` is not the fork's own base, the fork's tree is first the one a
+sync to ``B`` would give (``git merge-tree`` of the fork head and ``B``), so that upstream's changes in between
+are not taken for the fork's; only conflicts in files the fork changed are the fork's (a conflict in a
 file the fork never touched is between the PR and upstream, for the PR's author).
 
 The merged tree is the fork with the PR applied: the patch-set invariants are evaluated on it (read from the
@@ -178,7 +180,13 @@ def evaluate_pull(
         base = ctx.repo.merge_base(head, upstream or "")
         if base is None:  # name_status above would have failed first; kept for the type
             raise GitError(f"{head[:12]} shares no history with upstream", where=str(ctx.repo.path))
-    synthetic = ctx.repo.commit_tree(ctx.fork_tree, parents=(base,), message="ds4sync drift: fork on PR base")
+    ours = ctx.fork_tree
+    if base != ctx.fork_base:
+        # The fork as a sync to the PR's base would leave it: upstream's changes between the fork's base and the
+        # PR's are then on both sides, and only the PR's own changes can meet the fork's (without this, a PR
+        # editing lines upstream already changed since the fork's last sync reads as a conflict with the fork).
+        ours = ctx.repo.merge_tree(ctx.fork_head, base).tree
+    synthetic = ctx.repo.commit_tree(ours, parents=(base,), message="ds4sync drift: fork on PR base")
     predicted = ctx.repo.merge_tree(synthetic, head)
     conflicts = tuple(
         DriftConflict(path=c.path, kind=c.kind, related=c.related)
@@ -189,11 +197,12 @@ def evaluate_pull(
     ids = {s.id for s in touched}
     if ids:
         report = ctx.check(CommitTree(ctx.repo, predicted.tree), [ps for ps in ctx.patchsets if ps.id in ids])
-        violations = tuple(
-            DriftViolation(patchset=v.patchset, invariant=v.invariant, detail=v.detail)
-            for v in report.violations()
-            if (v.patchset, v.invariant) not in ctx.baseline
-        )
+        found = [v for v in report.violations() if (v.patchset, v.invariant) not in ctx.baseline]
+        if found and ours != ctx.fork_tree:  # already broken by the sync to the PR's base: not the PR's doing
+            before = ctx.check(CommitTree(ctx.repo, ours), [ps for ps in ctx.patchsets if ps.id in ids])
+            synced = {(v.patchset, v.invariant) for v in before.violations()}
+            found = [v for v in found if (v.patchset, v.invariant) not in synced]
+        violations = tuple(DriftViolation(patchset=v.patchset, invariant=v.invariant, detail=v.detail) for v in found)
     return DriftFindings(
         head_sha=head,
         fork_head=ctx.fork_head,

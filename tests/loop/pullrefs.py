@@ -49,6 +49,10 @@ OVERLAPS_CLEANLY = {"vllm/attn.py": ATTN.replace("ATTN_35 = 35\n", "ATTN_35 = 'u
 REMOVES_SYMBOL = {"vllm/hooks.py": HOOKS.replace("def on_load():", "def on_startup():")}
 DELETES_FORK_FILE = {"vllm/envs.py": None}
 UNRELATED = {"docs/notes.md": "notes\n"}
+# Upstream's main changes ATTN_20 after the fork's base; a PR on main that changes it again is no conflict of
+# the fork's (the fork never touched that line), though the fork changed the file.
+MAIN_ATTN = ATTN.replace("ATTN_20 = 20\n", "ATTN_20 = 'main'\n")
+REEDITS_UPSTREAM_LINE = {"vllm/attn.py": MAIN_ATTN.replace("ATTN_20 = 'main'\n", "ATTN_20 = 'pr'\n")}
 
 
 @dataclass
@@ -63,6 +67,7 @@ class PlantedPull:
     state: str = "open"
     fetchable: bool = True
     updated_at: str = "2026-12-01T10:00:00Z"
+    on_main: bool = False  # based on upstream's main (after it moved on) instead of the fork's base
 
 
 @dataclass
@@ -122,11 +127,11 @@ def _stream(ref: str, parent: str, message: str, files: FileSpec, mark: int, whe
     return b"".join(out)
 
 
-def write_pull_refs(upstream: Path, base: str, pulls: list[tuple[int, FileSpec]]) -> dict[int, str]:
-    """Write one commit per PR on top of ``base`` to ``refs/pull/N/head`` in one fast-import; number -> SHA."""
+def write_pull_refs(upstream: Path, pulls: list[tuple[int, FileSpec, str]]) -> dict[int, str]:
+    """Write one commit per PR (number, files, parent) to ``refs/pull/N/head`` in one fast-import; number -> SHA."""
     chunks = [
-        _stream(f"refs/pull/{n}/head", base, f"PR {n}", files, i + 1, 1_700_100_000 + i)
-        for i, (n, files) in enumerate(pulls)
+        _stream(f"refs/pull/{n}/head", parent, f"PR {n}", files, i + 1, 1_700_100_000 + i)
+        for i, (n, files, parent) in enumerate(pulls)
     ]
     subprocess.run(
         ["git", "fast-import", "--quiet", "--force"],
@@ -170,14 +175,14 @@ def make_pull_history(tmp_path: Path, planted: list[PlantedPull], *, extra_files
     """Upstream with ``planted`` PRs (an unfetchable one gets no ref) and the fork; see the module docstring."""
     up = RepoBuilder(tmp_path / "upstream")
     base = up.commit({**BASE, **{f"pkg/m{i:04}.py": f"X = {i}\n" for i in range(extra_files)}}, "base")
-    up.commit({"CHANGELOG.md": "one\n"}, "upstream moves on (#1)")
+    main = up.commit({"CHANGELOG.md": "one\n", "vllm/attn.py": MAIN_ATTN}, "upstream moves on (#1)")
     clone = git.Repo.clone_from(str(up.path), str(tmp_path / "fork"), origin="upstream")
     clone.close()
     fork = RepoBuilder(tmp_path / "fork")
     fork.branch("fork", base)
     fork.commit(FORK, "fork feature")
     fork.checkout("main")
-    heads = write_pull_refs(up.path, base, [(p.number, p.files) for p in planted if p.fetchable])
+    heads = write_pull_refs(up.path, [(p.number, p.files, main if p.on_main else base) for p in planted if p.fetchable])
     _profile(tmp_path)
     return PullHistory(tmp_path, up.path, fork.path, heads, {p.number: p for p in planted})
 

@@ -222,3 +222,23 @@ def test_cli_text_shows_the_ranked_table_and_the_unfetched_line(history, httpser
     assert "#104 will conflict in 1 file: drop envs (dev104; draft," in text
     assert "#106 gone head: cannot fetch its head" in text and "1 PRs touch nothing of the fork" in text
     assert main([*argv, "--updated-since", "yesterday"]) == 2
+
+
+def test_a_pr_on_newer_upstream_re_editing_upstream_lines_is_no_fork_conflict(tmp_path, httpserver):
+    """A PR based on upstream's main after it moved on, changing again a line upstream changed since the fork's
+    base, in a file the fork changed elsewhere: merging it into the fork's tree as it stands would read upstream's
+    change as the fork's and conflict; drift merges it into the fork as a sync to the PR's base leaves it."""
+    from tests.loop.pullrefs import REEDITS_UPSTREAM_LINE
+
+    planted = [
+        PlantedPull(301, REEDITS_UPSTREAM_LINE, on_main=True),
+        PlantedPull(302, {"vllm/attn.py": CONFLICTS_TWO["vllm/attn.py"]}, on_main=True),
+    ]
+    made = make_pull_history(tmp_path, planted)
+    _serve(httpserver, made)
+    result = run_drift(_ws(made, httpserver))
+    by = {e.pull.number: e for e in result.entries}
+    assert by[301].findings.fork_files == ("vllm/attn.py",) and by[301].findings.conflicts == ()
+    assert by[301].findings.merge_base != result.fork_base  # it really is on a newer base
+    # a PR on the same newer base that does edit the fork's line still conflicts
+    assert [(c.path, c.kind) for c in by[302].findings.conflicts] == [("vllm/attn.py", "content")]
