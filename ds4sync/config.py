@@ -32,6 +32,7 @@ class UpstreamConfig(FrozenModel):
     url: str | None = None
     ref: str = "main"
     name: str | None = Field(default=None, description="display name, e.g. vllm-project/vllm")
+    api_url: str | None = Field(default=None, description="upstream's forge REST API for drift (default: publish's)")
 
 
 class ForkConfig(FrozenModel):

@@ -24,7 +24,7 @@ def test_nightly_fetches_and_syncs_end_to_end(tmp_path: Path, capsys: pytest.Cap
     assert main(["nightly", "--repo", str(pair.repo)]) == 0
     out = capsys.readouterr().out
     assert ": done" in out and "report:" in out
-    report = Path(out.split("report: ", 1)[1].strip())
+    report = Path(out.split("report: ", 1)[1].splitlines()[0].strip())  # notes (last green) follow
     assert report.is_file() and newer in report.read_text()
     # The next night: nothing new upstream; the finished run waits to be promoted.
     assert main(["nightly", "--repo", str(pair.repo)]) == 0

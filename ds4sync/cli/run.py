@@ -228,13 +228,29 @@ def status(
     path = str(ws.store.record_path(record.run_id))
     report = ws.store.run_dir(record.run_id) / "report.md"
     fork_head = ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") if record.status == "done" else None
+    green = _last_green(ws, record.upstream.branch)
+
+    def text() -> None:
+        ui.run_status(
+            out, record, record_path=path, report_path=str(report) if report.is_file() else None, fork_head=fork_head
+        )
+        if green is not None:
+            out.print(
+                f"last green upstream {green.branch}: {green.sha[:12]} ({green.ref}), {green.age()} old", markup=False
+            )
+
     done(
         json_out,
-        lambda: record.model_dump(mode="json"),
-        text=lambda: ui.run_status(
-            out, record, record_path=path, report_path=str(report) if report.is_file() else None, fork_head=fork_head
-        ),
+        lambda: {**record.model_dump(mode="json"), "last_green": green.model_dump(mode="json") if green else None},
+        text=text,
     )
+
+
+def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen | None
+    from ds4sync.loop.lastgreen import last_green, upstream_branch
+
+    branch = upstream_branch(ws, recorded_branch)
+    return last_green(ws, branch) if branch else None
 
 
 @config_app.command("check")

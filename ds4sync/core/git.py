@@ -415,6 +415,41 @@ class GitRepo(PatchVerbs):
                 fix="check the upstream remote/URL in ds4sync.yaml and that the ref exists",
             )
 
+    def fetch_refspecs(self, source: str, refspecs: Sequence[str]) -> tuple[bool, str]:
+        """Fetch ``refspecs`` (``+src:dst``) from ``source`` in one ``git fetch``; (all fetched, git's last line).
+
+        git fetches all or nothing: one missing source ref fails the whole call, so a caller with refs
+        that may be gone retries them one by one.
+        """
+        check_user_ref(source, what="remote", where=str(self.path))
+        for spec in refspecs:
+            check_user_ref(spec, where=str(self.path))
+        status, _, err = self.run(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--end-of-options",
+            source,
+            *refspecs,
+            ok_codes=range(0, 256),
+        )
+        lines = err.strip().splitlines()
+        return status == 0, (lines[-1] if lines else f"exit {status}")
+
+    def existing_objects(self, oids: Iterable[str]) -> set[str]:
+        """Which of ``oids`` this repository has (one ``git cat-file --batch-check``)."""
+        wanted = [o for o in dict.fromkeys(oids) if o]
+        if not wanted:
+            return set()
+        out = self.run_bytes("cat-file", "--batch-check", stdin=("\n".join(wanted) + "\n").encode())[1]
+        return {line.split()[0] for line in out.decode().splitlines() if line and not line.endswith(" missing")}
+
+    def refs_under(self, prefix: str) -> dict[str, str]:
+        """Full ref name -> SHA of every ref under ``prefix`` (e.g. ``refs/ds4sync/``)."""
+        out = self.out("for-each-ref", "--format=%(refname) %(objectname)", "--end-of-options", prefix)
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
     def remote_head(self, source: str, ref: str) -> str | None:
         """The SHA that ``ref`` (a full ref, e.g. ``refs/heads/main``) names on ``source``, or None when absent.
 
@@ -511,13 +546,18 @@ class GitRepo(PatchVerbs):
             )
         return changes
 
-    def name_status(self, base: str, head: str) -> dict[str, str]:
+    def name_status(self, base: str, head: str, *, from_merge_base: bool = False) -> dict[str, str]:
         """Paths that differ between two commits -> git's status letter (``A``, ``D``, ``M``, ``T``).
 
         Renames not followed (a renamed file is its old path ``D`` and its new path ``A``);
-        a tree diff only, no blob is read.
+        a tree diff only, no blob is read. ``from_merge_base``: from the merge-base of ``base`` and
+        ``head`` to ``head`` (``git diff base...head``: what ``head`` changed on its own), in the same call.
         """
-        out = self._tree_diff(base, head, ("--name-status", "--no-renames"), None) or ""
+        if from_merge_base:
+            args = ("diff", "--name-status", "--no-renames", "-z", "--end-of-options", f"{base}...{head}", "--")
+            out = self.run(*args, strip=False)[1]
+        else:
+            out = self._tree_diff(base, head, ("--name-status", "--no-renames"), None) or ""
         fields = out.split("\0")
         return {fields[i + 1]: fields[i][:1] for i in range(0, len(fields) - 1, 2)}
 

@@ -83,6 +83,10 @@ def run_nightly(
     deadline = clock() + budget if budget else None
     night = _sync(ws, ref=ref, progress=progress, deadline=deadline)
     night = _after(ws, night, progress=progress)
+    from ds4sync.loop.watch import watch_night
+
+    green = night.record is not None and exit_code(night.record) == ExitCode.OK  # the one verdict on a run
+    night = replace(night, notes=(*night.notes, *watch_night(ws, night.record, green=green, progress=progress)))
     if notify and ws.config.notify is not None and (not night.skipped or ws.config.notify.on_skip):
         night = _notify(ws, night)
     return night
@@ -381,6 +385,7 @@ def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
 
 def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.Notice
     """The night's one message: what happened, the PR link, what needs a person."""
+    from ds4sync.loop.watch import NOTICE_PREFIXES
     from ds4sync.publish.notify import Notice
     from ds4sync.report.build import build_view
 
@@ -389,7 +394,8 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     record = night.record
     if record is None:
         kind = "info" if night.exit_code == ExitCode.OK else "warning"
-        return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=night.message, kind=kind)
+        body = "\n".join([night.message, *(f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES))])
+        return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=body, kind=kind)
     view = build_view(record, public=True)
     status = {
         ExitCode.OK: "green",
@@ -421,6 +427,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         lines.append(f"- Deployed: {night.deployed}")
     if night.pruned:
         lines.append(f"- Pruned {len(night.pruned)} old run(s)")
+    lines += [f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES)]
     needs: list[str] = []
     waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
     if waiting:

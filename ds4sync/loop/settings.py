@@ -21,6 +21,7 @@ class NightlyConfig(FrozenModel):
         default=False, description="when a sync fails verify or replay, bisect upstream and name the culprit"
     )
     bisect_tier: str | None = Field(default=None, description="also run this gate tier on each bisect step")
+    drift: bool = Field(default=False, description="after the sync, run `ds4sync drift` and report new entries")
 
 
 class DeployConfig(FrozenModel):

@@ -10,9 +10,10 @@ exponential backoff. Every other error reply becomes a :class:`ForgeError` with 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from types import TracebackType
 from typing import Any
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
@@ -93,7 +94,7 @@ class Forge:
         ForgeUnavailable: still rate-limited or failing after the retries.
     """
 
-    def __init__(self, config: PublishConfig, token: str) -> None:
+    def __init__(self, config: PublishConfig, token: str | None) -> None:
         from githubkit import GitHub
 
         self.config = config
@@ -108,9 +109,29 @@ class Forge:
             auto_retry=Backoff(config.retries, config.backoff_s, config.max_wait_s, self.waits),
         )
 
+    def __enter__(self) -> Forge:
+        """Keep one HTTP connection (and TLS context) for the calls inside ``with``, instead of one per call."""
+        self._gh.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._gh.__exit__(kind, error, trace)
+
     # -- calls ------------------------------------------------------------------------------
-    def open_pulls(self) -> list[dict[str, Any]]:
-        """Every open pull request (all pages), newest update first."""
+    def open_pulls(
+        self,
+        *,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
+        updated_since: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every open pull request (all pages), newest update first.
+
+        ``keep`` filters them; ``limit`` stops after that many kept; ``updated_since`` (ISO 8601, compared
+        as text like GitHub's ``updated_at``) stops at the first older one (the list is sorted by update).
+        """
         pulls: list[dict[str, Any]] = []
         page = 1
         while True:
@@ -119,10 +140,24 @@ class Forge:
                 "/pulls",
                 params={"state": "open", "sort": "updated", "direction": "desc", "per_page": 100, "page": page},
             )
-            pulls.extend(batch)
+            for pull in batch:
+                if updated_since and str(pull.get("updated_at") or "") < updated_since:
+                    return pulls
+                if keep is None or keep(pull):
+                    pulls.append(pull)
+                if limit is not None and len(pulls) >= limit:
+                    return pulls
             if len(batch) < 100:
                 return pulls
             page += 1
+
+    def pull(self, number: int) -> dict[str, Any]:
+        """One pull request in full (with ``mergeable``, which the list leaves out)."""
+        return self._call("GET", f"/pulls/{number}")
+
+    def pull_reviews(self, number: int) -> list[dict[str, Any]]:
+        """A pull request's reviews, oldest first (the first 100)."""
+        return self._call("GET", f"/pulls/{number}/reviews", params={"per_page": 100})
 
     def pull_commits(self, number: int) -> list[str]:
         """The SHAs of a pull request's commits (GitHub lists at most 250)."""
