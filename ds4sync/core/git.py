@@ -84,16 +84,22 @@ def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, st
     :data:`GIT_ENV_ALLOW`, with ``LC_ALL=C`` and no ``LANGUAGE`` (git's messages are parsed),
     then ``overrides`` (ds4sync's own ``GIT_*`` settings, e.g. an identity or a rerere dir).
     """
-    source = os.environ if base is None else base
-    env = {
-        key: value
-        for key, value in source.items()
-        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
-    }
+    env = without_git_env(os.environ if base is None else base)
     env.pop("LANGUAGE", None)
     env["LC_ALL"] = "C"
     env.update({k: str(v) for k, v in (overrides or {}).items()})
     return env
+
+
+def without_git_env(source: Mapping[str, str]) -> dict[str, str]:
+    """``source`` minus every ``GIT_*`` variable outside :data:`GIT_ENV_ALLOW`: the environment git and every
+    child ds4sync starts (gates, builds, servers) share, whatever repository a git alias or hook that ran
+    ds4sync pointed ``GIT_DIR``/``GIT_INDEX_FILE``/``GIT_WORK_TREE`` at."""
+    return {
+        key: value
+        for key, value in source.items()
+        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
+    }
 
 
 #: Variables by which a caller (a git alias or hook) points git at some repository.
