@@ -591,8 +591,8 @@ class GitRepo(PatchVerbs):
 
     def changed_paths(self, base: str, head: str) -> list[str]:
         """Paths added, copied, modified, deleted or renamed from ``base`` to ``head`` (vLLM CI's filter)."""
-        out = self.out("diff", "--name-only", "--diff-filter=ACMDR", "--end-of-options", base, head, "--")
-        return [line for line in out.splitlines() if line]
+        args = ("diff", "--name-only", "-z", "--diff-filter=ACMDR", "--end-of-options", base, head, "--")
+        return [p for p in self.run(*args, strip=False)[1].split("\0") if p]
 
     def tree_paths(self, rev: str) -> list[str]:
         """Every file path in the tree of ``rev``."""
@@ -1018,8 +1018,8 @@ class GitRepo(PatchVerbs):
 
     def remerge_diff_paths(self, commit: str) -> list[str]:
         """Paths where merge ``commit`` differs from git's automatic merge of its parents."""
-        out = self.out("show", "--remerge-diff", "--format=", "--name-only", "--end-of-options", commit, "--")
-        return sorted({line for line in out.splitlines() if line})
+        args = ("show", "--remerge-diff", "--format=", "--name-only", "-z", "--end-of-options", commit, "--")
+        return sorted({p.strip("\n") for p in self.run(*args, strip=False)[1].split("\0") if p.strip("\n")})
 
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""

@@ -89,9 +89,7 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
     """Invariants read from the diff ``base..head``: added files exist, deleted files stay
     absent, and the longest added line of each modified file stays (escaped regex)."""
     invariants: list[dict[str, Any]] = []
-    status = repo.out("diff", "--name-status", "--no-renames", base, head)
-    for line in status.splitlines():
-        flag, path = line.split("\t", 1)
+    for path, flag in repo.name_status(base, head).items():  # -z: a path is never C-quoted
         if flag == "A":
             invariants.append({"kind": "file_exists", "path": path})
         elif flag == "D":
@@ -99,7 +97,7 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
         elif flag == "M":
             added = [
                 ln[1:].strip()
-                for ln in repo.out("diff", "--unified=0", base, head, "--", path).splitlines()
+                for ln in repo.out("diff", "--unified=0", base, head, "--", f":(literal){path}").splitlines()
                 if ln.startswith("+") and not ln.startswith("+++")
             ]
             best = max(added, key=len, default="")
