@@ -74,7 +74,14 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(file=self.file, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+            # No markup: what is printed holds untrusted text (build tails, gate output, paths) where a
+            # `[/usr/include/x.h]` would be a closing tag and `[redacted]` a style; styles go in as rich Text.
+            self._console = Console(
+                file=self.file,  # type: ignore[arg-type]
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
         return self._console
 
 
@@ -139,7 +146,9 @@ def _workspace(
 def _progress(quiet: bool):
     if quiet:
         return lambda _message: None
-    return lambda message: err.print(f"[dim]· {message}[/]", markup=True, highlight=False)
+    from rich.text import Text
+
+    return lambda message: err.print(Text(f"· {message}", style="dim"), highlight=False)
 
 
 def envelope(command: str, *, exit_code: int, data: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:

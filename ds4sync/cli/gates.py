@@ -136,6 +136,7 @@ def kernels_check(
 
 def _render_kernels(result) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     env = result.environment
     out.print(
@@ -149,7 +150,7 @@ def _render_kernels(result) -> None:
     for op in result.ops:
         for case in op.cases:
             if case.status in ("fail", "error"):
-                out.print(f"[red]{op.op} {case.name}: {case.status}[/]: {case.detail}")
+                out.print(Text.assemble((f"{op.op} {case.name}: {case.status}", "red"), f": {case.detail}"))
     if result.bench:
         bench = Table("op", "case", "µs", "ref µs", "speed-up", "GB/s", "TFLOP/s", "% roofline", "flags")
         for r in result.bench:
@@ -165,7 +166,7 @@ def _render_kernels(result) -> None:
                 "; ".join(r.flags) or "ok",
             )
         out.print(bench)
-    out.print("[green]kernels: ok[/]" if result.ok else "[red]kernels: FAILED[/]")
+    out.print(Text("kernels: ok", style="green") if result.ok else Text("kernels: FAILED", style="red"))
 
 
 def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:

@@ -106,12 +106,17 @@ def patches_refresh(
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
+    allow_drop: Annotated[
+        bool,
+        typer.Option("--allow-drop", help="Write the new patches even when they change fewer files (named)."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
 
-    result = authoring.refresh_patchset(_workspace(repo, config, None, state_dir, profile), patchset_id)
+    ws = _workspace(repo, config, None, state_dir, profile)
+    result = authoring.refresh_patchset(ws, patchset_id, allow_drop=allow_drop)
     done(
         json_out,
         lambda: _authored(result),

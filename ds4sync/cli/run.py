@@ -78,13 +78,23 @@ def resume(
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
+    accept_markers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-markers",
+            metavar="PATH",
+            help="Accept this conflicted file although it holds a whole conflict hunk (a fixture meant to); "
+            "recorded on its conflict. Repeatable.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
 
     ws = _workspace(repo, config, None, state_dir, profile)
-    _finish(ws, sync.resume(ws, progress=_progress(json_out)), json_out=json_out)
+    outcome = sync.resume(ws, progress=_progress(json_out), accept_markers=tuple(accept_markers or ()))
+    _finish(ws, outcome, json_out=json_out)
 
 
 @app.command()

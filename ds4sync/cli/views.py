@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ds4sync.core.words import many
 from ds4sync.merge.results import MergeSummary
@@ -71,7 +72,7 @@ def run_outcome(console: Console, outcome: RunOutcome, *, record_path: str) -> N
     style = {"done": "green", "promoted": "green", "paused": "green", "needs-person": "yellow", "failed": "red"}.get(
         record.status, ""
     )
-    console.print(f"[bold {style}]run {record.run_id}: {record.status}[/]")
+    console.print(Text(f"run {record.run_id}: {record.status}", style=f"bold {style}".strip()))
     if outcome.outcome is not None:
         if outcome.outcome.message:
             console.print(f"  {outcome.last_phase}: {outcome.outcome.message}")

@@ -84,16 +84,22 @@ def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, st
     :data:`GIT_ENV_ALLOW`, with ``LC_ALL=C`` and no ``LANGUAGE`` (git's messages are parsed),
     then ``overrides`` (ds4sync's own ``GIT_*`` settings, e.g. an identity or a rerere dir).
     """
-    source = os.environ if base is None else base
-    env = {
-        key: value
-        for key, value in source.items()
-        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
-    }
+    env = without_git_env(os.environ if base is None else base)
     env.pop("LANGUAGE", None)
     env["LC_ALL"] = "C"
     env.update({k: str(v) for k, v in (overrides or {}).items()})
     return env
+
+
+def without_git_env(source: Mapping[str, str]) -> dict[str, str]:
+    """``source`` minus every ``GIT_*`` variable outside :data:`GIT_ENV_ALLOW`: the environment git and every
+    child ds4sync starts (gates, builds, servers) share, whatever repository a git alias or hook that ran
+    ds4sync pointed ``GIT_DIR``/``GIT_INDEX_FILE``/``GIT_WORK_TREE`` at."""
+    return {
+        key: value
+        for key, value in source.items()
+        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
+    }
 
 
 #: Variables by which a caller (a git alias or hook) points git at some repository.
@@ -637,8 +643,8 @@ class GitRepo(PatchVerbs):
 
     def changed_paths(self, base: str, head: str) -> list[str]:
         """Paths added, copied, modified, deleted or renamed from ``base`` to ``head`` (vLLM CI's filter)."""
-        out = self.out("diff", "--name-only", "--diff-filter=ACMDR", "--end-of-options", base, head, "--")
-        return [line for line in out.splitlines() if line]
+        args = ("diff", "--name-only", "-z", "--diff-filter=ACMDR", "--end-of-options", base, head, "--")
+        return [p for p in self.run(*args, strip=False)[1].split("\0") if p]
 
     def tree_paths(self, rev: str) -> list[str]:
         """Every file path in the tree of ``rev``."""
@@ -1070,8 +1076,8 @@ class GitRepo(PatchVerbs):
 
     def remerge_diff_paths(self, commit: str) -> list[str]:
         """Paths where merge ``commit`` differs from git's automatic merge of its parents."""
-        out = self.out("show", "--remerge-diff", "--format=", "--name-only", "--end-of-options", commit, "--")
-        return sorted({line for line in out.splitlines() if line})
+        args = ("show", "--remerge-diff", "--format=", "--name-only", "-z", "--end-of-options", commit, "--")
+        return sorted({p.strip("\n") for p in self.run(*args, strip=False)[1].split("\0") if p.strip("\n")})
 
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""

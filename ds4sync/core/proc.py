@@ -68,8 +68,17 @@ class ProcResult:
 def compose_env(
     overrides: Mapping[str, str] | None, *, base: Mapping[str, str] | None = None, drop: Sequence[str] = ()
 ) -> dict[str, str]:
-    """The child environment: ``base`` (default: this process) minus ``drop``, then ``overrides``."""
-    env = dict(os.environ if base is None else base)
+    """The child environment: ``base`` minus ``drop``, then ``overrides`` (what the child's definition sets,
+    ``GIT_*`` included).
+
+    Without ``base``, this process's environment minus the caller's git variables (a git alias or hook
+    exports ``GIT_DIR``, ``GIT_INDEX_FILE``, ``GIT_WORK_TREE``: a child must not see the user's checkout
+    through them; :func:`ds4sync.core.git.without_git_env`). An explicit ``base`` is the caller's own
+    composition, made from that same clean environment (the build's is).
+    """
+    from ds4sync.core.git import without_git_env  # git.py imports this module: imported when first used
+
+    env = without_git_env(os.environ) if base is None else dict(base)
     for name in drop:
         env.pop(name, None)
     env.update({k: str(v) for k, v in (overrides or {}).items()})

@@ -1,6 +1,8 @@
 """Redaction of secrets (always) and of private machine details (``--public``): the one rule set.
 
-Secrets: anything shaped like a credential (GitHub ``ghp_``/``github_pat_`` tokens,
+Secrets: anything shaped like a credential (the rule set of the `detect-secrets` detector, read as
+data, plus PEM private key blocks and high-entropy values next to secret-like keys: see
+:mod:`ds4sync.core.secretrules`; and GitHub ``ghp_``/``github_pat_`` tokens,
 Hugging Face ``hf_``, OpenAI-style ``sk-``, AWS ``AKIA``/``ASIA`` key ids, Slack ``xox?-``,
 GitLab ``glpat-``, JWTs, ``Bearer ...``/``Authorization:`` values, ``user:pass@`` and token
 userinfo in URLs, values of ``*TOKEN*``/``*SECRET*``/``*PASSWORD*``/``*KEY*`` assignments and
@@ -21,6 +23,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
+from ds4sync.core.secretrules import redact_shapes
+
 SECRET = "[redacted]"
 PRIVATE_IP = "[private-ip]"
 PRIVATE_HOST = "[private-host]"
@@ -36,7 +40,8 @@ _SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b({_SECRET_WORD})(=)(['\"]?)(?=[^\s'\",;&]*[A-Za-z])[^\s'\",;&]+\3"), rf"\1\2{SECRET}"),
     (
         re.compile(
-            r"(?i)(?<![\w-])(--?[a-z0-9_-]*(?:token|secret|password|passwd|api[-_]?key|access[-_]?key))(\s+|['\"],\s*['\"])"
+            r"(?i)(?<![\w-])(--?(?:[a-z0-9][a-z0-9_-]*)?(?:token|secret|password|passwd|api[-_]?key|access[-_]?key))"
+            r"(\s+|['\"],\s*['\"])"
             r"(?!-)[^\s'\",]+"
         ),
         rf"\1\2{SECRET}",
@@ -138,7 +143,7 @@ def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
             text = text.replace(value, SECRET)
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
-    return _TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text)
+    return redact_shapes(_TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text), SECRET)
 
 
 class RedactFilter(logging.Filter):

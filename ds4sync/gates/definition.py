@@ -45,6 +45,15 @@ class EnvFailureRule(FrozenModel):
     category: str
     pattern: str
     where: str = Field(default="failure", pattern="^(failure|log|any)$")
+    raised: tuple[str, ...] = Field(
+        default=(),
+        description="exception types (bare or dotted names): the failure's own exception must be one of them, "
+        "and the pattern is searched in that exception's message only",
+    )
+    raised_in: tuple[str, ...] = Field(
+        default=(),
+        description="path fragments (e.g. huggingface_hub/): the frame that raised must be in one of them",
+    )
 
     @field_validator("pattern")
     @classmethod
@@ -56,10 +65,63 @@ class EnvFailureRule(FrozenModel):
         return value
 
     def matches(self, *, failure_text: str, log_text: str = "") -> bool:
-        """Whether the rule's pattern occurs where it looks."""
+        """Whether the rule's pattern occurs where it looks (with ``raised``: in the message of the failure's
+        own exception, of one of those types, raised in ``raised_in``; see :func:`raised_exception`)."""
         texts = {"failure": (failure_text,), "log": (log_text,), "any": (failure_text, log_text)}[self.where]
+        if self.raised:
+            texts = tuple(m for m in (self._own_message(t) for t in texts if t) if m is not None)
         rx = re.compile(self.pattern, re.MULTILINE)
         return any(rx.search(text) for text in texts if text)
+
+    def _own_message(self, text: str) -> str | None:
+        raised = raised_exception(text)
+        if raised is None:
+            return None
+        kind, message, where = raised
+        if kind not in self.raised and kind.rsplit(".", 1)[-1] not in self.raised:
+            return None
+        if self.raised_in and where is not None and not any(part in where for part in self.raised_in):
+            return None
+        return message
+
+
+_EXCEPTION_LINE = re.compile(r"^(?:E\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(.*))?$")
+_TRACEBACK_START = re.compile(r"^(?:\S+\.py:\d+:|_{3,}|E\s|\s*def |\s*@|[\w.]+ = |Traceback \(most recent call last\))")
+_RAISED_AT = re.compile(r'^(\S+\.py):\d+: [A-Za-z_][\w.]*$|^\s*File "([^"]+)", line \d+', re.MULTILINE)
+
+
+def raised_exception(text: str) -> tuple[str, str, str | None] | None:
+    """``(type, message, file)`` of the exception a failure ended with, read as pytest writes it.
+
+    The type and message come from the first line on (JUnit's ``message`` attribute: ``module.Type: message``,
+    its lines up to where the traceback starts), else from the last ``E   Type: message`` line of the
+    traceback and the ``E`` lines after it; ``file`` is where it was raised: the last ``path.py:NN: Type``
+    location (pytest's long traceback) or ``File "path.py", line NN`` (Python's), None when the text names
+    none. None when no exception can be read.
+    """
+    lines = text.splitlines()
+    start, prefixed = 0, False
+    found = _EXCEPTION_LINE.match(lines[0].strip()) if lines else None
+    if found is None or found.group(2) is None or lines[0].startswith("E "):
+        matched = ((i, _EXCEPTION_LINE.match(ln)) for i, ln in enumerate(lines) if ln.startswith("E "))
+        hits = [(i, m) for i, m in matched if m and m.group(2) is not None]
+        if not hits:
+            return None
+        start, found = hits[-1]
+        prefixed = True
+    assert found is not None
+    message = [found.group(2)]
+    for line in lines[start + 1 :]:
+        if prefixed:
+            if not line.startswith("E "):
+                break
+            message.append(line[1:].strip())
+        elif _TRACEBACK_START.match(line):
+            break
+        else:
+            message.append(line)
+    places = [m.group(1) or m.group(2) for m in _RAISED_AT.finditer(text)]
+    return found.group(1), "\n".join(message), places[-1] if places else None
 
 
 class GateDef(FrozenModel):

@@ -58,7 +58,8 @@ def changed_files(repo: GitRepo, since: str) -> list[str]:
     head = repo.head()
     base = repo.merge_base(since, head) or since
     committed = repo.changed_paths(base, head)
-    uncommitted = [p for p in repo.out("diff", "--name-only", "--diff-filter=ACMDR", "HEAD").splitlines() if p]
+    out = repo.run("diff", "--name-only", "-z", "--diff-filter=ACMDR", "HEAD", strip=False)[1]
+    uncommitted = [p for p in out.split("\0") if p]
     return list(dict.fromkeys(committed + uncommitted))
 
 

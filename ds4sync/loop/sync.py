@@ -234,6 +234,7 @@ def resume(
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
     deadline: float | None = None,
+    accept_markers: Sequence[str] = (),
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -243,10 +244,10 @@ def resume(
     When the sync branch moved since verify or the gates ran (a fix committed in the worktree),
     the proving phases (verify, build, gate, report) run again on the new head. A run waiting
     in ``resolve`` first has the person's resolutions accepted (refused while conflict markers
-    remain).
+    remain, except in the paths named in ``accept_markers``, recorded as kept on purpose).
 
     Raises:
-        StateError: no active or failed run.
+        StateError: no active or failed run, or ``accept_markers`` given while no conflict waits.
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
     say = progress or (lambda _m: None)
@@ -261,10 +262,16 @@ def resume(
         stop_leftover_children(ws, record, say)
         _reprove_if_moved(record, say)
         ctx = RunContext(ws, record, say, deadline=deadline)
+        if accept_markers and record.phase("resolve").status != "needs-person":
+            raise StateError(
+                f"--accept-markers {' '.join(accept_markers)}: no conflict of run {record.run_id} waits for a person",
+                where=record.worktree,
+                fix="run `ds4sync resume` without it",
+            )
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
-            accept_person_resolutions(ctx)
+            accept_person_resolutions(ctx, accept_markers=accept_markers)
             ws.store.save(record)
         return _run(ctx, phases or _phases(), stop_after=stop_after)
 

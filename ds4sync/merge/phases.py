@@ -11,6 +11,7 @@ Each phase can be re-entered after a kill: it looks at the worktree before actin
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
 from ds4sync.core.words import many
+from ds4sync.merge import markers
 from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
@@ -169,6 +171,8 @@ def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged
     if not conflict.in_index:
         return updated(conflict, resolution="unresolved")  # only a person can look at it
     if conflict.path not in unmerged and not any(p in unmerged for p in conflict.related):
+        if markers_left(ctx, [conflict]):  # staged with its markers: not a resolution
+            return updated(conflict, resolution="unresolved")
         return updated(conflict, resolution="person")  # staged by a person after a kill
     if conflict.resolution == "unresolved":
         return conflict  # resume decides about these
@@ -192,27 +196,34 @@ def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
     return True
 
 
-def accept_person_resolutions(ctx: RunContext) -> list[str]:
+def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] = ()) -> list[str]:
     """On resume: accept what a person resolved, as git sees it; refuse (changing nothing) otherwise.
 
-    A conflict with markers (content, add/add) is accepted once git finds no conflict hunk
-    left in it (marker size from ``.gitattributes``), and staged. Every other kind leaves no
-    marker: it is accepted only when the person staged it (``git add``/``git rm``), i.e. when
-    ``git ls-files -u`` no longer lists it. Unstaged edits to other files are refused too:
-    they would silently miss the merge commit.
+    No path a waiting conflict touched (its path, its related paths, the copies git wrote beside
+    it) may hold a conflict hunk, in the work tree or staged, at any size git may have written
+    (:mod:`ds4sync.merge.markers`), whatever the conflict's kind, unless the person names it in
+    ``accept_markers`` (a file that legitimately holds a whole hunk, e.g. a test fixture): it is
+    then recorded on its conflict (``markers_accepted``). A conflict of a kind git always marks
+    (content, add/add) is staged for the person once its markers are gone; every other kind is
+    accepted only when the person staged it (``git add``/``git rm``), i.e. when ``git ls-files -u``
+    no longer lists it. Unstaged edits to other files are refused too: they would silently miss
+    the merge commit.
 
     Returns the paths accepted.
 
     Raises:
-        NeedsPersonError: markers remain, an unmarked conflict is not staged, or files have
-            unstaged edits (nothing is staged then); one message names every problem, and the
-            resolve phase's message (what ``status`` shows) the paths still unmerged.
+        NeedsPersonError: markers remain, an unmarked conflict is not staged, files have unstaged
+            edits, or ``accept_markers`` names a path that holds no markers of this merge (nothing
+            is staged then); one message names every problem, and the resolve phase's message (what
+            ``status`` shows) the paths still unmerged.
     """
     summary = _summary(ctx.record)
     wt = ctx.worktree
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
     unmerged = set(wt.unmerged_paths())
-    marked = wt.paths_with_markers([c.path for c in waiting if c.has_markers_kind])
+    marks = markers_left(ctx, waiting)
+    not_marked = sorted(set(accept_markers) - set(marks))
+    marked = sorted(set(marks) - set(accept_markers))
     to_stage = [c.path for c in waiting if c.has_markers_kind and c.path in unmerged]
     unstaged_marker_less = sorted(
         {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
@@ -220,8 +231,11 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less))
     unstaged = [p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged]
     problems: list[str] = []  # every one at once: a person fixes them all before the next resume
+    if not_marked:
+        problems.append(f"--accept-markers names paths without conflict markers of this merge: {', '.join(not_marked)}")
     if marked:
-        problems.append(f"conflict markers remain in {len(marked)} file(s): {', '.join(marked)}")
+        named = ", ".join(f"{p} ({marks[p]})" for p in marked)
+        problems.append(f"conflict markers remain in {len(marked)} file(s): {named}")
     if unstaged_marker_less:
         kinds = {c.path: c.kind for c in waiting}
         named = ", ".join(f"{p} ({kinds[p]})" if p in kinds else p for p in unstaged_marker_less)
@@ -238,18 +252,38 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
         fix = (
             "`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`"
             if not left
-            else "resolve the files with markers, decide each conflict without markers and `git add`/`git rm` it "
+            else "resolve the files with markers (a file meant to hold a whole conflict hunk: `ds4sync resume "
+            "--accept-markers PATH`), decide each conflict without markers and `git add`/`git rm` it "
             "in the worktree (see `ds4sync status`), then `ds4sync resume`"
         )
         raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
     for path in to_stage:
         wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
-    entries = tuple(updated(c, resolution="person") if c.path in accepted else c for c in summary.conflicts)
+    entries = tuple(
+        updated(c, resolution="person", **_accepted_markers(c, accept_markers)) if c.path in accepted else c
+        for c in summary.conflicts
+    )
     ctx.record.results.merge = updated(summary, conflicts=entries)
     ctx.record.phases["resolve"].status = "done"
-    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
+    kept = f"; conflict markers kept on purpose in {', '.join(sorted(accept_markers))}" if accept_markers else ""
+    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person{kept}"
     return sorted(accepted)
+
+
+def markers_left(ctx: RunContext, conflicts: Iterable[ConflictEntry]) -> dict[str, str]:
+    """The paths the given conflicts touched that still hold a conflict hunk: path -> where it is
+    (``work tree``, ``index``); see :mod:`ds4sync.merge.markers`."""
+    record, wt = ctx.record, ctx.worktree
+    paths = markers.touched_paths(wt, [p for c in conflicts for p in (c.path, *c.related)])
+    sizes = markers.sizes_git_used(wt, paths, commits=(record.fork.head_before, record.upstream.sha))
+    return markers.marked_paths(wt, sizes)
+
+
+def _accepted_markers(conflict: ConflictEntry, accept: Sequence[str]) -> dict[str, object]:
+    own = (conflict.path, *conflict.related)
+    mine = tuple(sorted(p for p in accept if p in own or p.startswith(f"{conflict.path}~")))
+    return {"markers_accepted": mine} if mine else {}
 
 
 def commit(ctx: RunContext) -> PhaseOutcome:

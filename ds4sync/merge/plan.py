@@ -195,15 +195,17 @@ _HINTS = {
     "delete/modify": "the fork deleted it, upstream changed it: keep upstream's with `git add {path}` or drop "
     "it with `git rm {path}`",
     "rename/delete": "one side renamed it, the other deleted it: `git add {path}` to keep it or `git rm {path}`",
-    "rename/rename": "both sides renamed it ({related}): keep one name with `git add`, `git rm` the other",
+    "rename/rename": "both sides renamed it ({related}); where both edited it, git wrote conflict markers into "
+    "each new name: edit them out, keep one name with `git add`, `git rm` the other",
     "rename/add": "a rename collided with an added file: fix the content, then `git add {path}`",
     "binary": "git cannot merge binary files: `git checkout --ours|--theirs -- {path}`, then `git add {path}`",
     "file/directory": "a file and a directory want the same name; git moved one aside ({related}): move or "
     "remove it, then `git add`/`git rm` each path",
     "distinct types": "the path has different types on each side (file, symlink, submodule); git wrote one "
     "beside it ({related}): keep one, then `git add`/`git rm` each path",
-    "file location": "added inside a directory the other side renamed; git put it at {path} (was {related}): "
-    "keep it there with `git add {path}`, or move it with `git mv` and stage",
+    "file location": "added inside a directory the other side renamed; git put it at {path} (was {related}), "
+    "with conflict markers if the other side added a file there too: edit them out, keep it there with "
+    "`git add {path}`, or move it with `git mv` and stage",
     "directory rename split": "the other side split {path} into several directories and git could not tell "
     "where the new files go (it records nothing in the index): move them with `git mv` if needed, then "
     "`ds4sync resume`",

@@ -27,9 +27,10 @@ class ConflictEntry(BaseModel):
     (``<hash>`` or ``<hash>.<variant>``); ``stored_as`` the shared-store entry a person's
     resolution was recorded to. ``replayed_blob``: the blob a replay staged (``recorded``);
     ``replay_changed``: ``edited`` or ``deleted`` when a person then changed that replay before
-    the commit (the resolution is then the person's). ``in_index``: False for a conflict git reports only in
-    its messages (nothing in ``git ls-files -u``; a person must look). ``eol_only``: the
-    sides differ only in line endings;
+    the commit (the resolution is then the person's). ``markers_accepted``: paths of this conflict the
+    person accepted holding a whole conflict hunk on purpose (``resume --accept-markers``). ``in_index``:
+    False for a conflict git reports only in its messages (nothing in ``git ls-files -u``; a person must
+    look). ``eol_only``: the sides differ only in line endings;
     ``hint`` says what git needs from a person for this kind.
     """
 
@@ -49,6 +50,7 @@ class ConflictEntry(BaseModel):
     stored_as: str | None = None
     replayed_blob: str | None = None
     replay_changed: Literal["edited", "deleted"] | None = None
+    markers_accepted: tuple[str, ...] = ()
 
     @property
     def has_markers_kind(self) -> bool:

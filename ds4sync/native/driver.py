@@ -226,9 +226,11 @@ class _Build:
         )
         self.common["archs"] = archs
         line = f"asked {';'.join(archs.asked)}, built {';'.join(archs.built) or 'nothing named'} (from {archs.source})"
-        if archs.missing:
+        if not archs.ok:
             kernels = f"; kernels skipped: {', '.join(archs.skipped_kernels)}" if archs.skipped_kernels else ""
-            self.arch_message = f"narrowed arch list: {line}; missing {';'.join(archs.missing)}{kernels}"
+            missing = f"; missing {';'.join(archs.missing)}" if archs.missing else ""
+            targets = f"; built for other archs only: {', '.join(archs.narrowed)}" if archs.narrowed else ""
+            self.arch_message = f"narrowed arch list: {line}{missing}{targets}{kernels}"
         _append(self.log, f"\n==> arch proof: {line}\n")
         return archs
 

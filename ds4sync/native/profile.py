@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
+from ds4sync.core.git import without_git_env
 from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.core.redact import SECRET, is_secret_name
 
@@ -205,14 +206,15 @@ def compose_build_env(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The build's environment and the overrides to record.
 
-    The process environment (``base``), minus secret-looking variables the profile does not
+    The process environment (``base``), minus the caller's git variables
+    (:func:`ds4sync.core.git.without_git_env`) and secret-looking variables the profile does not
     keep, then the venv activated (``VIRTUAL_ENV``, its ``bin`` first on ``PATH``), then the
     profile's ``env`` (placeholders expanded) on top.
 
     Returns:
         (full child environment, overrides as recorded: profile env plus VIRTUAL_ENV, secrets redacted)
     """
-    source = dict(os.environ if base is None else base)
+    source = without_git_env(os.environ if base is None else base)  # never the caller's GIT_DIR and friends
     keep = set(profile.keep_env)
     env = {k: v for k, v in source.items() if k in keep or not is_secret(k)}
     overrides: dict[str, str] = {}

@@ -69,6 +69,8 @@ _SKIPPED = re.compile(
     r"Not building (?P<a>.+?) as no compatible archs|Skipping (?P<b>\S+) (?:kernels? )?(?:as|because|for)\b"
 )
 _CUBIN = re.compile(r"\bsm_(\d+[af]?)\.cubin\b")
+#: vLLM's CMake statement of what one target is compiled for ("Building _C for archs: 7.5;8.0").
+_BUILDING_FOR = re.compile(r"\bBuilding (?P<target>\S.*?) for archs?\s*:\s*(?P<archs>[\w.;+ -]+)")
 
 
 def normalize_arch(text: str) -> str | None:
@@ -88,13 +90,24 @@ def arch_list(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for a in found if a))
 
 
+def targets_in_output(text: str) -> dict[str, tuple[str, ...]]:
+    """Target -> the archs the build says it compiles it for (vLLM's "Building <target> for archs: <list>")."""
+    found: dict[str, tuple[str, ...]] = {}
+    for line in text.splitlines():
+        if not line.startswith("==> "):
+            for match in _BUILDING_FOR.finditer(line):
+                found[match.group("target").strip()] = arch_list(match.group("archs"))
+    return found
+
+
 def archs_in_output(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(archs compiled for, kernels skipped) as the build's own output says them.
 
-    Reads nvcc's ``-gencode``/``--generate-code``/``-arch`` flags and CMake's "CUDA target
-    architectures: ..." message; ds4sync's own ``==>`` lines in the log are not the build's.
+    Reads nvcc's ``-gencode``/``--generate-code``/``-arch`` flags, CMake's "CUDA target
+    architectures: ..." message and vLLM's "Building <target> for archs: ..." statements;
+    ds4sync's own ``==>`` lines in the log are not the build's.
     """
-    archs: list[str] = []
+    archs: list[str] = [a for listed in targets_in_output(text).values() for a in listed]
     skipped: list[str] = []
     for line in text.splitlines():
         if line.startswith("==> "):
@@ -131,7 +144,14 @@ def prove_archs(
         built = tuple(dict.fromkeys((*built, *cubins)))
         source = f"the build output and the cubins of {len(libs)} built librar{'y' if len(libs) == 1 else 'ies'}"
     missing = tuple(a for a in wanted if a not in built)
-    return ArchProof(asked=wanted, built=built, source=source, missing=missing, skipped_kernels=skipped)
+    narrowed = tuple(
+        f"{target} ({';'.join(archs) or 'no arch'})"
+        for target, archs in targets_in_output(log_text).items()
+        if wanted and not set(archs) & set(wanted)
+    )
+    return ArchProof(
+        asked=wanted, built=built, source=source, missing=missing, skipped_kernels=skipped, narrowed=narrowed
+    )
 
 
 def run_proof(

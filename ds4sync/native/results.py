@@ -104,7 +104,9 @@ class ArchProof(FrozenModel):
     ``built``: read from the build's own output (nvcc ``-gencode``/``-arch`` flags, CMake's
     arch messages) and, when ``cuobjdump`` is installed, from the cubins in the built
     libraries (``source`` says which); ``missing``: asked but not built; ``skipped_kernels``:
-    what the build said it did not build for lack of a matching arch. ``ok``: nothing missing.
+    what the build said it did not build for lack of a matching arch; ``narrowed``: targets the
+    build says it compiled for none of the asked archs ("Building _C for archs: 7.5;8.0" under
+    ``12.0a``), as ``target (archs)``. ``ok``: nothing missing, nothing narrowed.
     """
 
     asked: tuple[str, ...] = ()
@@ -112,11 +114,12 @@ class ArchProof(FrozenModel):
     source: str = ""
     missing: tuple[str, ...] = ()
     skipped_kernels: tuple[str, ...] = ()
+    narrowed: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Whether every asked arch was built (nothing asked: nothing to prove)."""
-        return not self.missing
+        """Whether every asked arch was built and no target for other archs only (nothing asked: nothing to prove)."""
+        return not self.missing and not self.narrowed
 
 
 class StepResult(FrozenModel):

@@ -55,7 +55,9 @@ def live_status(console: Console, *, enabled: bool = True) -> Iterator[Progress]
 def build_result(console: Console, result: BuildResult) -> None:
     """Toolchain, steps with durations, proof items and, on failure, the log's tail and path."""
     style = "green" if result else "red"
-    console.print(f"[{style}]build {result.headline}[/] (profile {result.profile}, {result.total_s:.1f} s)")
+    console.print(
+        Text.assemble((f"build {result.headline}", style), f" (profile {result.profile}, {result.total_s:.1f} s)")
+    )
     if result.proof and result.proof.schema_groups:
         groups = ", ".join(f"{name} {count}" for name, count in result.proof.schema_groups.items())
         console.print(f"op schemas by group: {groups}", markup=False)
@@ -72,11 +74,11 @@ def build_result(console: Console, result: BuildResult) -> None:
     console.print(table)
     _proof_items(console, result)
     if result.first_errors:
-        console.print("[red]first errors:[/]")
+        console.print(Text("first errors:", style="red"))
         for line in result.first_errors:
             console.print(f"  {line.strip()}", markup=False, highlight=False)
     if not result:
-        console.print(f"[dim]--- last lines of {result.log_path} ---[/]")
+        console.print(Text(f"--- last lines of {result.log_path} ---", style="dim"))
         for line in result.tail:
             console.print(line, markup=False, highlight=False)
     console.print(f"log: {result.log_path}", markup=False)
@@ -87,7 +89,7 @@ def _proof_items(console: Console, result: BuildResult) -> None:
     for item in result.proof.items if result.proof else ():
         if item.status == "passed":
             continue
-        mark = "[red]FAIL[/]" if item.status == "failed" else f"[yellow]{item.status}[/]"
-        console.print(f"  {mark} {item.kind} {item.name}: {item.detail}", highlight=False)
+        mark = ("FAIL", "red") if item.status == "failed" else (item.status, "yellow")
+        console.print(Text.assemble("  ", mark, f" {item.kind} {item.name}: {item.detail}"), highlight=False)
         if item.actual and item.expected:
             console.print(f"       expected: {item.expected}\n       actual:   {item.actual}", markup=False)

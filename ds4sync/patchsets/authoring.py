@@ -89,9 +89,7 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
     """Invariants read from the diff ``base..head``: added files exist, deleted files stay
     absent, and the longest added line of each modified file stays (escaped regex)."""
     invariants: list[dict[str, Any]] = []
-    status = repo.out("diff", "--name-status", "--no-renames", base, head)
-    for line in status.splitlines():
-        flag, path = line.split("\t", 1)
+    for path, flag in repo.name_status(base, head).items():  # -z: a path is never C-quoted
         if flag == "A":
             invariants.append({"kind": "file_exists", "path": path})
         elif flag == "D":
@@ -99,7 +97,7 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
         elif flag == "M":
             added = [
                 ln[1:].strip()
-                for ln in repo.out("diff", "--unified=0", base, head, "--", path).splitlines()
+                for ln in repo.out("diff", "--unified=0", base, head, "--", f":(literal){path}").splitlines()
                 if ln.startswith("+") and not ln.startswith("+++")
             ]
             best = max(added, key=len, default="")
@@ -108,16 +106,22 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
     return invariants
 
 
-def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
+def refresh_patchset(ws: Workspace, patchset_id: str, *, allow_drop: bool = False) -> AuthoringResult:
     """Rewrite ``<id>``'s patches from the commits carrying ``Patch-set: <id>`` in the sync worktree.
+
+    The patch-set never shrinks silently: a file its old patches change that the new ones do not
+    (a binary git dropped on apply, a file the adaptation left out) is refused, unless
+    ``allow_drop``; then the note names every file dropped. Old patches damaged in a way
+    :mod:`ds4sync.patchsets.lint` refuses at load can be refreshed (that is how they are fixed).
 
     Raises:
         StateError: no run with a sync worktree, or no such commit in it.
-        NeedsPersonError: the patch-set still waits for adaptation (resume first).
+        NeedsPersonError: the patch-set still waits for adaptation (resume first), or the new
+            patches would drop files and ``allow_drop`` is not set (nothing is written then).
         ConfigError: no such patch-set.
     """
     folder = ws.profile / "patches" / patchset_id
-    load_patchset(folder)
+    before = load_patchset(folder, lint=False)
     record = _run_with_worktree(ws)
     replayed = record.results.replay
     if replayed and replayed.pending == patchset_id:
@@ -142,6 +146,16 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
             target = staging / f"{i:04d}-{path.name[5:]}"
             path.rename(target)
             written.append(target)
+    dropped = sorted(wt.patch_paths(before.patch_files()) - wt.patch_paths(written))
+    if dropped and not allow_drop:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise NeedsPersonError(
+            f"refreshing patch-set {patchset_id} would drop {len(dropped)} file(s) its patches change now: "
+            f"{', '.join(dropped)}",
+            where=str(folder),
+            fix="bring them into the sync worktree and commit with the trailer (`ds4sync resume`), or pass "
+            "--allow-drop to drop them on purpose",
+        )
     old_patches = list(read_yaml(folder / PATCHSET_FILE).get("patches") or [])
     for old in old_patches:
         (folder / old).unlink(missing_ok=True)
@@ -155,7 +169,8 @@ def refresh_patchset(ws: Workspace, patchset_id: str) -> AuthoringResult:
         folder=str(folder),
         patches=tuple(p.name for p in written),
         commits=tuple(commits),
-        note=f"from sync worktree {record.worktree}",
+        note=f"from sync worktree {record.worktree}"
+        + (f"; dropped on purpose: {', '.join(dropped)}" if dropped else ""),
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, validate
 from ds4sync.core.names import PatchSetKind
+from ds4sync.patchsets.lint import lint_patch
 
 PATCHSET_FILE = "patchset.yaml"
 CATALOGUE_FILE = "catalogue.yaml"
@@ -322,12 +323,14 @@ class Catalogue(FrozenModel):
         return None
 
 
-def load_patchset(folder: Path) -> PatchSet:
-    """Load ``<folder>/patchset.yaml``.
+def load_patchset(folder: Path, *, lint: bool = True) -> PatchSet:
+    """Load ``<folder>/patchset.yaml`` (with ``lint``, also its patch files' damage, see below).
 
     Raises:
         ConfigError: malformed YAML, an unknown key, a bad regex, an id that differs from
-            the folder name, a listed patch file that is missing.
+            the folder name, a listed patch file that is missing or damaged
+            (:func:`ds4sync.patchsets.lint.lint_patch`: binary stubs, binary patches without
+            full index lines, CRLF damage).
     """
     path = folder / PATCHSET_FILE
     patchset = validate(PatchSet, read_yaml(path), source=path)
@@ -343,6 +346,13 @@ def load_patchset(folder: Path) -> PatchSet:
                 f"patches: file '{name}' does not exist",
                 where=str(path),
                 fix="run `ds4sync patches refresh` or fix the list",
+            )
+        problems = lint_patch(folder / name) if lint else []
+        if problems:
+            raise ConfigError(
+                "; ".join(problems),
+                where=str(folder / name),
+                fix="git would drop or damage these files when it applies the patch",
             )
     return patchset.model_copy(update={"folder": folder})
 

@@ -178,17 +178,21 @@ def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
     for patch in ps.patch_files():
         outcome = wt.apply_3way(patch)
         if not outcome.ok:
+            missing = not_applied(wt, patch, outcome.conflicted, outcome.rejects)
             what = (
                 f"conflicts in {', '.join(outcome.conflicted)}"
                 if outcome.conflicted
                 else f"rejected hunks in {', '.join(outcome.rejects) or 'the patch'}"
             )
+            said = f"; git said: {' | '.join(outcome.messages)}" if outcome.messages else ""
             return ReplayEntry(
                 **base,
                 status="needs-adaptation",
                 conflicted=outcome.conflicted,
                 rejects=outcome.rejects,
-                detail=f"{patch.name} does not apply: {what}",
+                not_applied=missing,
+                git_said=outcome.messages,
+                detail=f"{patch.name} does not apply: {what}; not applied: {', '.join(missing) or 'none'}{said}",
             )
     after = tuple(evaluate(FolderTree(wt.path), ps))
     note = "" if status_of(after) != "violated" else "; its invariants still fail (see verify)"
@@ -207,6 +211,21 @@ def _apply(wt: GitRepo, ps: PatchSet, base: dict[str, Any]) -> ReplayEntry:
         commit=sha,
         detail=f"{len(ps.patches)} patch(es) applied with a three-way apply{note}",
     )
+
+
+def not_applied(wt: GitRepo, patch: Path, conflicted: tuple[str, ...], rejects: tuple[str, ...]) -> tuple[str, ...]:
+    """The files of ``patch`` that a failed apply left as HEAD has them (git skipped or refused them) or only
+    half applied (conflicts, ``.rej`` files): every file a person must still bring in."""
+    half = {*conflicted, *(r.removesuffix(".rej") for r in rejects)}
+    return tuple(sorted(p for p in wt.patch_paths([patch]) if p in half or not _differs_from_head(wt, p)))
+
+
+def _differs_from_head(wt: GitRepo, path: str) -> bool:
+    """Whether the work-tree file differs from HEAD's (content or presence); the index does not count: a
+    conflict git "resolved" to our side is still the old content."""
+    file = wt.path / path
+    now = file.read_bytes() if file.is_file() else None
+    return now != wt.blob_bytes("HEAD", path)
 
 
 def own_commits(wt: GitRepo, start: str) -> list[tuple[str, str]]:
@@ -281,8 +300,9 @@ def commit_message(ps: PatchSet, body: str) -> str:
 def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayEntry) -> ReplayEntry:
     """On resume: commit the person's adapted tree for ``ps`` with the trailer.
 
-    Refused (the entry stays needs-adaptation) while conflict markers remain or the
-    patch-set's blocking invariants still fail.
+    Refused (the entry stays needs-adaptation) while conflict markers remain, a file the apply left
+    out (``not_applied``) is still unchanged in the worktree, or the patch-set's blocking invariants
+    still fail.
     """
     for rej in entry.rejects:
         (wt.path / rej).unlink(missing_ok=True)
@@ -290,6 +310,14 @@ def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayE
     marked = [path for path in changed if wt.has_markers(path)]
     if marked:
         return updated(entry, detail=f"conflict markers remain in {', '.join(marked)}")
+    dropped = [p for p in entry.not_applied if not _differs_from_head(wt, p)]
+    if dropped:
+        said = f" (git said: {' | '.join(entry.git_said)})" if entry.git_said else ""
+        return updated(
+            entry,
+            detail=f"files of the patch-set still not applied: {', '.join(dropped)}{said}; bring each "
+            "in by hand, or fix the patch-set's patches and start a new sync",
+        )
     results = tuple(evaluate(FolderTree(wt.path), ps))
     failing = [r for r in results if r.blocking_violation]
     if failing:
@@ -314,7 +342,12 @@ def accept_adaptation(ctx: RunContext, wt: GitRepo, ps: PatchSet, entry: ReplayE
 
 def _stop(ctx: RunContext, folder: Path, entries: dict[str, ReplayEntry], entry: ReplayEntry) -> PhaseOutcome:
     result = ReplayResult(patches_dir=str(folder), entries=tuple(entries.values()), pending=entry.id)
-    listed = [*(f"conflict: {p}" for p in entry.conflicted), *(f"rejected hunks: {p}" for p in entry.rejects)]
+    listed = [
+        *(f"conflict: {p}" for p in entry.conflicted),
+        *(f"rejected hunks: {p}" for p in entry.rejects),
+        *(f"not applied: {p}" for p in entry.not_applied if p not in entry.conflicted),
+        *(f"git said: {line}" for line in entry.git_said),
+    ]
     return PhaseOutcome(
         "needs-person",
         f"patch-set {entry.id} needs adaptation in {ctx.record.worktree}: {entry.detail}",

@@ -154,7 +154,9 @@ class ReplayEntry(FrozenModel):
     """What replay did with one patch-set.
 
     ``evidence``: upstream facts for landed-upstream; ``conflicted``/``rejects``: what a
-    person must adapt; ``invariants``: the results that decided it.
+    person must adapt; ``not_applied``: every file of its patches that ``git apply`` left
+    unchanged or half applied; ``git_said``: git apply's own messages (its reason);
+    ``invariants``: the results that decided it.
     """
 
     id: str
@@ -165,6 +167,8 @@ class ReplayEntry(FrozenModel):
     evidence: tuple[str, ...] = ()
     conflicted: tuple[str, ...] = ()
     rejects: tuple[str, ...] = ()
+    not_applied: tuple[str, ...] = ()
+    git_said: tuple[str, ...] = ()
     invariants: tuple[InvariantResult, ...] = ()
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ds4sync.patchsets.model import PatchSet
 from ds4sync.patchsets.results import CheckReport
@@ -40,7 +40,7 @@ def patchset_table(console: Console, patchsets: list[PatchSet]) -> None:
 def check_report(console: Console, report: CheckReport, *, verbose: bool = False) -> None:
     """Per patch-set status, every violation (blocking and advisory), and the totals."""
     if not report.applicable:
-        console.print(f"[dim]{report.applies_detail}[/]")
+        console.print(Text(report.applies_detail, style="dim"))
     scope = f" (branch {report.carry.branch})" if report.carry.branch else ""
     table = Table(title=f"patch-sets on {report.tree}{scope}")
     for column in ("patch-set", "status", "invariants held", "tests"):
@@ -48,25 +48,25 @@ def check_report(console: Console, report: CheckReport, *, verbose: bool = False
     for ps in report.patchsets:
         held = sum(r.status == "holds" for r in ps.invariants)
         checked = sum(r.status != "deferred" for r in ps.invariants)
-        table.add_row(ps.id, f"[{_STYLE[ps.status]}]{ps.status}[/]", f"{held}/{checked}", str(len(ps.tests)))
+        table.add_row(ps.id, Text(ps.status, style=_STYLE[ps.status]), f"{held}/{checked}", str(len(ps.tests)))
     console.print(table)
     for ps in report.patchsets:
         if ps.status in ("not-carried", "landed-upstream"):
-            console.print(f"[{_STYLE[ps.status]}]{ps.status}[/] {escape(ps.id)}: {escape(ps.detail)}", highlight=False)
+            console.print(Text.assemble((ps.status, _STYLE[ps.status]), f" {ps.id}: {ps.detail}"), highlight=False)
             if not verbose:
                 continue
         for r in ps.invariants:
             if r.status == "violated" or (verbose and r.status == "holds"):
                 tag = (
-                    "[red]violated[/]"
+                    ("violated", "red")
                     if r.blocking_violation and ps.status == "violated"
-                    else "[yellow]advisory[/]"
+                    else ("advisory", "yellow")
                     if r.status == "violated" and ps.status in ("violated", "advisory-violations")
-                    else f"[dim]{r.status} ({ps.status})[/]"
+                    else (f"{r.status} ({ps.status})", "dim")
                     if ps.status not in ("holds", "violated", "advisory-violations")
-                    else "[green]holds[/]"
+                    else ("holds", "green")
                 )
-                console.print(f"{tag} {escape(r.line())}", highlight=False)
+                console.print(Text.assemble(tag, f" {r.line()}"), highlight=False)
     c = report.counts()
     by_status = ", ".join(
         f"{c['patchsets_' + s.replace('-', '_')]} {s}"

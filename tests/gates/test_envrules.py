@@ -18,11 +18,17 @@ import requests
 import yaml
 
 from ds4sync.gates.definition import EnvFailureRule
-from ds4sync.gates.envrules import HF_GATED, classify, classify_startup
+from ds4sync.gates.envrules import HF_GATED, HF_GATED_RAISED, HF_GATED_RAISED_IN, classify, classify_startup
 
 ROOT = Path(__file__).resolve().parents[2]
 HF = "https://huggingface.co/meta-llama/Llama-3.2-1B/resolve/main/config.json"
-RULE = EnvFailureRule(name="hf-gated-403", category="gated-model-403", pattern=HF_GATED)
+RULE = EnvFailureRule(
+    name="hf-gated-403",
+    category="gated-model-403",
+    pattern=HF_GATED,
+    raised=HF_GATED_RAISED,
+    raised_in=HF_GATED_RAISED_IN,
+)
 
 
 def _hub_error(code: int, error_code: str) -> str:
@@ -77,16 +83,40 @@ def local_403() -> Iterator[str]:
     "make",
     [
         lambda: _hub_error(403, "GatedRepo"),
-        lambda: _hub_error(401, "RepoNotFound"),
+        lambda: _hub_error(401, "GatedRepo"),
         lambda: _httpx_error(403, HF),
-        lambda: _httpx_error(401, HF),
         lambda: _requests_error(403, HF),
-        lambda: _requests_error(401, "https://cdn-lfs.huggingface.co/repos/x/y"),
+        lambda: _requests_error(403, "https://cdn-lfs.huggingface.co/repos/x/y"),
     ],
 )
 def test_the_hubs_own_errors_are_gated_model(make) -> None:
     text = make()
     assert classify([RULE], failure_text=text) is RULE, text
+    traceback = f"{text}\n\n    def test_model():\n>       load()\n\n.venv/huggingface_hub/utils/_http.py:409: X"
+    assert classify([RULE], failure_text=traceback) is RULE, "raised inside the hub's client"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _hub_error(401, "RepoNotFound"),  # a mistyped model id: the repository does not exist
+        lambda: _hub_error(404, "RepoNotFound"),
+        lambda: _httpx_error(401, HF),
+        lambda: _requests_error(401, "https://cdn-lfs.huggingface.co/repos/x/y"),
+        lambda: "AssertionError: expected the warning, got: " + _hub_error(403, "GatedRepo").split(": ", 1)[1],
+        lambda: "AssertionError: assert '403 Client Error: Forbidden for url: " + HF + "' in log",
+        lambda: "E   ValueError: bad config\nE   (the hub said: Cannot access gated repo for url " + HF + ")",
+    ],
+)
+def test_what_only_quotes_or_names_a_missing_repository_is_a_real_failure(make) -> None:
+    """The exception type and where it was raised decide, not text anywhere in the failure."""
+    text = make()
+    assert classify([RULE], failure_text=text) is None, text
+
+
+def test_a_hub_error_raised_outside_the_hubs_clients_is_a_real_failure() -> None:
+    text = _hub_error(403, "GatedRepo") + "\n\ntests/test_fake_hub.py:12: GatedRepoError"
+    assert classify([RULE], failure_text=text) is None
 
 
 def test_a_403_from_any_other_server_is_a_real_failure(local_403: str) -> None:
@@ -104,6 +134,7 @@ def test_the_shipped_rule_is_the_hub_rule(tier: str) -> None:
     rules = yaml.safe_load((ROOT / "gates" / f"{tier}.yaml").read_text())["env_failures"]
     shipped = next(r for r in rules if r["name"] == "hf-gated-403")
     assert shipped["pattern"] == HF_GATED and shipped.get("where", "failure") == "failure"
+    assert tuple(shipped["raised"]) == HF_GATED_RAISED and tuple(shipped["raised_in"]) == HF_GATED_RAISED_IN
 
 
 def test_a_log_rule_never_classifies_one_test() -> None:

@@ -217,22 +217,27 @@ def test_one_gated_model_failure_leaves_the_real_failure_real(tmp_path: Path) ->
     """The shipped unit tier's rules; one test hits the hub's gated repo, one fails for real after a 403 elsewhere."""
     rules = yaml.safe_load((ROOT / "gates" / "unit.yaml").read_text())["env_failures"]
     body = (
-        "import httpx\n"
-        "def test_gated():\n"
-        "    raise OSError('huggingface_hub.errors.GatedRepoError: 403 Client Error.\\n\\n'\n"
-        "                  'Cannot access gated repo for url https://huggingface.co/meta-llama/x/resolve/main/c.json.')\n"
+        "import httpx, httpx2\n"
+        "from huggingface_hub.utils import hf_raise_for_status\n"
+        "def test_gated():  # the hub client's own error for a gated repository, built from a response in memory\n"
+        "    url = 'https://huggingface.co/meta-llama/x/resolve/main/c.json'\n"
+        "    request = httpx2.Request('GET', url)\n"
+        "    hf_raise_for_status(httpx2.Response(403, headers={'X-Error-Code': 'GatedRepo'}, request=request))\n"
+        "def test_quoted():\n"
+        "    assert 'ok' == 'Cannot access gated repo for url https://huggingface.co/meta-llama/x/resolve/main/c.json'\n"
         "def test_real():\n"
         "    response = httpx.Response(403, request=httpx.Request('GET', 'http://127.0.0.1:9/v1/models'))\n"
         "    response.raise_for_status()\n"
         "def test_wrong(): assert 1 + 1 == 3\n"
     )
-    shape = Shape(_a(body), "", "3 failed", {})
+    shape = Shape(_a(body), "", "4 failed", {})
     gate, _ = run_shape(tmp_path, shape, rules="env_failures: " + json.dumps(rules) + "\n")
     assert gate.status == "failed"
-    assert (gate.counts.failed, gate.counts.env_only) == (2, 1)
+    assert (gate.counts.failed, gate.counts.env_only) == (3, 1)
     by_node = {f.node_id: f.env_category for f in gate.failures}
     assert by_node == {
         "tests/test_a.py::test_gated": "gated-model-403",
+        "tests/test_a.py::test_quoted": None,  # an assertion quoting the hub's line is a real failure
         "tests/test_a.py::test_real": None,
         "tests/test_a.py::test_wrong": None,
     }

@@ -22,7 +22,10 @@ RULES = load_tier(shipped_profile(), "unit")[0].rules
             "network",
         ),
         ("huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co", "network"),
-        ("403 Client Error: Forbidden for url: https://huggingface.co/meta-llama", "gated-model-403"),
+        (
+            "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://huggingface.co/meta-llama",
+            "gated-model-403",
+        ),
     ],
 )
 def test_environment_only_texts(text: str, category: str) -> None:
@@ -34,6 +37,9 @@ def test_environment_only_texts(text: str, category: str) -> None:
     "text",
     [
         "AssertionError: assert 3 == 4",
+        "AssertionError: log says 403 Client Error: Forbidden for url: https://huggingface.co/meta-llama",
+        "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. Repository Not Found for url: "
+        "https://huggingface.co/api/models/deepseek-ai/DeepSeek-V4-Flsh",
         "Invalid repository ID or local directory specified: '/tmp/missing'",  # a local path: a real failure
         "KeyError: 'cuda'",
     ],

@@ -69,8 +69,8 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
 
 def delta_files(repo: GitRepo, base: str, suffixes: tuple[str, ...]) -> list[str]:
     """Files that exist now and differ from ``base`` (committed or not) with one of ``suffixes``."""
-    out = repo.out("diff", "--name-only", "--diff-filter=ACMR", "--no-renames", base)
-    return [p for p in out.splitlines() if p.endswith(suffixes) and (repo.path / p).is_file()]
+    out = repo.run("diff", "--name-only", "-z", "--diff-filter=ACMR", "--no-renames", base, strip=False)[1]
+    return [p for p in out.split("\0") if p and p.endswith(suffixes) and (repo.path / p).is_file()]
 
 
 def _base(ctx: GateContext, spec: Spec) -> str:
