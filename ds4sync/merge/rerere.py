@@ -19,8 +19,10 @@ from pathlib import Path
 
 import yaml
 
+from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo, has_conflict_hunk
+from ds4sync.core.model import read_yaml
 from ds4sync.core.record import now_iso
 
 _IMAGES = ("preimage", "postimage")
@@ -73,8 +75,8 @@ class ResolutionStore:
     def meta(self, name: str) -> dict:
         """The ``meta.yaml`` of entry ``name`` (empty when absent or unreadable)."""
         try:
-            data = yaml.safe_load((self.root / name / "meta.yaml").read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(self.root / name / "meta.yaml")
+        except ConfigError:
             return {}
         return data if isinstance(data, dict) else {}
 
