@@ -335,6 +335,28 @@ class RecordStore:
                 info_path.unlink()
             lock.release()
 
+    def holder_alive(self) -> bool:
+        """Whether a live ds4sync command holds this repository's lock (``lock.json`` names a running pid).
+
+        A run whose status is ``running`` is only running while its command holds the lock: a kill
+        before its first phase started (or between two phases) leaves ``running`` with no phase
+        to name the dead process.
+        """
+        holder = _read_json(self.root / "lock.json") or {}
+        pid = holder.get("pid")
+        return isinstance(pid, int) and pid != os.getpid() and pid_alive(pid)
+
+    def interrupted(self, record: RunRecord) -> str | None:
+        """How a ``running`` run whose process is gone was interrupted, or None (alive, or not running)."""
+        if record.status != "running":
+            return None
+        killed = record.interrupted_phase()
+        if killed:
+            return f"during phase '{killed}' (its process {record.phases[killed].pid} is gone)"
+        if any(state.status == "running" for state in record.phases.values()) or self.holder_alive():
+            return None
+        return "between phases (the command that ran it is gone)"
+
     def require_no_active_run(self) -> None:
         """Refuse to start a run while another one holds the repository.
 
@@ -344,11 +366,10 @@ class RecordStore:
         record = self.current()
         if record is None:
             return
-        killed = record.interrupted_phase()
-        if killed:
-            pid = record.phases[killed].pid
+        how = self.interrupted(record)
+        if how:
             raise NeedsPersonError(
-                f"run {record.run_id} was interrupted during phase '{killed}' (its process {pid} is gone)",
+                f"run {record.run_id} was interrupted {how}",
                 where=record.worktree,
                 fix="run `ds4sync resume` to go on or `ds4sync abort` to drop it",
             )

@@ -232,7 +232,12 @@ def status(
         json_out,
         lambda: record.model_dump(mode="json"),
         text=lambda: ui.run_status(
-            out, record, record_path=path, report_path=str(report) if report.is_file() else None, fork_head=fork_head
+            out,
+            record,
+            record_path=path,
+            report_path=str(report) if report.is_file() else None,
+            fork_head=fork_head,
+            interrupted=ws.store.interrupted(record),
         ),
     )
 

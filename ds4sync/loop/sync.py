@@ -18,6 +18,7 @@ from ds4sync.runner import (
     RunContext,
     RunOutcome,
     Workspace,
+    clear_stale_lock,
     for_run,
     require_branch,
     require_clone_complete,
@@ -260,6 +261,7 @@ def resume(
         stop_leftover_children(ws, record, say)
         _reprove_if_moved(record, say)
         ctx = RunContext(ws, record, say, deadline=deadline)
+        clear_stale_lock(ctx)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
@@ -288,6 +290,9 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         repo.worktree_remove(Path(record.worktree))
         fault.point("abort.after-worktree-remove")
         repo.delete_branch(record.sync_branch)
+        from ds4sync.merge.rerere import ResolutionStore
+
+        ResolutionStore(for_run(ws, record).resolutions_dir).drop_staging()  # a killed export's half entry
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
