@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,6 +208,7 @@ class RecordStore:
         ``current`` pointing at active runs."""
         record.updated_at = now_iso()
         path = self.record_path(record.run_id)
+        _keep_previous(path, path.with_name(PREVIOUS_RECORD))
         write_json_atomic(path, record.model_dump(mode="json"))
         current = self.root / "current"
         if record.active:
@@ -236,19 +239,37 @@ class RecordStore:
         try:
             return RunRecord.model_validate_json(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise StateError(
-                f"run record is not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-                where=str(path),
-                fix="restore it from the backup or remove the run folder",
-            ) from exc
+            what = f"run record is not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+            return self._previous(run_id, what, exc)
         except OSError as exc:
             raise StateError(f"cannot read the run record ({exc.strerror})", where=str(path)) from exc
         except ValidationError as exc:
+            return self._previous(run_id, f"run record is not valid ({_first_error(exc)})", exc)
+
+    def _previous(self, run_id: str, what: str, exc: Exception) -> RunRecord:
+        """The record as it was before its last save (:data:`PREVIOUS_RECORD`, kept by :meth:`save`), when
+        ``record.json`` cannot be read; a note and a warning say so, and the next save writes it whole again.
+
+        Raises:
+            StateError: there is no readable previous record either (``what``, and what to do instead).
+        """
+        path = self.record_path(run_id)
+        previous = path.with_name(PREVIOUS_RECORD)
+        try:
+            record = RunRecord.model_validate_json(previous.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValidationError):
+            kept = "is not readable either" if previous.exists() else "does not exist"
             raise StateError(
-                f"run record is not valid ({_first_error(exc)})",
+                what,
                 where=str(path),
-                fix="restore it from the backup or remove the run folder",
+                fix=f"the copy from before its last save ({PREVIOUS_RECORD}) {kept}: move the run folder "
+                f"{path.parent} away, then `git worktree remove --force` its worktree and `git branch -D` its "
+                "sync branch (`git worktree list` shows both)",
             ) from exc
+        said = f"{what}; using the copy from before its last save ({previous.name}, {record.updated_at})"
+        logging.getLogger("ds4sync").warning("%s: %s", path, said)
+        record.notes.append(said)
+        return record
 
     def current(self) -> RunRecord | None:
         """The active run of this repository, if any.
@@ -378,6 +399,26 @@ class RecordStore:
             where=record.worktree,
             fix="finish it with `ds4sync resume` or drop it with `ds4sync abort`",
         )
+
+
+#: The record as it was before the latest save, beside ``record.json`` (the fallback when that is unreadable).
+PREVIOUS_RECORD = "record.prev.json"
+
+
+def _keep_previous(path: Path, previous: Path) -> None:
+    """Make ``previous`` the file now at ``path`` (a hard link, renamed into place: atomic, nothing copied);
+    a copy where the file system has no hard links. Nothing when there is no record yet, or it is not JSON."""
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):  # none, or the unreadable one the load fell back from: keep the good copy
+        return
+    staging = previous.with_name(f".{previous.name}.tmp")
+    staging.unlink(missing_ok=True)
+    try:
+        os.link(path, staging)
+    except OSError:
+        shutil.copyfile(path, staging)
+    os.replace(staging, previous)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
