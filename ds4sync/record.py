@@ -244,11 +244,20 @@ class RecordStore:
         except OSError as exc:
             raise StateError(f"cannot read the run record ({exc.strerror})", where=str(path)) from exc
         except ValidationError as exc:
-            return self._previous(run_id, f"run record is not valid ({_first_error(exc)})", exc)
+            what = f"run record is not valid ({_first_error(exc)})"
+            if exc.errors()[0]["type"] == "json_invalid":  # damaged (cut short, emptied): its previous copy reads
+                return self._previous(run_id, what, exc)
+            raise StateError(  # JSON of another shape or a newer ds4sync: an older copy would lose what it holds
+                what,
+                where=str(path),
+                fix=f"use the ds4sync that wrote it, or fix that field ({PREVIOUS_RECORD} beside it is the copy "
+                "from before its last save)",
+            ) from exc
 
     def _previous(self, run_id: str, what: str, exc: Exception) -> RunRecord:
         """The record as it was before its last save (:data:`PREVIOUS_RECORD`, kept by :meth:`save`), when
-        ``record.json`` cannot be read; a note and a warning say so, and the next save writes it whole again.
+        ``record.json`` is damaged (not UTF-8, not JSON: cut short, emptied); a note and a warning say so, and
+        the next save writes it whole again.
 
         Raises:
             StateError: there is no readable previous record either (``what``, and what to do instead).
