@@ -76,6 +76,20 @@ def stage_rows(fork_file: str | None, use_deepgemm: bool) -> list[dict]:
     return [_stage_row(t, impls) for t in (137, 8192)]
 
 
+def ours_stage_launch(x, fn, mix, sq, k_split: int, cfg: dict):
+    """(grid, args, kwargs) of our mix-stage launch for a stage row, as ``mhc_pre`` launches it (through
+    ``mhc.mix_stage_launch``) with the tuned ``cfg``: its mix-stage keys, the pipeline depth and launch options
+    passed on, the finish stage's (BT2, BLOCK_D) and SPLIT left out."""
+    from ds4kernels import mhc
+
+    extra = {key: cfg[key] for key in ("STAGES", "num_stages") if key in cfg}
+    return mhc.mix_stage_launch(
+        x, fn, mix, sq, k_split=k_split, mix_rows=fn.shape[0], block_t=cfg["BLOCK_T"], block_k=cfg["BLOCK_K"],
+        precision=cfg.get("PRECISION", "tf32x3"), warps=cfg.get("num_warps", 4), load=cfg.get("LOAD", "ptr"),
+        extra=extra,
+    )  # fmt: skip
+
+
 def _stage_row(t: int, impls: dict) -> dict:
     import torch
     import triton
@@ -99,11 +113,10 @@ def _stage_row(t: int, impls: dict) -> dict:
     ours_mix = torch.empty(splits, t, 32, device="cuda")
     ours_sq = torch.empty(splits, t, device="cuda")
 
+    grid, args, kwargs = ours_stage_launch(x, fn, ours_mix, ours_sq, ksplit, cfg)
+
     def ours():
-        mhc._hc_mix_kernel[(triton.cdiv(t, bt), splits)](
-            x, fn, ours_mix, ours_sq, t, k, ksplit, MIXP=32, MIX=24, BLOCK_T=bt, BLOCK_K=bk,
-            PRECISION=cfg.get("PRECISION", "tf32x3"), num_warps=cfg.get("num_warps", 4),
-        )  # fmt: skip
+        mhc._hc_mix_kernel[grid](*args, **kwargs)
 
     calls = {"ours": (ours, lambda: (ours_mix.sum(0)[:, :24], ours_sq.sum(0)))}
     for name, f in impls.items():

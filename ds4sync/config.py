@@ -6,18 +6,19 @@ After loading, nothing reads raw dicts.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import FrozenModel, not_a_file, read_yaml, validate
 from ds4sync.core.paths import path_matches
 from ds4sync.gates.settings import GatesConfig
 from ds4sync.loop.settings import DeployConfig, NightlyConfig
 from ds4sync.native.profile import BuildConfig
-from ds4sync.publish.settings import NotifyConfig, PublishConfig
+from ds4sync.publish.settings import NotifyConfig, PublishConfig, checked_remote_name
 from ds4sync.serving.config import ServingConfig
 
 __all__ = ["Config", "ConfigError", "FrozenModel", "find_config", "load_config", "read_yaml", "validate"]
@@ -33,6 +34,11 @@ class UpstreamConfig(FrozenModel):
     ref: str = "main"
     name: str | None = Field(default=None, description="display name, e.g. vllm-project/vllm")
     api_url: str | None = Field(default=None, description="upstream's forge REST API for drift (default: publish's)")
+
+    @field_validator("remote")
+    @classmethod
+    def _remote_name(cls, value: str) -> str:
+        return checked_remote_name(value)
 
 
 class ForkConfig(FrozenModel):
@@ -145,9 +151,16 @@ def find_config(repo: Path, explicit: Path | None) -> Path | None:
     """The config file to load: ``explicit`` if given (must exist), else ``<repo>/ds4sync.yaml`` if present."""
     if explicit is not None:
         if not explicit.is_file():
-            raise ConfigError("config file not found", where=str(explicit), fix="check --config")
+            what = "config file not found" if not os.path.lexists(explicit) else f"config {not_a_file(explicit)}"
+            raise ConfigError(what, where=str(explicit), fix="check --config")
         return explicit
     candidate = repo / CONFIG_NAME
+    if os.path.lexists(candidate) and not candidate.is_file():  # never the defaults in place of a file that is there
+        raise ConfigError(
+            f"{CONFIG_NAME} {not_a_file(candidate)}",
+            where=str(candidate),
+            fix="make it the config file, or move it away to run with the defaults",
+        )
     return candidate if candidate.is_file() else None
 
 

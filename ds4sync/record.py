@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,6 +226,7 @@ class RecordStore:
         ``current`` pointing at active runs."""
         record.updated_at = now_iso()
         path = self.record_path(record.run_id)
+        _keep_previous(path, path.with_name(PREVIOUS_RECORD))
         write_json_atomic(path, record.model_dump(mode="json"))
         current = self.root / "current"
         if record.active:
@@ -254,19 +257,46 @@ class RecordStore:
         try:
             return RunRecord.model_validate_json(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise StateError(
-                f"run record is not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-                where=str(path),
-                fix="restore it from the backup or remove the run folder",
-            ) from exc
+            what = f"run record is not UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+            return self._previous(run_id, what, exc)
         except OSError as exc:
             raise StateError(f"cannot read the run record ({exc.strerror})", where=str(path)) from exc
         except ValidationError as exc:
-            raise StateError(
-                f"run record is not valid ({_first_error(exc)})",
+            what = f"run record is not valid ({_first_error(exc)})"
+            if exc.errors()[0]["type"] == "json_invalid":  # damaged (cut short, emptied): its previous copy reads
+                return self._previous(run_id, what, exc)
+            raise StateError(  # JSON of another shape or a newer ds4sync: an older copy would lose what it holds
+                what,
                 where=str(path),
-                fix="restore it from the backup or remove the run folder",
+                fix=f"use the ds4sync that wrote it, or fix that field ({PREVIOUS_RECORD} beside it is the copy "
+                "from before its last save)",
             ) from exc
+
+    def _previous(self, run_id: str, what: str, exc: Exception) -> RunRecord:
+        """The record as it was before its last save (:data:`PREVIOUS_RECORD`, kept by :meth:`save`), when
+        ``record.json`` is damaged (not UTF-8, not JSON: cut short, emptied); a note and a warning say so, and
+        the next save writes it whole again.
+
+        Raises:
+            StateError: there is no readable previous record either (``what``, and what to do instead).
+        """
+        path = self.record_path(run_id)
+        previous = path.with_name(PREVIOUS_RECORD)
+        try:
+            record = RunRecord.model_validate_json(previous.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValidationError):
+            kept = "is not readable either" if previous.exists() else "does not exist"
+            raise StateError(
+                what,
+                where=str(path),
+                fix=f"the copy from before its last save ({PREVIOUS_RECORD}) {kept}: move the run folder "
+                f"{path.parent} away, then `git worktree remove --force` its worktree and `git branch -D` its "
+                "sync branch (`git worktree list` shows both)",
+            ) from exc
+        said = f"{what}; using the copy from before its last save ({previous.name}, {record.updated_at})"
+        logging.getLogger("ds4sync").warning("%s: %s", path, said)
+        record.notes.append(said)
+        return record
 
     def current(self) -> RunRecord | None:
         """The active run of this repository, if any.
@@ -353,6 +383,28 @@ class RecordStore:
                 info_path.unlink()
             lock.release()
 
+    def holder_alive(self) -> bool:
+        """Whether a live ds4sync command holds this repository's lock (``lock.json`` names a running pid).
+
+        A run whose status is ``running`` is only running while its command holds the lock: a kill
+        before its first phase started (or between two phases) leaves ``running`` with no phase
+        to name the dead process.
+        """
+        holder = _read_json(self.root / "lock.json") or {}
+        pid = holder.get("pid")
+        return isinstance(pid, int) and pid != os.getpid() and pid_alive(pid)
+
+    def interrupted(self, record: RunRecord) -> str | None:
+        """How a ``running`` run whose process is gone was interrupted, or None (alive, or not running)."""
+        if record.status != "running":
+            return None
+        killed = record.interrupted_phase()
+        if killed:
+            return f"during phase '{killed}' (its process {record.phases[killed].pid} is gone)"
+        if any(state.status == "running" for state in record.phases.values()) or self.holder_alive():
+            return None
+        return "between phases (the command that ran it is gone)"
+
     def require_no_active_run(self) -> None:
         """Refuse to start a run while another one holds the repository.
 
@@ -362,11 +414,10 @@ class RecordStore:
         record = self.current()
         if record is None:
             return
-        killed = record.interrupted_phase()
-        if killed:
-            pid = record.phases[killed].pid
+        how = self.interrupted(record)
+        if how:
             raise NeedsPersonError(
-                f"run {record.run_id} was interrupted during phase '{killed}' (its process {pid} is gone)",
+                f"run {record.run_id} was interrupted {how}",
                 where=record.worktree,
                 fix="run `ds4sync resume` to go on or `ds4sync abort` to drop it",
             )
@@ -375,6 +426,26 @@ class RecordStore:
             where=record.worktree,
             fix="finish it with `ds4sync resume` or drop it with `ds4sync abort`",
         )
+
+
+#: The record as it was before the latest save, beside ``record.json`` (the fallback when that is unreadable).
+PREVIOUS_RECORD = "record.prev.json"
+
+
+def _keep_previous(path: Path, previous: Path) -> None:
+    """Make ``previous`` the file now at ``path`` (a hard link, renamed into place: atomic, nothing copied);
+    a copy where the file system has no hard links. Nothing when there is no record yet, or it is not JSON."""
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):  # none, or the unreadable one the load fell back from: keep the good copy
+        return
+    staging = previous.with_name(f".{previous.name}.tmp")
+    staging.unlink(missing_ok=True)
+    try:
+        os.link(path, staging)
+    except OSError:
+        shutil.copyfile(path, staging)
+    os.replace(staging, previous)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

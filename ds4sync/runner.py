@@ -168,6 +168,14 @@ def open_workspace(
             where=str(root),
             fix="point --state-dir / state_dir at a folder (or move that file away)",
         )
+    try:  # every command logs there: one line now, not an error per log record later
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the state dir cannot be created ({exc.strerror or exc})",
+            where=str(root),
+            fix="point --state-dir / state_dir at a folder you can write to",
+        ) from exc
     chosen = profile or config.profile
     if chosen is not None and not Path(chosen).is_dir():
         raise ConfigError(
@@ -361,7 +369,10 @@ def require_unambiguous(repo: GitRepo, ref: str) -> None:
 
 
 def _full_name(repo: GitRepo, ref: str) -> str:
-    status, out, _ = repo.run("rev-parse", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 128))
+    # --verify: without it, git before 2.43 prints "--end-of-options" as if it were the name
+    status, out, _ = repo.run(
+        "rev-parse", "--verify", "--quiet", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 1, 128)
+    )
     return out.strip() if status == 0 and out.strip() else ref
 
 
@@ -431,6 +442,7 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
         ctx.start_commit, ctx.recovering = start, recovering
         if recovering:
             ctx.progress(f"phase {phase.name} was interrupted; recovering from {start[:12] if start else 'the start'}")
+            clear_stale_lock(ctx)
         record.phases[phase.name] = PhaseState(
             status="running",
             started_at=state.started_at or now_iso(),
@@ -471,6 +483,17 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
     store.save(record)
     _after_run(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def clear_stale_lock(ctx: RunContext) -> None:
+    """Remove a stale ``index.lock`` from the run's sync worktree (:meth:`GitRepo.clear_stale_index_lock`),
+    saying so and noting it in the record; called wherever a killed attempt is picked up."""
+    if not (Path(ctx.record.worktree) / ".git").exists():
+        return
+    said = GitRepo(Path(ctx.record.worktree)).clear_stale_index_lock()
+    if said:
+        ctx.progress(said)
+        ctx.record.notes.append(said)
 
 
 def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:

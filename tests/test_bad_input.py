@@ -255,6 +255,7 @@ def test_record_that_is_not_utf8_or_a_folder(pair, capsys: pytest.CaptureFixture
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
     capsys.readouterr()
     (record,) = (pair.repo / ".git" / "ds4sync" / "runs").glob("*/record.json")
+    record.with_name("record.prev.json").unlink()  # no copy to fall back on (see test_messages_lead_the_right_way)
     record.write_bytes(b'{"run_id": "\xff\xfe"}')
     code, err = one_error_line(capsys, "status", "--repo", str(pair.repo))
     assert code == 2 and "not UTF-8" in err and "record.json" in err
@@ -520,3 +521,157 @@ def test_no_command_is_one_line_that_says_so(capsys: pytest.CaptureFixture[str],
     code = main(args)
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "no command given" in err, err
+
+
+# -- inputs that once cost a traceback, gigabytes, minutes or a silent default: one line, exit 2 -------------------
+
+_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+)
+_GATE = "tier: unit\ngates:\n  - name: a\n    kind: command\n    run: {argv: ['true']}\n    env:\n"
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "expected"),
+    [
+        ("ds4sync.yaml", "fork:\n  branch: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 64 deep"),
+        ("ds4sync.yaml", "x: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested more than 64 deep"),
+        ("ds4sync.yaml", _LAUGHS, "more than 64 aliases"),
+        ("ds4sync.yaml", "a: &a [1, 2]\n" + "".join(f"k{i}: *a\n" for i in range(65)), "more than 64 aliases"),
+        (
+            "ds4sync.yaml",
+            "a: &a [" + ", ".join(["1"] * 5000) + "]\nb: [" + ", ".join(["*a"] * 30) + "]\n",
+            "more than 100000 values once its aliases are expanded",
+        ),
+        ("ds4sync.yaml", "a: &a [1, *a]\n", "refers to the collection that contains it"),
+        ("ds4sync.yaml", "fork: {branch: x}\n#" + "x" * (1024 * 1024) + "\n", "larger than 1024 KiB"),
+        ("gate-file", _GATE + "".join("      " + line + "\n" for line in _LAUGHS.splitlines()), "more than 64 aliases"),
+        ("gate-file", _GATE + "      A: " + "[" * 80 + "]" * 80 + "\n", "nested more than 64 deep"),
+        (
+            "gate-file",
+            "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}, env: {A: {b: 1}}}\n",
+            "env.A is a mapping",
+        ),
+        (
+            "gate-file",
+            "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}, env: {A: [1, 2]}}\n",
+            "env.A is a list",
+        ),
+        (
+            "gate-file",
+            "tier: unit\ngates:\n  - {name: a, kind: command, run: {argv: ['true']}, env: {A: }}\n",
+            "env.A is nothing",
+        ),
+        ("ds4sync.yaml", "upstream: {remote: -x}\n", "not a git remote name: '-x' starts with '-'"),
+        ("ds4sync.yaml", "upstream: {remote: 'a b'}\n", "not a git remote name: 'a b' holds ' '"),
+        ("ds4sync.yaml", "upstream: {remote: a..b}\n", "not a git remote name: 'a..b'"),
+        ("ds4sync.yaml", "upstream: {remote: ''}\n", "not a git remote name: '' is empty"),
+        ("ds4sync.yaml", "publish: {repo: o/n, remote: --force}\n", "not a git remote name: '--force'"),
+    ],
+    ids=[
+        "deep-list",
+        "deep-map",
+        "laughs",
+        "many-aliases",
+        "expanded",
+        "recursive",
+        "16MiB",
+        "gate-env-laughs",
+        "gate-env-deep",
+        "env-mapping",
+        "env-list",
+        "env-null",
+        "remote-dash",
+        "remote-space",
+        "remote-dots",
+        "remote-empty",
+        "publish-remote",
+    ],
+)
+def test_a_config_past_a_limit_or_of_a_wrong_shape_is_one_line(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str, text: str, expected: str
+) -> None:
+    if where == "ds4sync.yaml":
+        file = pair.repo / "ds4sync.yaml"
+        command: tuple[str, ...] = ("config", "check", "--repo", str(pair.repo))
+    else:
+        (tmp_path / "profile" / "patches").mkdir(parents=True)
+        (tmp_path / "profile" / "gates").mkdir()
+        file = tmp_path / "profile" / "gates" / "unit.yaml"
+        command = ("gate", "--tier", "unit", "--repo", str(pair.repo), "--profile", str(tmp_path / "profile"))
+    file.write_text(text)
+    before = refs_and_worktrees(pair.repo)
+    code, err = one_error_line(capsys, *command)
+    assert code == 2 and expected in err and file.name in err, err
+    assert refs_and_worktrees(pair.repo) == before
+
+
+def test_a_good_remote_name_and_a_few_aliases_still_load(pair, capsys: pytest.CaptureFixture[str]) -> None:
+    (pair.repo / "ds4sync.yaml").write_text(
+        "upstream: {remote: up-stream.v2, ref: &r main}\nfork: {branch: fork}\nmerge:\n  rules:\n"
+        + "".join(f"    - {{glob: 'd{i}/*', strategy: ours, reason: *r}}\n" for i in range(10))
+    )
+    assert main(["config", "check", "--repo", str(pair.repo)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape", ["folder", "symlink-loop", "dangling-symlink"])
+@pytest.mark.parametrize("explicit", [False, True], ids=["found", "--config"])
+def test_a_config_path_that_is_no_file_is_never_the_defaults(
+    pair, capsys: pytest.CaptureFixture[str], shape: str, explicit: bool
+) -> None:
+    config = pair.repo / "ds4sync.yaml"
+    if shape == "folder":
+        config.mkdir()
+    elif shape == "symlink-loop":
+        config.symlink_to(config.name)
+    else:
+        config.symlink_to("missing.yaml")
+    extra = ("--config", str(config)) if explicit else ()
+    code, err = one_error_line(capsys, "config", "check", "--repo", str(pair.repo), *extra)
+    said = {"folder": "is a folder", "symlink-loop": "is a symlink loop", "dangling-symlink": "symlink to nothing"}
+    if explicit and shape == "folder":
+        said[shape] = "is a directory"  # the option's own check says so first
+    assert code == 2 and said[shape] in err and "ds4sync.yaml" in err, err
+
+
+@pytest.mark.parametrize("budget", ["-5", "0", "nan", "-inf"])
+def test_a_nightly_budget_that_is_no_time_is_one_line(pair, capsys: pytest.CaptureFixture[str], budget: str) -> None:
+    before = refs_and_worktrees(pair.repo)
+    code, err = one_error_line(capsys, "nightly", "--budget", budget, "--repo", str(pair.repo), "--branch", BRANCH)
+    assert code == 2 and "--budget must be a number of seconds above 0" in err, err
+    assert refs_and_worktrees(pair.repo) == before
+    assert not (pair.repo / ".git" / "ds4sync" / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8 text (byte 0x89 at offset 0)"),
+        (b"notes\x00\x01\x02", "NUL byte (offset 5)"),
+        (b"caf\xe9\n", "byte 0xe9 at offset 3"),
+    ],
+    ids=["png", "nul", "latin-1"],
+)
+def test_report_notes_that_are_no_text_are_one_line(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, shape: bytes, expected: str
+) -> None:
+    assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) in (0, 4)
+    capsys.readouterr()
+    notes = tmp_path / "notes.md"
+    notes.write_bytes(shape)
+    code, err = one_error_line(capsys, "report", "--notes", str(notes), "--repo", str(pair.repo))
+    assert code == 2 and expected in err and "notes.md" in err, err
+
+
+@pytest.mark.parametrize("command", [("status",), ("plan", "upstream/main"), ("merge", "upstream/main")])
+def test_a_state_dir_that_cannot_be_created_is_one_line(
+    pair, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    state = blocker / "state"
+    before = refs_and_worktrees(pair.repo)
+    branch = () if command[0] == "status" else ("--branch", BRANCH)
+    code, err = one_error_line(capsys, *command, "--repo", str(pair.repo), *branch, "--state-dir", str(state))
+    assert code == 2 and "state dir cannot be created" in err and str(state) in err, err
+    assert refs_and_worktrees(pair.repo) == before and blocker.read_text() == "x\n"

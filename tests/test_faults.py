@@ -47,8 +47,10 @@ MERGE_POINTS = [
     "replay.committed.alpha",
     "replay.applied.beta",
     "replay.committed.beta",
-    "atomic-write.before-replace@3",  # inside an atomic record write
+    "atomic-write.before-replace@3",  # inside an atomic record write (the first write of the `current` pointer)
     "atomic-write.before-replace@9",
+    "commit.inside-index-lock",  # `git commit` killed holding index.lock (the lock is left, nobody holds it)
+    "git.merge-commit.committed",  # git killed inside `git commit`: HEAD moved, MERGE_HEAD not yet removed
 ]
 # Reached while `ds4sync resume` runs build, gate and report.
 RESUME_POINTS = [
@@ -68,7 +70,12 @@ ABORT_AFTER = [
     "gate.child-started.unit-tests",
     "phase.report.after",
 ]
-ABORT_POINTS = ["abort.after-stop-children", "abort.after-worktree-remove"]
+ABORT_POINTS = [
+    "abort.after-stop-children",
+    "worktree-remove.moved-aside",  # inside the worktree removal: the folder moved aside, git's entry still there
+    "worktree-remove.entry-removed",
+    "abort.after-worktree-remove",
+]
 # Inside promote's move of a checkout that has the fork branch checked out (ds4sync.loop.forkmove).
 CHECKOUT_POINTS = ["promote.after-detach", "promote.after-branch-move", "promote.after-attach"]
 
@@ -161,6 +168,8 @@ def test_kill_then_resume_promotes_exactly_what_the_gates_proved(scenario: fault
     report = check_tree(CommitTree(fork, promoted), catalogue, patchsets, patches_dir=str(s.profile / "patches"))
     assert report.ok and not report.violations()
     merge_commit = record["results"]["merge"]["merge_commit"]
+    parents = fork.out("rev-list", "--parents", "-n", "1", merge_commit).split()[1:]
+    assert parents == [fork_before, record["upstream"]["sha"]], "exactly one merge, of the fork head and upstream"
     trailers = fork.out(
         "log", "--format=%H %(trailers:key=Patch-set,valueonly,separator=)", f"{merge_commit}..{promoted}"
     )

@@ -13,6 +13,7 @@ from ds4sync.cli._app import (
     ProfileOpt,
     RepoOpt,
     StateOpt,
+    _progress,
     _workspace,
     app,
     done,
@@ -81,6 +82,10 @@ def gate(
         address=address,
     )
     with ws.store.lock("gate") if record else contextlib.nullcontext():
+        if record is not None:  # never beside a killed run's gate children, in the same worktree
+            from ds4sync.loop.sync import stop_leftover_children
+
+            stop_leftover_children(ws, record, _progress(json_out))
         if json_out:
             result = run_tier(ws, options, record=record)
         else:

@@ -24,6 +24,7 @@ class RunLogHandler(logging.Handler):
         self.root = state_root
         self.header = header
         self._written: set[Path] = set()
+        self.broken = False
         self.setFormatter(logging.Formatter(_FORMAT))
 
     def target(self) -> Path:
@@ -39,6 +40,8 @@ class RunLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         """Write one record (with this invocation's command line before its first record in a file)."""
+        if self.broken:
+            return
         try:
             path = self.target()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,8 +50,16 @@ class RunLogHandler(logging.Handler):
                     self._written.add(path)
                     fh.write(f"--- pid {os.getpid()}: {self.header}\n")
                 fh.write(self.format(record) + "\n")
-        except Exception:  # a log that cannot be written must not stop the command
-            self.handleError(record)
+        except Exception as exc:  # a log that cannot be written must not stop the command, nor flood stderr
+            self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        """Say once, in one line, that the log cannot be written, and write no more records to it."""
+        import sys
+
+        self.broken = True
+        why = getattr(exc, "strerror", None) or exc
+        print(f"ds4sync: warning: cannot write the log under {self.root} ({why}); going on without it", file=sys.stderr)
 
 
 def configure(*, verbose: bool, argv: list[str]) -> None:

@@ -14,6 +14,7 @@ from ds4sync.cli._app import (
     ProfileOpt,
     RepoOpt,
     StateOpt,
+    _progress,
     _workspace,
     app,
     done,
@@ -72,6 +73,9 @@ def report(
     from ds4sync.report import files
 
     ws = _workspace(repo, config, None, state_dir, profile)
+    from ds4sync.loop.sync import stop_dead_run_children
+
+    stop_dead_run_children(ws, _progress(json_out), note=False)  # a report reads the run; it takes no lock
     if trend:
         from ds4sync.report.trend import write_trend
 

@@ -170,7 +170,9 @@ def promote(
 
     ws = _workspace(repo, config, None, state_dir)
     try:
-        result = promote_mod.promote(ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated)
+        result = promote_mod.promote(
+            ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated, progress=_progress(json_out)
+        )
     except promote_mod.AlreadyPromoted as exc:
         line = exc.what
         data = {**exc.result.model_dump(mode="json"), "run_id": exc.run_id, "already_promoted": True}
@@ -229,6 +231,9 @@ def status(
     from ds4sync.cli import views as ui
 
     ws = _workspace(repo, config, None, state_dir)
+    from ds4sync.loop.sync import stop_dead_run_children
+
+    stop_dead_run_children(ws, _progress(json_out), note=False)  # status reads; it takes no lock to write notes
     if all_runs:
         records = [ws.store.load(run_id) for run_id in ws.store.run_ids()]
         rows = [ui.run_row(record) for record in records]
@@ -242,7 +247,12 @@ def status(
 
     def text() -> None:
         ui.run_status(
-            out, record, record_path=path, report_path=str(report) if report.is_file() else None, fork_head=fork_head
+            out,
+            record,
+            record_path=path,
+            report_path=str(report) if report.is_file() else None,
+            fork_head=fork_head,
+            interrupted=ws.store.interrupted(record),
         )
         if green is not None:
             out.print(

@@ -91,11 +91,11 @@ def run_status(
     record_path: str,
     report_path: str | None = None,
     fork_head: str | None = None,
+    interrupted: str | None = None,
 ) -> None:
     """A run's phases and what to do next; ``report_path``: the run's written report, where there is one
     (a run that stopped failed or for a person gets one while its report phase stays pending)."""
-    killed = record.interrupted_phase() if record.status == "running" else None
-    shown = f"interrupted: the process of phase '{killed}' is gone" if killed else record.status
+    shown = f"interrupted {interrupted}" if interrupted else record.status
     table = Table(title=f"run {record.run_id} ({shown})")
     for column in ("phase", "status", "message"):
         table.add_column(column)
@@ -121,7 +121,7 @@ def run_status(
             else " (of the run as it stopped; the report phase has not run)"
         )
         console.print(f"report: {report_path}{early}", markup=False)
-    console.print(f"next: {next_step(record, fork_head=fork_head)}")
+    console.print(f"next: {next_step(record, fork_head=fork_head, interrupted=interrupted)}")
 
 
 def run_row(record: RunRecord) -> dict[str, Any]:
@@ -159,19 +159,15 @@ def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def next_step(record: RunRecord, *, fork_head: str | None = None) -> str:
+def next_step(record: RunRecord, *, fork_head: str | None = None, interrupted: str | None = None) -> str:
     """The command a person should run next for this run; ``fork_head`` is the fork branch's SHA now (git's),
-    which tells a done run whose promote moved the branch but was stopped before it recorded that."""
+    which tells a done run whose promote moved the branch but was stopped before it recorded that;
+    ``interrupted``: how a ``running`` run's process died (``RecordStore.interrupted``), None while it lives."""
     if record.status == "needs-person":
         return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     if record.status in ("running",):
-        killed = record.interrupted_phase()
-        if killed:
-            pid = record.phases[killed].pid
-            return (
-                f"the process that ran phase '{killed}' (pid {pid}) is gone: `ds4sync resume` to go on, "
-                "or `ds4sync abort`"
-            )
+        if interrupted:
+            return f"the run was interrupted {interrupted}: `ds4sync resume` to go on, or `ds4sync abort`"
         return "wait for the running command (its process is alive), or `ds4sync abort` once it stops"
     if record.status == "paused":
         return "`ds4sync resume` to run the remaining phases"

@@ -191,6 +191,32 @@ def check_user_ref(ref: str, *, what: str = "ref", where: str | None = None) -> 
     return ref
 
 
+def remote_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a git remote's name (one that git could read as an option, or that no
+    ``refs/remotes/<name>/...`` ref can carry, git-check-ref-format(1)), or None for a good name (``.`` is the
+    repository itself)."""
+    if name == ".":
+        return None
+    if not name:
+        return "is empty"
+    if name.startswith("-"):
+        return "starts with '-' (git would read it as an option)"
+    bad = sorted({ch for ch in name if ch.isspace() or ord(ch) < 32 or ch in "\x7f~^:?*[\\"})
+    if bad:
+        return f"holds {', '.join(repr(ch) for ch in bad)}, which no ref name may hold"
+    parts = name.split("/")
+    if (
+        ".." in name
+        or "@{" in name
+        or name == "@"
+        or any(not p or p.startswith(".") or p.endswith(".lock") for p in parts)
+    ):
+        return "is not a valid ref name component (git check-ref-format)"
+    if name.endswith("."):
+        return "ends with '.', which no ref name may"
+    return None
+
+
 @dataclass(frozen=True)
 class FileChange:
     """Lines added and deleted in one file between two commits (None for binary files).
@@ -772,15 +798,29 @@ class GitRepo(PatchVerbs):
         Only that worktree is touched: other worktrees (the user's own, missing or not) are
         never pruned.
         """
+        from ds4sync.core.fault import point
+
+        # git deletes the folder first and its own entry last: a kill in between (or a half-deleted folder)
+        # leaves an entry whose folder lacks .git, which `git worktree remove` then refuses ("validation
+        # failed ... '.git' does not exist") for good. So the folder moves aside first (one rename: every kill
+        # leaves it whole, or gone from ``path``); git then drops only its entry; the moved folder goes last.
+        aside = path.with_name(f".{path.name}.removing")
+        if aside.exists():  # left by an earlier, killed removal
+            shutil.rmtree(aside, ignore_errors=True)
         registered = str(path) in self.worktrees() or str(path.resolve()) in self.worktrees()
+        if path.is_dir() and not path.is_symlink():
+            os.rename(path, aside)
+        point("worktree-remove.moved-aside")
         if registered:
             self.run("worktree", "remove", "--force", "--force", "--end-of-options", str(path), ok_codes=(0, 128))
         if str(path) in self.worktrees() or str(path.resolve()) in self.worktrees():
             raise GitError(
-                "git could not remove this worktree",
+                "git could not remove this worktree's entry",
                 where=str(path),
-                fix=f"remove it by hand: `git worktree remove --force --force {path}`",
+                fix=f"`git worktree remove --force --force {path}` (its folder is gone: git drops only the entry)",
             )
+        point("worktree-remove.entry-removed")
+        shutil.rmtree(aside, ignore_errors=True)
         if path.exists() and not (path / ".git").exists():
             shutil.rmtree(path, ignore_errors=True)
 
@@ -1054,12 +1094,47 @@ class GitRepo(PatchVerbs):
                 entries[name] = digest
         return entries
 
-    def commit(self, message: str) -> str:
-        """Commit the index with ``message`` (no hooks, no rerere) and return the new SHA."""
+    def clear_stale_index_lock(self) -> str | None:
+        """Remove this checkout's ``index.lock`` when no live process holds it open: the one rule for stale
+        locks. A git killed while it held the lock (inside ``git commit``'s rename of ``index.lock`` to
+        ``index``, or mid-merge) leaves it, and every later git command that writes the index fails
+        ("Unable to create '.../index.lock': File exists", git never removes it itself). A git still at
+        work (``git commit`` waiting for its editor) holds the file open and is left alone.
+
+        Returns a line saying what was removed, or None when there was no lock.
+
+        Raises:
+            GitError: a live process holds the lock (its pid): wait for it, ds4sync does not break it.
+        """
+        from ds4sync.core.fault import point
+        from ds4sync.core.proc import open_by
+
+        lock = self.git_dir / "index.lock"
+        if not lock.exists():
+            return None
+        holders = [pid for pid in open_by(lock) if pid != os.getpid()]
+        if holders:
+            raise GitError(
+                f"index.lock is held by a running process (pid {', '.join(map(str, holders))})",
+                where=str(lock),
+                fix="let that git command finish (or end it), then run ds4sync again",
+            )
+        point("stale-lock.before-unlink")
+        lock.unlink(missing_ok=True)
+        return f"removed a stale {lock} (no live process held it: a git command was killed holding it)"
+
+    def commit(self, message: str, *, point: str = "commit") -> str:
+        """Commit the index with ``message`` (no hooks, no rerere) and return the new SHA.
+
+        ``point`` names the commit for fault injection inside git (:func:`ds4sync.core.fault.inside_git`).
+        """
+        from ds4sync.core.fault import inside_git
+
         with tempfile.NamedTemporaryFile("w", suffix=".msg", delete=False, encoding="utf-8") as handle:
             handle.write(message)
         try:
             self.run(
+                *inside_git(point),
                 "-c",
                 "rerere.enabled=false",
                 "commit",

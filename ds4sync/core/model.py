@@ -6,7 +6,9 @@ A leaf module: it imports nothing else of ds4sync but its errors.
 from __future__ import annotations
 
 import difflib
+import errno
 import functools
+import os
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -46,23 +48,30 @@ def updated(model: M, /, **changes: Any) -> M:
     return new
 
 
+#: Limits on one YAML file ds4sync reads (a config or profile file is a few kilobytes): its size in bytes, how deep
+#: its collections nest, how many aliases (``*name``) it uses, and how many values it holds with every alias
+#: expanded. A billion-laughs file (a few hundred bytes of nested aliases) or a file nested 100,000 deep is an
+#: error line, not gigabytes of memory or a RecursionError.
+YAML_MAX_BYTES = 1024 * 1024
+YAML_MAX_DEPTH = 64
+YAML_MAX_ALIASES = 64
+YAML_MAX_VALUES = 100_000
+
+
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error or a key given twice in one mapping (which PyYAML would let the
-    last one win) becomes a ConfigError with line and column."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-            where=str(path),
-            fix="save the file as UTF-8",
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    """Parse a YAML file, the one way ds4sync reads YAML; a syntax error or a key given twice in one mapping
+    (which PyYAML would let the last one win) becomes a ConfigError with line and column, and so does a file
+    past the limits above (size, nesting, aliases, expanded values), what it is and where."""
+    text = _read_text(path)
     import yaml  # start-up stays light for commands without a config file
 
     try:
         data = yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader subclass
+        _check_expanded_size(data, path)
+    except _LimitError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(exc.problem, where=where, fix=exc.fix) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -71,12 +80,111 @@ def read_yaml(path: Path) -> Any:
     return {} if data is None else data
 
 
+def _read_text(path: Path) -> str:
+    """The file's UTF-8 text, refused past :data:`YAML_MAX_BYTES` (read at most one byte more: a FIFO or a
+    device reads no further) or when it is no regular file."""
+    try:
+        if not path.is_file():
+            raise ConfigError(not_a_file(path), where=str(path), fix="point it at a YAML file")
+        with open(path, "rb") as handle:
+            raw = handle.read(YAML_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read file ({exc.strerror})", where=str(path)) from exc
+    if len(raw) > YAML_MAX_BYTES:
+        raise ConfigError(
+            f"file is larger than {YAML_MAX_BYTES // 1024} KiB, the most ds4sync reads as YAML",
+            where=str(path),
+            fix="check that this is the file you meant (a config or profile file is a few KiB)",
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            where=str(path),
+            fix="save the file as UTF-8",
+        ) from exc
+
+
+def not_a_file(path: Path) -> str:
+    """What is at ``path`` instead of a regular file: a folder, a symlink loop, a dangling symlink, nothing."""
+    if path.is_dir():
+        return "is a folder, not a file"
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "is a symlink loop, not a file"
+        except OSError as exc:
+            return "is a symlink loop, not a file" if exc.errno == errno.ELOOP else "is a symlink to nothing"
+    if os.path.lexists(path):
+        return "is not a regular file"
+    return "does not exist"
+
+
+def _check_expanded_size(data: Any, path: Path) -> None:
+    """Refuse data that holds more than :data:`YAML_MAX_VALUES` values once every alias is expanded (what a
+    validator or a JSON dump walks), or that contains itself (a recursive alias)."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(value: Any) -> int:
+        if not isinstance(value, dict | list):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            raise _LimitError("a YAML alias refers to the collection that contains it", None, fix=_ALIAS_FIX)
+        busy.add(key)
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for item in items:
+            total += size(item)
+            if total > YAML_MAX_VALUES:
+                raise _LimitError(
+                    f"more than {YAML_MAX_VALUES} values once its aliases are expanded", None, fix=_ALIAS_FIX
+                )
+        busy.discard(key)
+        sizes[key] = total
+        return total
+
+    size(data)
+
+
+_ALIAS_FIX = "write the values out instead of nesting aliases (`&name`/`*name`)"
+
+
 @functools.cache
 def _unique_keys_loader() -> type:
-    """PyYAML's SafeLoader, refusing a key that a mapping already has (its documented extension point)."""
+    """PyYAML's SafeLoader, refusing a key that a mapping already has (its documented extension point), and
+    collections nested deeper than :data:`YAML_MAX_DEPTH` or more than :data:`YAML_MAX_ALIASES` aliases
+    (counted while composing, before anything is built)."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        _depth = 0
+        _aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > YAML_MAX_ALIASES:
+                    mark = self.peek_event().start_mark
+                    raise _LimitError(f"more than {YAML_MAX_ALIASES} aliases", mark, fix=_ALIAS_FIX)
+            self._depth += 1
+            try:
+                if self._depth > YAML_MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise _LimitError(
+                        f"collections nested more than {YAML_MAX_DEPTH} deep",
+                        mark,
+                        fix="flatten the file: no ds4sync setting nests that deep",
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:
@@ -93,6 +201,14 @@ def _unique_keys_loader() -> type:
             return super().construct_mapping(node, deep=deep)
 
     return UniqueKeyLoader
+
+
+class _LimitError(Exception):
+    """A YAML file past one of the limits (``problem`` and the ``problem_mark`` where it was found, if known)."""
+
+    def __init__(self, problem: str, mark: Any, *, fix: str) -> None:
+        super().__init__(problem)
+        self.problem, self.problem_mark, self.fix = problem, mark, fix
 
 
 def validate(model: type[M], data: Any, *, source: Path | str, at: tuple[str | int, ...] = ()) -> M:

@@ -322,6 +322,22 @@ def not_started(program: str, cwd: str | Path, *, missing: Ds4syncError | None =
     )
 
 
+def open_by(path: Path) -> list[int]:
+    """Pids of live processes that hold ``path`` open (from ``/proc/<pid>/fd``; [] where there is no /proc).
+
+    Processes this user cannot inspect are not seen.
+    """
+    target = os.path.realpath(path)
+    holders = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) == target for fd in (entry / "fd").iterdir()):
+                holders.append(int(entry.name))
+    return holders
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists (and is not a zombie we own)."""
     if pid <= 0:

@@ -149,6 +149,10 @@ class GateDef(FrozenModel):
     @classmethod
     def _env_strings(cls, value: Any) -> Any:
         if isinstance(value, dict):
+            for key, item in value.items():  # a nested mapping or list is no environment value; never its repr
+                if item is None or isinstance(item, dict | list | tuple):
+                    what = "nothing" if item is None else f"a {'mapping' if isinstance(item, dict) else 'list'}"
+                    raise ValueError(f"env.{key} is {what}; an environment value is one string (quote it)")
             return {str(k): str(v) for k, v in value.items()}
         return value
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
-from ds4sync.core.model import FrozenModel, updated
+from ds4sync.core.model import FrozenModel, read_yaml, updated
 from ds4sync.core.record import now_iso
 from ds4sync.loop.results import DeployResult, StanzaPaths
 from ds4sync.loop.settings import DeployConfig
@@ -328,6 +328,7 @@ def _load(path: Path) -> tuple[Any, Any]:
     from ruamel.yaml.error import YAMLError
     from ruamel.yaml.util import load_yaml_guess_indent
 
+    read_yaml(path)  # the one loader's checks (size, nesting, aliases, duplicate keys) before the round-trip parse
     text = path.read_text(encoding="utf-8")
     yaml = YAML()  # round-trip: comments, key order and block scalars survive
     yaml.preserve_quotes = True

@@ -22,6 +22,7 @@ Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -78,7 +79,16 @@ def run_nightly(
     ``budget_s`` (default ``nightly.budget_s``) bounds the run's wall-clock time in seconds.
     Expected outcomes (failed gate, person needed, forge down) are results with an exit code;
     errors of input (bad config, unknown branch) raise as everywhere else.
+
+    Raises:
+        ConfigError: ``budget_s`` is not a number of seconds above 0.
     """
+    if budget_s is not None and not (math.isfinite(budget_s) and budget_s > 0):
+        raise ConfigError(
+            f"--budget must be a number of seconds above 0, got {budget_s:g}",
+            where="--budget",
+            fix="give the seconds the night may take (e.g. --budget 14400), or leave it out for nightly.budget_s",
+        )
     budget = budget_s if budget_s is not None else ws.config.nightly.budget_s
     deadline = clock() + budget if budget else None
     night = _sync(ws, ref=ref, progress=progress, deadline=deadline)
@@ -481,8 +491,10 @@ def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None
         StateError, GitError: nightly could not run here (what is missing, and how to fix it).
     """
     hour, minute = _time_of_day(at)
-    log = shlex.quote(str(ws.store.root / "nightly.log"))
-    return f"{minute} {hour} * * * {_command(ws, executable)} >> {log} 2>&1"
+    log = shlex.quote(_one_line(ws.store.root / "nightly.log"))
+    # crontab(5): an unescaped % ends the command (the rest becomes its stdin); cron drops the backslash
+    command = f"{_command(ws, executable)} >> {log} 2>&1".replace("%", r"\%")
+    return f"{minute} {hour} * * * {command}"
 
 
 def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = None) -> dict[str, str]:
@@ -495,19 +507,22 @@ def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = 
     """
     hour, minute = _time_of_day(at)
     name = unit_name(ws)
+    repo, log = _unit_value(ws.repo.path), _unit_value(ws.store.root / "nightly.log")
+    # systemd.service(5): in ExecStart, $ expands a variable ($$ is one $) and \ starts a C escape
+    command = _unit_value(_command(ws, executable)).replace("\\", "\\\\").replace("$", "$$")
     service = (
         "[Unit]\n"
-        f"Description=ds4sync nightly sync of {ws.repo.path}\n"
+        f"Description=ds4sync nightly sync of {repo}\n"
         "Wants=network-online.target\n"
         "After=network-online.target\n"
         "\n"
         "[Service]\n"
         "Type=oneshot\n"
-        f"WorkingDirectory={ws.repo.path}\n"
-        f"ExecStart={_command(ws, executable)}\n"
+        f"WorkingDirectory={repo}\n"
+        f"ExecStart={command}\n"
         "# 1 failed, 4 needs a person, 5 out of time, 6 forge unreachable: reported, not restarted.\n"
         "SuccessExitStatus=0\n"
-        f"StandardOutput=append:{ws.store.root / 'nightly.log'}\n"
+        f"StandardOutput=append:{log}\n"
         "StandardError=inherit\n"
         "Nice=10\n"
     )
@@ -525,6 +540,27 @@ def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = 
         "WantedBy=timers.target\n"
     )
     return {f"{name}.service": service, f"{name}.timer": timer}
+
+
+def _unit_value(value: object) -> str:
+    """``value`` as a systemd unit setting: ``%`` doubled (systemd.unit(5) reads ``%x`` as a specifier)."""
+    return _one_line(value).replace("%", "%%")
+
+
+def _one_line(value: object) -> str:
+    """``str(value)``, refused when it holds a line break (no crontab line or unit setting can carry one).
+
+    Raises:
+        ConfigError: a line break in the path.
+    """
+    text = str(value)
+    if "\n" in text or "\r" in text:
+        raise ConfigError(
+            "a path with a line break cannot go into a crontab line or a systemd unit",
+            where=repr(text),
+            fix="move the repository (or the state dir) to a path without line breaks",
+        )
+    return text
 
 
 def unit_name(ws: Workspace) -> str:
@@ -552,9 +588,9 @@ def _command(ws: Workspace, executable: str | None) -> str:
             where=str(ws.repo.path),
             fix=f"`git remote add {remote} URL` or set upstream.url in ds4sync.yaml",
         )
-    program = executable or str(Path(sys.argv[0]).resolve())
-    repo = shlex.quote(str(ws.repo.path))
-    config = f" --config {shlex.quote(str(ws.config.source))}" if ws.config.source else ""
+    program = _one_line(executable or Path(sys.argv[0]).resolve())
+    repo = shlex.quote(_one_line(ws.repo.path))
+    config = f" --config {shlex.quote(_one_line(ws.config.source))}" if ws.config.source else ""
     pinned = "" if ws.config.fork.branch == branch else f" --branch {shlex.quote(branch)}"
     return f"{shlex.quote(program)} nightly --repo {repo}{config}{pinned}"
 

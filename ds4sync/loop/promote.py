@@ -18,7 +18,7 @@ the old head) and recorded; ``abort`` refuses such a run instead of calling the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,7 +239,12 @@ def _short(sha: Any) -> str:
 
 
 def promote(
-    ws: Workspace, *, run_id: str | None = None, allow: bool = False, allow_ungated: bool = False
+    ws: Workspace,
+    *,
+    run_id: str | None = None,
+    allow: bool = False,
+    allow_ungated: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> PromoteResult:
     """Fast-forward the fork branch to the run's proven sync head.
 
@@ -258,6 +263,9 @@ def promote(
     with ws.store.lock("promote"):
         recovered = recover(ws.repo, ws.store.root)
         record = ws.store.resolve(run_id)
+        from ds4sync.loop.sync import stop_leftover_children
+
+        stop_leftover_children(ws, record, progress or (lambda _m: None))
         repo, branch = ws.repo, record.fork.branch
         if record.results.promote is not None:
             raise AlreadyPromoted(record.run_id, record.results.promote)

@@ -19,6 +19,7 @@ from ds4sync.runner import (
     RunContext,
     RunOutcome,
     Workspace,
+    clear_stale_lock,
     for_run,
     require_branch,
     require_clone_complete,
@@ -134,6 +135,7 @@ def start_merge(
     _check_inputs(ws, ref)  # before the lock: a bad ref or a shallow clone leaves nothing behind
     with ws.store.lock(f"merge {ref}") as stale:
         _report_stale(stale, say)
+        stop_dead_run_children(ws, say)
         ws.store.require_no_active_run()
         branch, fork_sha, upstream_sha, _, used = _preflight(ws, ref, fetch=fetch)
         if ws.repo.is_ancestor(upstream_sha, fork_sha):
@@ -188,19 +190,34 @@ class AlreadyMerged(StateError):
 class SyncBranchTaken(StateError):
     """The sync branch a new run would create belongs to an earlier run (``run_id``, ``run_status``)."""
 
-    def __init__(self, branch: str, *, run_id: str | None, run_status: str | None, where: str) -> None:
-        owner = f"run {run_id} ({run_status})" if run_id else "a branch not made by ds4sync"
+    def __init__(
+        self,
+        branch: str,
+        *,
+        run_id: str | None,
+        run_status: str | None,
+        where: str,
+        state_dir: str | None = None,
+        searched: str | None = None,
+    ) -> None:
+        """``state_dir``: the other state dir whose run owns it (None: this one); ``searched``: this state dir."""
+        opt = f" --state-dir {state_dir}" if state_dir else ""
+        owner = f"run {run_id} ({run_status})" + (f" of the state dir {state_dir}" if state_dir else "")
         if not run_id:
-            fix = "delete or rename that branch, or set merge.sync_branch"
+            owner = f"no run in {searched or 'this state dir'} made it (a branch of your own, or of another state dir)"
+            fix = "delete or rename that branch, set merge.sync_branch, or pass the --state-dir of the run that made it"
         elif run_status == "done":
-            fix = f"promote it (`ds4sync promote --run {run_id}`), or drop it with `ds4sync abort --run {run_id}`"
+            fix = (
+                f"promote it (`ds4sync promote{opt} --run {run_id}`), or drop it with "
+                f"`ds4sync abort{opt} --run {run_id}`"
+            )
         elif run_status in ("promoted", "aborted"):  # the run is over; only its branch is left
             fix = (
                 f"that run is over: keep its branch under another name (`git branch -m {branch} {branch}-{run_id}`) "
                 f"or delete it (`git branch -D {branch}`), or set merge.sync_branch"
             )
         else:
-            fix = f"go on with `ds4sync resume`, or drop it with `ds4sync abort --run {run_id}`"
+            fix = f"go on with `ds4sync resume{opt}`, or drop it with `ds4sync abort{opt} --run {run_id}`"
         super().__init__(f"sync branch {branch} already exists: {owner}", where=where, fix=fix)
         self.run_id = run_id
         self.run_status = run_status
@@ -211,12 +228,33 @@ def _require_free_sync_branch(ws: Workspace, branch: str) -> None:
         return
     records = (ws.store.load(run_id) for run_id in reversed(ws.store.run_ids()))
     owner = next((record for record in records if record.sync_branch == branch), None)
+    other = None if owner else _owner_elsewhere(ws, branch)
+    if other is not None:
+        owner = other
     raise SyncBranchTaken(
         branch,
         run_id=owner.run_id if owner else None,
         run_status=owner.status if owner else None,
         where=str(ws.repo.path),
+        state_dir=other.state_dir if other is not None else None,
+        searched=str(ws.store.root),
     )
+
+
+def _owner_elsewhere(ws: Workspace, branch: str) -> RunRecord | None:
+    """The run of another state dir whose sync branch ``branch`` is: git says where it is checked out, and a
+    sync worktree lives at ``<state dir>/worktrees/<run id>`` beside that state dir's ``runs/<run id>/``."""
+    from ds4sync.record import RecordStore
+
+    path = ws.repo.checked_out_in(branch)
+    if path is None or Path(path).parent.name != "worktrees":
+        return None
+    store = RecordStore(Path(path).parent.parent)
+    try:
+        record = store.load(Path(path).name)
+    except StateError:
+        return None
+    return record if record.sync_branch == branch else None
 
 
 def _report_stale(stale: dict | None, say: Progress) -> None:
@@ -268,6 +306,7 @@ def resume(
                 where=record.worktree,
                 fix="run `ds4sync resume` without it",
             )
+        clear_stale_lock(ctx)
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
@@ -308,6 +347,9 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         repo.worktree_remove(Path(record.worktree))
         fault.point("abort.after-worktree-remove")
         repo.delete_branch(record.sync_branch)
+        from ds4sync.merge.rerere import ResolutionStore
+
+        ResolutionStore(for_run(ws, record).resolutions_dir).drop_staging()  # a killed export's half entry
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
         ws.store.save(record)
@@ -334,17 +376,28 @@ def _failed_latest(ws: Workspace) -> RunRecord | None:
     return None
 
 
-def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress) -> None:
-    """Stop the child process groups a killed run left running (still ours: pid and start time match)."""
+def stop_leftover_children(ws: Workspace, record: RunRecord, say: Progress, *, note: bool = True) -> None:
+    """Stop the child process groups a killed run left running (still ours: pid and start time match), with
+    the one stop routine, saying so in one line; ``note``: also in the record (commands holding the lock)."""
     from ds4sync.core.children import ChildRegistry
     from ds4sync.runner import CHILDREN_DIR
 
     stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_DIR).reap_orphans(grace_s=2.0)
     if stopped:
         names = ", ".join(f"{e.pgid} `{' '.join(e.argv[:3])}`" for e in stopped)
-        say(f"stopped {len(stopped)} process group(s) left by the interrupted run: {names}")
-        record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
-        ws.store.save(record)
+        say(f"stopped {len(stopped)} process group(s) left by the interrupted run {record.run_id}: {names}")
+        if note:
+            record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
+            ws.store.save(record)
+
+
+def stop_dead_run_children(ws: Workspace, say: Progress, *, note: bool = True) -> None:
+    """What every command that touches a run does first: stop the children that the run it would touch (the
+    active run, else the latest) registered and whose command is gone (:func:`stop_leftover_children`), so no
+    command runs beside a killed run's gate, build or server in the same worktree."""
+    record = ws.store.current() or ws.store.latest()
+    if record is not None:
+        stop_leftover_children(ws, record, say, note=note)
 
 
 def _reprove_if_moved(record: RunRecord, say: Progress) -> None:

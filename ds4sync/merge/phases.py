@@ -105,11 +105,17 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
     if lost:
         errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
+        locked = (wt.git_dir / "index.lock").exists()  # blame a lock only when there is one
         raise GitError(
             f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
             f"git said: {'; '.join(errors) or 'nothing'}",
             where=record.worktree,
-            fix="fix what git reports (e.g. a stale index.lock of a dead git process), then `ds4sync resume`",
+            fix=(
+                f"a git command holds {wt.git_dir / 'index.lock'}: let it finish, then `ds4sync resume`"
+                if locked
+                else "fix what git reports (a merge driver, a filter or an attribute of those paths), "
+                "then `ds4sync resume`"
+            ),
         )
     entries = []
     for conflict in summary.conflicts:
@@ -296,8 +302,12 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     summary = _summary(record)
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
-    if wt.merge_head() is None and is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
-        # Committed before a kill, the record not saved yet: the commit is this run's own.
+    if is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
+        # Committed before a kill, the record not saved yet: the commit is this run's own. A kill inside
+        # `git commit` after HEAD moved leaves MERGE_HEAD too (git removes it after the ref update): committing
+        # again would make a second merge on top of the first. Forget that merge state; the commit stands.
+        if wt.merge_head() is not None:
+            wt.run("merge", "--quit")
         sha = wt.head()
         remerged = tuple(repo.remerge_diff_paths(sha))
         summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
@@ -328,7 +338,8 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         fork_branch=record.fork.branch,
         run_id=record.run_id,
     )
-    sha = wt.commit(message)
+    fault.point_holding_lock("commit.inside-index-lock", wt.git_dir / "index.lock")
+    sha = wt.commit(message, point="merge-commit")
     fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
@@ -368,8 +379,7 @@ def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bo
 
 def _reset_to_fork_head(wt: GitRepo, fork_head: str) -> None:
     """Undo an earlier, killed merge attempt (stale lock, half index, MERGE_HEAD) back to the fork head."""
-    lock = wt.git_dir / "index.lock"
-    lock.unlink(missing_ok=True)
+    wt.clear_stale_index_lock()
     if wt.head() != fork_head or wt.merge_head() is not None or wt.status_porcelain():
         wt.run("reset", "--quiet", "--hard", fork_head)
         wt.run("clean", "-fdq")

@@ -12,6 +12,7 @@ Layout: ``<store>/<hash>/`` (first variant) or ``<store>/<hash>.<k>/``, each wit
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -19,11 +20,16 @@ from pathlib import Path
 
 import yaml
 
+from ds4sync.core import fault
+from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo, has_conflict_hunk
+from ds4sync.core.model import read_yaml
 from ds4sync.core.record import now_iso
 
 _IMAGES = ("preimage", "postimage")
+#: Prefix of the folder an entry is written in before it is renamed into place (never an entry itself).
+_STAGING = ".staging-"
 
 
 def _image(name: str, variant: int) -> str:
@@ -64,7 +70,11 @@ class ResolutionStore:
         """Names of the complete entries (both images present), sorted."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if all((p / n).is_file() for n in _IMAGES))
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if not p.name.startswith(_STAGING) and all((p / n).is_file() for n in _IMAGES)
+        )
 
     def hashes(self) -> set[str]:
         """Conflict hashes with at least one complete entry."""
@@ -73,8 +83,8 @@ class ResolutionStore:
     def meta(self, name: str) -> dict:
         """The ``meta.yaml`` of entry ``name`` (empty when absent or unreadable)."""
         try:
-            data = yaml.safe_load((self.root / name / "meta.yaml").read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(self.root / name / "meta.yaml")
+        except ConfigError:
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -128,16 +138,26 @@ class ResolutionStore:
         while (self.root / name).exists():
             k += 1
             name = f"{digest}.{k}"
-        target = self.root / name
-        target.mkdir(parents=True)
+        # The entry is written whole in a staging folder (each file by the one atomic write), then appears by
+        # one rename: a kill leaves no half entry for the profile to commit or a later merge to replay.
+        self.drop_staging()
+        staging = self.root / f"{_STAGING}{name}"
+        meta = {"path": path, "recorded_at": now_iso(), "run": run_id, "conflict_id": conflict_id}
         for image in _IMAGES:
-            (target / image).write_bytes(data[image])
-        (target / "meta.yaml").write_text(
-            yaml.safe_dump(
-                {"path": path, "recorded_at": now_iso(), "run": run_id, "conflict_id": conflict_id}, sort_keys=True
-            )
-        )
+            write_atomic(staging / image, data[image])
+        write_atomic(staging / "meta.yaml", yaml.safe_dump(meta, sort_keys=True))
+        fault.point("store.export.before-rename")
+        os.rename(staging, self.root / name)
         return name, True
+
+    def drop_staging(self) -> list[str]:
+        """Remove staging folders an export killed before its rename left behind; returns their names."""
+        if not self.root.is_dir():
+            return []
+        left = [p for p in self.root.iterdir() if p.name.startswith(_STAGING) and p.is_dir()]
+        for folder in left:
+            shutil.rmtree(folder, ignore_errors=True)
+        return [p.name for p in left]
 
     def replace(
         self, name: str, *, cache: Path, conflict_id: str | None, postimage: bytes, path: str, run_id: str

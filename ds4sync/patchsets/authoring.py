@@ -279,6 +279,7 @@ def set_yaml_field(path: Path, key: str, value: list[str]) -> None:
     yaml_rt = YAML(typ="rt")
     yaml_rt.preserve_quotes = True
     yaml_rt.width = 4096  # never re-wrap a long line the person wrote
+    read_yaml(path)  # the one loader's checks (size, nesting, aliases, duplicate keys) before the round-trip parse
     text = path.read_text(encoding="utf-8")
     # ruamel applies one sequence indentation to the whole file: take the file's own
     # (`key:\n- item`, as PyYAML writes it, or `key:\n  - item`) so other lists keep theirs.

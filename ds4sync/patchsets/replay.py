@@ -281,7 +281,7 @@ def recover(ctx: RunContext, wt: GitRepo, by_id: dict[str, PatchSet], *, pending
 
 
 def _discard_uncommitted(wt: GitRepo) -> None:
-    (wt.git_dir / "index.lock").unlink(missing_ok=True)
+    wt.clear_stale_index_lock()
     wt.run("reset", "--quiet", "--hard", "HEAD")
     wt.run("clean", "-fdq")
 

@@ -17,6 +17,16 @@ SYNC_TITLE_PATTERN = r"\b(sync|merge|integrat\w*|rebase|catch[- ]?up|refresh)\b.
 TOKEN_ENV = ("GITHUB_TOKEN", "GH_TOKEN")
 
 
+def checked_remote_name(value: str) -> str:
+    """``value`` when it can name a git remote; a ValueError (what is wrong, for the config line) otherwise."""
+    from ds4sync.core.git import remote_name_problem
+
+    problem = remote_name_problem(value)
+    if problem:
+        raise ValueError(f"not a git remote name: {value!r} {problem}")
+    return value
+
+
 class PublishConfig(FrozenModel):
     """Where and how the publish phase pushes the sync branch and opens its draft PR.
 
@@ -40,6 +50,11 @@ class PublishConfig(FrozenModel):
     backoff_s: float = Field(default=2.0, gt=0, description="first wait after a 5xx reply, doubled each retry")
     max_wait_s: float = Field(default=900.0, gt=0, description="longest wait for a rate-limit reset")
     timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("remote")
+    @classmethod
+    def _remote_name(cls, value: str) -> str:
+        return checked_remote_name(value)
 
     @field_validator("repo")
     @classmethod

@@ -43,9 +43,24 @@ def read_notes(path: Path | None) -> str | None:
     if path is None:
         return None
     try:
-        return path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read notes ({exc.strerror})", where=str(path), fix="check --notes") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"notes are not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            where=str(path),
+            fix="pass --notes a Markdown file saved as UTF-8",
+        ) from exc
+    if "\0" in text:
+        raise ConfigError(
+            f"notes hold a NUL byte (offset {raw.index(0)}): a binary file, not Markdown",
+            where=str(path),
+            fix="pass --notes a Markdown file",
+        )
+    return text
 
 
 def write_report(

@@ -242,16 +242,11 @@ def mhc_pre(
     splits = triton.cdiv(k, k_split)
     mix = torch.empty((splits, t, mixp), dtype=torch.float32, device=x.device)
     sq = torch.empty((splits, t), dtype=torch.float32, device=x.device)
-    load = cfg.pop("LOAD", "ptr")
-    if load not in ("ptr", "tma"):
-        raise ValueError(f"config LOAD must be 'ptr' or 'tma', got {load!r}")
-    descs = _mix_descriptors(x.view(t, k), fn32, bt, bk, mixp) if load == "tma" else None
-    load = load if descs is not None else "ptr"  # pointer loads take any layout
-    _hc_mix_kernel[(triton.cdiv(t, bt), splits)](
-        x, fn32, mix, sq, t, k, k_split, *(descs or (x, fn32)),
-        LOAD=load, MIXP=mixp, MIX=(2 + n) * n, BLOCK_T=bt, BLOCK_K=bk, PRECISION=precision, INTERPRET=interpreting(),
-        num_warps=warps, **cfg,
+    grid, args, kwargs = mix_stage_launch(
+        x.view(t, k), fn32, mix, sq, k_split=k_split, mix_rows=(2 + n) * n, block_t=bt, block_k=bk,
+        precision=precision, warps=warps, load=cfg.pop("LOAD", "ptr"), extra=cfg,
     )  # fmt: skip
+    _hc_mix_kernel[grid](*args, **kwargs)
     _hc_finish_kernel[(triton.cdiv(t, bt2), triton.cdiv(d, bd))](
         x, mix, sq, scale32, base32, y, post, comb, t, k, d, splits, iters, hc_eps, rms_eps,
         N=n, GROUPS=groups, BLOCK_T=bt2, BLOCK_D=bd, num_warps=warps,
@@ -345,6 +340,46 @@ def _hc_finish_kernel(
     )
     d_lo = pid_d * BLOCK_D
     _weighted_sum(x_ptr, y_ptr, pre, offs_t, t_ok, K, D, d_lo, tl.minimum(d_lo + BLOCK_D, D), N, BLOCK_D)
+
+
+def mix_stage_launch(
+    x2,
+    fn32,
+    mix,
+    sq,
+    *,
+    k_split: int,
+    mix_rows: int,
+    block_t: int,
+    block_k: int,
+    precision: str,
+    warps: int = 4,
+    load: str = "ptr",
+    extra: dict | None = None,
+) -> tuple[tuple[int, int], tuple, dict]:
+    """(grid, args, kwargs) of one launch of the split-K mix stage :func:`_hc_mix_kernel`, the one place that
+    spells its signature (``mhc_pre`` and the H200 benchmark's stage rows both launch through it).
+
+    Args:
+        x2: [T, K] activations (bf16 or fp32, contiguous); fn32: [mix_rows, K] fp32 weights.
+        mix: [splits, T, MIXP] fp32 partial sums (MIXP >= mix_rows); sq: [splits, T] fp32 partial Σx².
+        k_split: K columns per split (a multiple of ``block_k``); ``extra``: further kernel constexprs (STAGES).
+
+    Raises:
+        ValueError: ``load`` other than "ptr" or "tma".
+    """  # fmt: skip
+    if load not in ("ptr", "tma"):
+        raise ValueError(f"config LOAD must be 'ptr' or 'tma', got {load!r}")
+    t, k = x2.shape
+    splits, mixp = mix.shape[0], mix.shape[2]
+    descs = _mix_descriptors(x2, fn32, block_t, block_k, mixp) if load == "tma" else None
+    load = load if descs is not None else "ptr"  # pointer loads take any layout
+    args = (x2, fn32, mix, sq, t, k, k_split, *(descs or (x2, fn32)))
+    kwargs = dict(
+        LOAD=load, MIXP=mixp, MIX=mix_rows, BLOCK_T=block_t, BLOCK_K=block_k, PRECISION=precision,
+        INTERPRET=interpreting(), num_warps=warps, **(extra or {}),
+    )  # fmt: skip
+    return (triton.cdiv(t, block_t), splits), args, kwargs
 
 
 def _mix_descriptors(x2: torch.Tensor, fn32: torch.Tensor, block_t: int, block_k: int, mixp: int):

@@ -212,3 +212,58 @@ def test_a_failed_sync_keeps_failing_while_nothing_moves(tmp_path: Path, capsys:
     # Upstream moves on: a new sync (the sync branch of the failed run is another upstream's).
     pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
     assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.FAILED and run_count(pair) == 2
+
+
+# Repository paths holding what crontab(5) and systemd.unit(5) read as syntax: % (a newline in a crontab
+# command; a specifier in a unit), $ (a variable in ExecStart), a space and a quote.
+ODD_PATHS = ["per%cent", "100%%done%", "%h-and-$UNSET_DS4", "sp ace's %n"]
+RECORD_ARGV = "import json, sys\nopen(sys.argv[0] + '.argv', 'w').write(json.dumps(sys.argv[1:]))\n"
+
+
+def _cron_command(line: str) -> str:
+    """The command cron runs for ``line``: the sixth field on; an unescaped % would end it (crontab(5)),
+    and cron drops the backslash of an escaped one."""
+    command = line.split(maxsplit=5)[5]
+    assert "%" not in command.replace("\\%", ""), f"an unescaped % ends the command early: {line}"
+    return command.replace("\\%", "%")
+
+
+@pytest.mark.parametrize("name", ODD_PATHS)
+def test_cron_line_runs_nightly_on_a_path_with_crontab_syntax(tmp_path: Path, name: str) -> None:
+    pair = make_pair(tmp_path / name, {"a.py": lines("a")}, [], [])
+    configure(pair)
+    program = tmp_path / "fake-ds4sync"
+    program.write_text(f"#!{sys.executable}\n{RECORD_ARGV}")
+    program.chmod(0o755)
+    from ds4sync.loop.nightly import cron_line
+
+    command = _cron_command(cron_line(open_workspace(pair.repo), executable=str(program)))
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)  # as cron hands it to the shell
+    import json
+
+    argv = json.loads(Path(str(program) + ".argv").read_text())
+    assert argv[:3] == ["nightly", "--repo", str(pair.repo)]
+    assert (pair.repo / ".git" / "ds4sync" / "nightly.log").is_file()  # the redirect reached the right file
+
+
+@pytest.mark.parametrize("name", ODD_PATHS)
+def test_systemd_units_escape_specifiers_and_variables(tmp_path: Path, name: str) -> None:
+    pair = make_pair(tmp_path / name, {"a.py": lines("a")}, [], [])
+    configure(pair)
+    units = systemd_units(open_workspace(pair.repo), executable=sys.executable)
+    service = units[f"ds4sync-nightly-{pair.repo.name}.service"]
+    values = dict(line.split("=", 1) for line in service.splitlines() if "=" in line and not line.startswith("#"))
+    unescaped = lambda v: v.replace("%%", "")  # noqa: E731
+    for key in ("Description", "WorkingDirectory", "ExecStart", "StandardOutput"):
+        assert "%" not in unescaped(values[key]), f"{key} holds a specifier: {values[key]}"
+    assert values["WorkingDirectory"].replace("%%", "%") == str(pair.repo)
+    assert "$" not in values["ExecStart"].replace("$$", ""), values["ExecStart"]
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
+    folder = tmp_path / "units"
+    folder.mkdir()
+    for file, text in units.items():
+        (folder / file).write_text(text)
+    done = subprocess.run([analyze, "verify", *(str(folder / n) for n in units)], capture_output=True, text=True)
+    assert done.returncode == 0 and "specifier" not in done.stderr.lower(), done.stderr
