@@ -61,6 +61,8 @@ _PATCHSET_REVIEW = {
     "landed-upstream": "landed upstream: candidate to delete from the catalogue",
     "unconfirmed": "only advisory invariants fail: its presence is not confirmed",
 }
+# A patch-set the fork branch does not carry: replay says so, or only verify ran and said so.
+_NOT_CARRIED = frozenset({"not-carried", "verify:not-carried"})
 _GATE_NOT_GREEN = frozenset({"failed", "incomplete", "error"})
 # Worst first: a tier takes the status of its worst gate.
 _SEVERITY = ("error", "failed", "incomplete", "skipped", "cached", "passed")
@@ -487,6 +489,8 @@ def remaining(
         n = len(integration.unresolved)
         items.append(RemainingItem(kind="conflict", text=f"{n} conflicted file{'s' * (n != 1)} unresolved"))
     for p in integration.patchsets:
+        if _NOT_CARRIED & {p.status, p.verify_status}:
+            continue  # the branch does not carry the feature: nothing of it can be lost in this merge
         if p.status in _PATCHSET_REVIEW:
             items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
         elif p.violated:
