@@ -474,6 +474,21 @@ def commands(validation: ValidationView) -> tuple[CommandView, ...]:
     return tuple(c for c in found if not (c.text in seen or seen.add(c.text)))  # type: ignore[func-returns-value]
 
 
+def _patchset_items(integration: IntegrationView) -> list[RemainingItem]:
+    """The patch-sets a person must act on; a patch-set the branch does not carry is never one."""
+    items = []
+    for p in integration.patchsets:
+        if _NOT_CARRIED & {p.status, p.verify_status}:
+            continue  # the branch does not carry the feature: nothing of it can be lost in this merge
+        if p.status in _PATCHSET_REVIEW:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
+        elif p.violated:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
+    if not integration.patchsets_ran:
+        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
+    return items
+
+
 def remaining(
     phases: tuple[PhaseView, ...], merge: MergeView | None, integration: IntegrationView, validation: ValidationView
 ) -> tuple[RemainingItem, ...]:
@@ -488,15 +503,7 @@ def remaining(
     elif integration.unresolved:
         n = len(integration.unresolved)
         items.append(RemainingItem(kind="conflict", text=f"{n} conflicted file{'s' * (n != 1)} unresolved"))
-    for p in integration.patchsets:
-        if _NOT_CARRIED & {p.status, p.verify_status}:
-            continue  # the branch does not carry the feature: nothing of it can be lost in this merge
-        if p.status in _PATCHSET_REVIEW:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
-        elif p.violated:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
-    if not integration.patchsets_ran:
-        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
+    items.extend(_patchset_items(integration))
     build = validation.build
     if build is None:
         items.append(RemainingItem(kind="build", text="native build: not run"))
