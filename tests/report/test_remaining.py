@@ -17,7 +17,7 @@ def _items(*patchsets: PatchsetView) -> list[str]:
     ("status", "verify_status"),
     [("not-carried", "not-carried"), ("not-carried", ""), ("verify:not-carried", "not-carried")],
 )
-def test_a_not_carried_patch_set_is_never_a_blocker_whatever_its_invariants_say(status: str, verify_status: str) -> None:
+def test_a_not_carried_patch_set_is_never_a_blocker(status: str, verify_status: str) -> None:
     # A branch that does not carry a feature fails every invariant of it: that is not a loss in this merge.
     uncarried = PatchsetView(id="sm120-kernels", status=status, verify_status=verify_status, violated=3)
     assert _items(uncarried) == []
