@@ -198,6 +198,27 @@ def test_ruff_violations_are_read_from_its_json_report(upstream_and_fork: tuple[
     assert len(json.loads(report.read_text())) == len(ruff.failures)
 
 
+def test_ruff_findings_come_worst_first_so_the_headline_is_real_breakage() -> None:
+    from ds4sync.gates.kinds.static_kind import ruff_failures
+
+    def violation(code: str | None, row: int) -> dict:
+        return {"code": code, "message": "m", "filename": "/r/a.py", "location": {"row": row, "column": 1}}
+
+    order = ["I001", "E501", "F401", "B006", "F821", None, "UP006", "F811", "E999"]
+    found = ruff_failures(json.dumps([violation(c, i) for i, c in enumerate(order)]), root="/r")
+    assert [f.message.split()[0] for f in found] == [
+        "F821",
+        "syntax-error",
+        "E999",
+        "F401",
+        "F811",
+        "B006",
+        "I001",
+        "E501",
+        "UP006",
+    ]
+
+
 def test_an_unreadable_ruff_report_is_an_error() -> None:
     from ds4sync.gates.kinds.static_kind import ruff_failures
 

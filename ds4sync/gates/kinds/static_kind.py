@@ -227,7 +227,8 @@ def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
 
 
 def ruff_failures(text: str, *, root: str) -> tuple[TestFailure, ...]:
-    """One failure per violation in ruff's ``--output-format json`` report (``path:line:col``, ``CODE message``).
+    """One failure per violation in ruff's ``--output-format json`` report (``path:line:col``, ``CODE message``),
+    the most severe first (undefined names before import order: see :data:`_SEVERITY_PREFIXES`).
 
     Raises:
         ValueError: the text is not ruff's JSON (a list of violations with filename and location).
@@ -245,7 +246,25 @@ def ruff_failures(text: str, *, root: str) -> tuple[TestFailure, ...]:
         where = f"{path}:{item['location'].get('row', 0)}:{item['location'].get('column', 0)}"
         code = item.get("code") or "syntax-error"
         found.append(TestFailure(node_id=where, message=f"{code} {item.get('message', '')}".strip()))
-    return tuple(found)
+    return tuple(sorted(found, key=lambda f: _severity(f.message.split(" ", 1)[0])))
+
+
+#: ruff codes by how surely they mean broken code, worst first: syntax errors and undefined names break at import
+#: or call time (E9, F821-F823, F63/F7 misuse); then the other pyflakes findings;
+#: then bug-prone patterns; style (E/W), import order (I) and upgrades (UP) last. A headline shows the worst.
+_SEVERITY_PREFIXES = (
+    ("syntax-error", "E9", "F82", "F63", "F7"),
+    ("F",),
+    ("B", "PLE", "RUF"),
+)
+
+
+def _severity(code: str) -> int:
+    """0 for the worst ruff codes, rising to style; the sort is stable, so ruff's own order holds within a rank."""
+    for rank, prefixes in enumerate(_SEVERITY_PREFIXES):
+        if code.startswith(prefixes):
+            return rank
+    return len(_SEVERITY_PREFIXES)
 
 
 def _unformatted(output: str) -> tuple[TestFailure, ...]:
