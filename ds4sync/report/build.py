@@ -224,7 +224,9 @@ def patchset_views(replay: ReplayResult | None, verify: VerifyResult | None) -> 
         entry, check = entries.get(pid), checks.get(pid)
         results = check.invariants if check else (entry.invariants if entry else ())
         invariants = tuple(
-            InvariantView(id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail)
+            InvariantView(
+                id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail, since=r.since
+            )
             for r in results
         )
         views.append(

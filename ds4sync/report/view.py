@@ -122,6 +122,8 @@ class InvariantView(View):
 
     ``status``: holds, violated or deferred (a test run by the gate phase); an advisory
     violation is ``violated`` with ``severity`` advisory: it never counts as holding.
+    ``since``: for a violation, ``lost in this merge`` or ``already failing before it`` (the
+    same invariant on the fork head before the merge); empty when verify had no baseline.
     """
 
     id: str
@@ -129,6 +131,7 @@ class InvariantView(View):
     severity: str
     status: str
     detail: str = ""
+    since: str = ""
 
 
 class PatchsetView(View):
