@@ -19,6 +19,7 @@ from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
+from ds4sync.merge.kept import with_review_facts
 from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
@@ -268,6 +269,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         sha = wt.head()
         remerged = tuple(repo.remerge_diff_paths(sha))
         summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+        summary = with_review_facts(repo, summary, sha)
         return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
     cache = rerere_cache(ctx)
     ids = wt.merge_rr()
@@ -299,6 +301,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
     summary = summary.model_copy(update={"merge_commit": sha, "remerge_diff_paths": remerged})
+    summary = with_review_facts(repo, summary, sha)
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 

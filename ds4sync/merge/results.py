@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ds4sync.core.mergetree import MARKER_KINDS
 
 Resolution = Literal["recorded", "rule", "person", "unresolved"]
+#: What a committed resolution kept (:func:`ds4sync.merge.kept.sides_kept`).
+Kept = Literal["ours", "theirs", "both", "new text", "deleted"]
 
 
 class ConflictEntry(BaseModel):
@@ -27,7 +29,9 @@ class ConflictEntry(BaseModel):
     (``<hash>`` or ``<hash>.<variant>``); ``stored_as`` the shared-store entry a person's
     resolution was recorded to. ``replayed_blob``: the blob a replay staged (``recorded``);
     ``replay_changed``: ``edited`` or ``deleted`` when a person then changed that replay before
-    the commit (the resolution is then the person's). ``in_index``: False for a conflict git reports only in
+    the commit (the resolution is then the person's). ``kept``: after the commit, what the resolution kept:
+    the fork's side (``ours``), upstream's (``theirs``), ``both``, ``new text`` or the file ``deleted``
+    (from the blobs; see :func:`ds4sync.merge.kept.sides_kept`). ``in_index``: False for a conflict git reports only in
     its messages (nothing in ``git ls-files -u``; a person must look). ``eol_only``: the
     sides differ only in line endings;
     ``hint`` says what git needs from a person for this kind.
@@ -49,6 +53,7 @@ class ConflictEntry(BaseModel):
     stored_as: str | None = None
     replayed_blob: str | None = None
     replay_changed: Literal["edited", "deleted"] | None = None
+    kept: Kept | None = None
 
     @property
     def has_markers_kind(self) -> bool:
@@ -64,6 +69,8 @@ class Overlap(BaseModel):
     identically, or one side only moved, needs no merge and is not one). Lines are added
     plus deleted since the merge-base on each side, renames followed (``path`` is where
     the merge puts the file; ``base_path`` where it was at the merge-base, when renamed).
+    ``equals_upstream``: after the commit, the merged file is exactly upstream's (the fork's change
+    was a cherry-pick of upstream's, or upstream's superseded it): nothing of the fork's is left to read.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,6 +79,7 @@ class Overlap(BaseModel):
     upstream_lines: int
     fork_lines: int
     base_path: str | None = None
+    equals_upstream: bool = False
 
 
 class MergeSummary(BaseModel):
@@ -128,6 +136,7 @@ class MergeSummary(BaseModel):
                 | ({"eol_only": True} if c.eol_only else {})
                 | ({"store_entry": c.store_entry} if c.store_entry else {})
                 | ({"hint": c.hint} if c.hint else {})
+                | ({"kept": c.kept} if c.kept else {})
                 for c in self.conflicts
             ],
             "overlaps": [o.model_dump(exclude_none=True) for o in self.overlaps],

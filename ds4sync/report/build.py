@@ -154,6 +154,7 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
             stored_as=c.stored_as,
             store_entry=c.store_entry,
             replay_changed=c.replay_changed,
+            kept=c.kept,
         )
         for c in summary.conflicts
     )
@@ -167,7 +168,13 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
         conflict_kinds=tally(c.kind for c in conflicts),
         resolutions=tally(c.resolution for c in conflicts),
         overlaps=tuple(
-            OverlapView(path=o.path, upstream_lines=o.upstream_lines, fork_lines=o.fork_lines) for o in summary.overlaps
+            OverlapView(
+                path=o.path,
+                upstream_lines=o.upstream_lines,
+                fork_lines=o.fork_lines,
+                equals_upstream=o.equals_upstream,
+            )
+            for o in summary.overlaps
         ),
         remerge_diff_paths=summary.remerge_diff_paths,
     )

@@ -92,14 +92,19 @@ class ConflictView(View):
     stored_as: str | None = None
     store_entry: str | None = None
     replay_changed: str | None = None
+    kept: str | None = None
 
 
 class OverlapView(View):
-    """A semantic overlap: both sides changed the file, git merged it cleanly; lines added+deleted."""
+    """A semantic overlap: both sides changed the file, git merged it cleanly; lines added+deleted.
+
+    ``equals_upstream``: the merged file is exactly upstream's (a cherry-pick): folded in the report.
+    """
 
     path: str
     upstream_lines: int
     fork_lines: int
+    equals_upstream: bool = False
 
 
 class MergeView(View):
