@@ -336,3 +336,12 @@ def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
     assert f"`{keep}`" in err and f"`git branch -D {branch}`" in err
     pair.fork.repo.git.branch("-m", branch, f"{branch}-{run_id}")  # the fix, as printed
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0
+
+
+def test_tables_sent_to_a_pipe_keep_every_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Output to a pipe or file has no width: a long path in a table stays whole (rich assumes 80 columns)."""
+    deep = "vllm/model_executor/layers/fused_moe/deepseek_v4_sm120_sparse_attention_decode_kernels_registry.py"
+    pair = make_pair(tmp_path, {deep: lines("a")}, [{deep: lines("upstream")}], [{deep: lines("fork")}])
+    (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump({"fork": {"branch": BRANCH}}))
+    code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo))
+    assert code == 0 and deep in out, out

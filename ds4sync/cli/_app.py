@@ -50,6 +50,10 @@ patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list,
 app.add_typer(patches_app, name="patches")
 
 
+#: Columns of output that goes to a pipe or file: tables size to their content (rich never pads them out).
+_UNBOUNDED_WIDTH = 4096
+
+
 class _LazyConsole:
     """A ``rich.console.Console`` writing to ``file``, made on first use.
 
@@ -74,7 +78,11 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(file=self.file, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+            console = Console(file=self.file, highlight=False, soft_wrap=True)  # type: ignore[arg-type]
+            if not console.is_terminal and "COLUMNS" not in os.environ:
+                # A pipe or a file has no width; rich would assume 80 and cut every table's cells to fit.
+                console.width = _UNBOUNDED_WIDTH
+            self._console = console
         return self._console
 
 
