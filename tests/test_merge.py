@@ -134,17 +134,36 @@ def test_merge_never_touches_fork_branch_or_checkout(tmp_path: Path, capsys: pyt
 
 
 def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = {"keep/a.py": lines("a"), "take/b.py": lines("b"), "both/c.txt": lines("c"), "gone/d.py": lines("d")}
+    base = {
+        "keep/a.py": lines("a"),
+        "take/b.py": lines("b"),
+        "both/c.txt": lines("c"),
+        "gone/d.py": lines("d"),
+        "picked.py": lines("1", "2", "3", "4", "5", "6", "7", "8"),
+        "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8"),
+    }
     pair = make_pair(
         tmp_path,
         base,
-        [{"keep/a.py": lines("a up"), "take/b.py": lines("b up"), "both/c.txt": lines("c up"), "gone/d.py": None}],
+        [
+            {
+                "keep/a.py": lines("a up"),
+                "take/b.py": lines("b up"),
+                "both/c.txt": lines("c up"),
+                "gone/d.py": None,
+                "picked.py": lines("1 fix", "2", "3", "4", "5", "6", "7", "8 later"),
+                "overlap.py": lines("1 up", "2", "3", "4", "5", "6", "7", "8"),
+            }
+        ],
         [
             {
                 "keep/a.py": lines("a fork"),
                 "take/b.py": lines("b fork"),
                 "both/c.txt": lines("c fork"),
                 "gone/d.py": lines("d fork"),
+                # the fork cherry-picked upstream's first fix; upstream then changed more
+                "picked.py": lines("1 fix", "2", "3", "4", "5", "6", "7", "8"),
+                "overlap.py": lines("1", "2", "3", "4", "5", "6", "7", "8 fork"),
             }
         ],
     )
@@ -175,6 +194,11 @@ def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert merged.tree["both/c.txt"].data_stream.read().decode() == lines("c fork", "c up")
     assert "gone/d.py" not in {b.path for b in merged.tree.traverse()}
     assert set(data["remerge_diff_paths"]) == {"keep/a.py", "take/b.py", "both/c.txt", "gone/d.py"}
+    # what each resolution kept, read from the blobs of the merge commit
+    kept = {c["path"]: c["kept"] for c in data["conflicts"]}
+    assert kept == {"keep/a.py": "ours", "take/b.py": "theirs", "both/c.txt": "both", "gone/d.py": "deleted"}
+    folded = {o["path"]: o["equals_upstream"] for o in data["overlaps"]}
+    assert folded == {"picked.py": True, "overlap.py": False}
 
 
 def test_person_resolution_is_recorded_and_replayed_in_a_fresh_clone(
@@ -312,3 +336,12 @@ def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
     assert f"`{keep}`" in err and f"`git branch -D {branch}`" in err
     pair.fork.repo.git.branch("-m", branch, f"{branch}-{run_id}")  # the fix, as printed
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0
+
+
+def test_tables_sent_to_a_pipe_keep_every_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Output to a pipe or file has no width: a long path in a table stays whole (rich assumes 80 columns)."""
+    deep = "vllm/model_executor/layers/fused_moe/deepseek_v4_sm120_sparse_attention_decode_kernels_registry.py"
+    pair = make_pair(tmp_path, {deep: lines("a")}, [{deep: lines("upstream")}], [{deep: lines("fork")}])
+    (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump({"fork": {"branch": BRANCH}}))
+    code, out, _ = run_cli(capsys, "plan", "upstream/main", "--repo", str(pair.repo))
+    assert code == 0 and deep in out, out

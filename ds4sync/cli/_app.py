@@ -50,6 +50,10 @@ patches_app = typer.Typer(no_args_is_help=True, help="Semantic patch-sets: list,
 app.add_typer(patches_app, name="patches")
 
 
+#: Columns of output that goes to a pipe or file: tables size to their content (rich never pads them out).
+_UNBOUNDED_WIDTH = 4096
+
+
 class _LazyConsole:
     """A ``rich.console.Console`` writing to ``file``, made on first use.
 
@@ -76,12 +80,16 @@ class _LazyConsole:
 
             # No markup: what is printed holds untrusted text (build tails, gate output, paths) where a
             # `[/usr/include/x.h]` would be a closing tag and `[redacted]` a style; styles go in as rich Text.
-            self._console = Console(
+            console = Console(
                 file=self.file,  # type: ignore[arg-type]
                 highlight=False,
                 soft_wrap=True,
                 markup=False,
             )
+            if not console.is_terminal and "COLUMNS" not in os.environ:
+                # A pipe or a file has no width; rich would assume 80 and cut every table's cells to fit.
+                console.width = _UNBOUNDED_WIDTH
+            self._console = console
         return self._console
 
 

@@ -20,6 +20,14 @@ def export(
     github_actions: Annotated[bool, typer.Option("--github-actions", help="A GitHub Actions workflow.")] = False,
     tiers: Annotated[list[Tier] | None, typer.Option("--tier", help="Tiers to export (default: gates.tiers).")] = None,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write here instead of standard output.")] = None,
+    install: Annotated[
+        str | None,
+        typer.Option(
+            "--install",
+            help="The pip requirement each job installs ds4sync from (default: the git commit this ds4sync was "
+            "installed from).",
+        ),
+    ] = None,
     repo: RepoOpt = Path("."),
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
@@ -28,7 +36,7 @@ def export(
 ) -> None:
     """One CI step per gate, each running `ds4sync gate --tier T --gate NAME --json`, with queues, paths, timeouts."""
     from ds4sync.core.files import write_output
-    from ds4sync.gates.ciexport import buildkite_pipeline, github_actions_workflow
+    from ds4sync.gates.ciexport import buildkite_pipeline, github_actions_workflow, install_spec
     from ds4sync.gates.tiers import load_tier
 
     if buildkite == github_actions:
@@ -38,8 +46,11 @@ def export(
     if not names:
         fail("no tiers to export: pass --tier or set gates.tiers in ds4sync.yaml")
     gates = [gate for tier in names for gate in load_tier(ws.profile, tier)]
+    spec = install_spec(install)
     text = (
-        buildkite_pipeline(gates) if buildkite else github_actions_workflow(gates, base_branch=ws.config.upstream.ref)
+        buildkite_pipeline(gates, install=spec)
+        if buildkite
+        else github_actions_workflow(gates, install=spec, base_branch=ws.config.upstream.ref)
     )
     if out_file is not None:
         write_output(out_file, text)

@@ -1013,6 +1013,20 @@ class GitRepo(PatchVerbs):
             pos += size + 1
         return found
 
+    def blob_ids(self, rev: str, paths: Iterable[str]) -> dict[str, str]:
+        """``{path: blob oid}`` of ``paths`` in ``rev``'s tree (``ls-tree -z``); a path absent there is left out."""
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return {}
+        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", rev, *_literal(wanted), strip=False)[1]
+        found: dict[str, str] = {}
+        for entry in out.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob" and path in wanted:
+                found[path] = parts[2]
+        return found
+
     def stage_resolved(self, path: str) -> None:
         """Stage a path a person resolved: add it, or record its deletion when it is gone."""
         if (self.path / path).exists() or (self.path / path).is_symlink():

@@ -16,9 +16,14 @@ JSON (uploaded with the JUnit XML as artefacts) can be read back with ``ds4sync 
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
 
+from ds4sync.core.errors import ConfigError
 from ds4sync.gates.definition import Gate
 
 SETUP_MINUTES = 5
@@ -32,6 +37,36 @@ def gate_command(gate: Gate, *, changed_since: str | None = None) -> str:
     return (
         f"mkdir -p {ARTEFACTS} && ds4sync gate --tier {gate.tier} --gate {gate.name}{since} --json "
         f"--state-dir {ARTEFACTS}/state > {result}"
+    )
+
+
+def install_spec(explicit: str | None = None, *, direct_url: Mapping[str, Any] | None = None) -> str:
+    """The pip requirement a CI job installs ds4sync from: ``explicit``, else the source this ds4sync came from.
+
+    ``direct_url`` is pip's record of where the running ds4sync was installed from (PEP 610 ``direct_url.json``;
+    read from the installed distribution when not given). A VCS install pins that repository and commit. ds4sync
+    is not on the package index, so a plain ``pip install ds4sync`` would install nothing, or someone else's package.
+
+    Raises:
+        ConfigError: no ``explicit`` spec and the running ds4sync came from a local folder or an unknown source,
+            which a CI machine cannot reach.
+    """
+    if explicit:
+        return explicit
+    if direct_url is None:
+        try:
+            text = metadata.distribution("ds4sync").read_text("direct_url.json")
+        except metadata.PackageNotFoundError:
+            text = None
+        direct_url = json.loads(text) if text else {}
+    vcs = direct_url.get("vcs_info") or {}
+    url = str(direct_url.get("url", ""))
+    if vcs.get("vcs") == "git" and url and vcs.get("commit_id"):
+        return f"ds4sync @ git+{url}@{vcs['commit_id']}"
+    raise ConfigError(
+        "cannot tell where CI should install ds4sync from (this ds4sync was installed from a local folder)",
+        where="ci export",
+        fix="pass --install 'ds4sync @ git+https://<host>/<owner>/ds4sync@<commit>'",
     )
 
 
@@ -57,8 +92,8 @@ def _minutes(gate: Gate) -> int:
     return math.ceil(gate.definition.timeout / 60) + SETUP_MINUTES
 
 
-def buildkite_pipeline(gates: Sequence[Gate]) -> str:
-    """The pipeline YAML for Buildkite (built with the Buildkite SDK's models)."""
+def buildkite_pipeline(gates: Sequence[Gate], *, install: str) -> str:
+    """The pipeline YAML for Buildkite (built with the Buildkite SDK's models); each step installs ``install``."""
     from buildkite_sdk import CommandStep, IfChangedObject, Pipeline
 
     pipeline = Pipeline()
@@ -68,7 +103,7 @@ def buildkite_pipeline(gates: Sequence[Gate]) -> str:
         step = CommandStep(
             label=f":test_tube: {gate.tier} / {gate.name}",
             key=f"{gate.tier}-{gate.name}".replace(".", "-"),
-            command=gate_command(gate),
+            command=f"python -m pip install {shlex.quote(install)} && {gate_command(gate)}",
             agents={"queue": queue},
             timeout_in_minutes=_minutes(gate),
             artifact_paths=[f"{ARTEFACTS}/*.json", f"{ARTEFACTS}/state/gate-logs/**/*"],
@@ -79,8 +114,8 @@ def buildkite_pipeline(gates: Sequence[Gate]) -> str:
     return str(pipeline.to_yaml())
 
 
-def github_actions_workflow(gates: Sequence[Gate], *, base_branch: str = "main") -> str:
-    """The workflow YAML for GitHub Actions (one job per gate)."""
+def github_actions_workflow(gates: Sequence[Gate], *, install: str, base_branch: str = "main") -> str:
+    """The workflow YAML for GitHub Actions (one job per gate, each installing ``install``)."""
     import yaml
 
     paths = sorted({glob for gate in gates for glob in trigger_globs(gate)[0]})
@@ -99,7 +134,7 @@ def github_actions_workflow(gates: Sequence[Gate], *, base_branch: str = "main")
             "steps": [
                 {"uses": "actions/checkout@v4", "with": {"fetch-depth": 0}},
                 {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}},
-                {"name": "install ds4sync", "run": "python -m pip install ds4sync"},
+                {"name": "install ds4sync", "run": f"python -m pip install {shlex.quote(install)}"},
                 {
                     "name": f"gate {gate.name}",
                     "run": gate_command(gate, changed_since=f"origin/{base_branch}"),

@@ -75,9 +75,10 @@ class GateEvent:
 Progress = Callable[[GateEvent], None]
 
 
-def resolve_python(explicit: str | None, target: Path, fork: Path) -> str:
-    """The target environment's interpreter: ``explicit``, else ``<checkout>/.venv/bin/python``,
-    else the fork checkout's, else the python running ds4sync.
+def resolve_python(explicit: str | None, target: Path, fork: Path, *, built: str | None = None) -> str:
+    """The target environment's interpreter: ``explicit``, else ``built`` (the interpreter of the venv this
+    run's build made, when it exists), else ``<checkout>/.venv/bin/python``, else the fork checkout's, else the
+    python running ds4sync.
 
     Raises:
         ToolMissingError: ``explicit`` names no existing program.
@@ -92,6 +93,8 @@ def resolve_python(explicit: str | None, target: Path, fork: Path) -> str:
                 fix="point it at the target environment's interpreter",
             )
         return found
+    if built and Path(built).exists():
+        return built
     for root in (target, fork):
         candidate = root / ".venv" / "bin" / "python"
         if candidate.exists():
@@ -232,7 +235,9 @@ def _run_tier(
         patterns=settings.run_all_patterns,
         excludes=settings.run_all_exclude_patterns,
     )
-    python = resolve_python(options.python or settings.python, target, ws.repo.path)
+    build = record.results.build if record else None
+    built = build.python if build is not None and build.status == "passed" else None
+    python = resolve_python(options.python or settings.python, target, ws.repo.path, built=built)
     fingerprint = environment_fingerprint(python)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     log_dir = (

@@ -22,6 +22,7 @@ from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
 from ds4sync.core.words import many
 from ds4sync.merge import markers
+from ds4sync.merge.kept import with_review_facts
 from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
@@ -310,7 +311,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
             wt.run("merge", "--quit")
         sha = wt.head()
         remerged = tuple(repo.remerge_diff_paths(sha))
-        summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
+        summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
         return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
     cache = rerere_cache(ctx)
     ids = wt.merge_rr()
@@ -342,7 +343,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     sha = wt.commit(message, point="merge-commit")
     fault.point("commit.after-commit")
     remerged = tuple(repo.remerge_diff_paths(sha))
-    summary = updated(summary, merge_commit=sha, remerge_diff_paths=remerged)
+    summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
 

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ds4sync.core.mergetree import MARKER_KINDS
 
 Resolution = Literal["recorded", "rule", "person", "unresolved"]
+#: What a committed resolution kept (:func:`ds4sync.merge.kept.sides_kept`).
+Kept = Literal["ours", "theirs", "both", "new text", "deleted"]
 
 
 class ConflictEntry(BaseModel):
@@ -28,9 +30,11 @@ class ConflictEntry(BaseModel):
     resolution was recorded to. ``replayed_blob``: the blob a replay staged (``recorded``);
     ``replay_changed``: ``edited`` or ``deleted`` when a person then changed that replay before
     the commit (the resolution is then the person's). ``markers_accepted``: paths of this conflict the
-    person accepted holding a whole conflict hunk on purpose (``resume --accept-markers``). ``in_index``:
-    False for a conflict git reports only in its messages (nothing in ``git ls-files -u``; a person must
-    look). ``eol_only``: the sides differ only in line endings;
+    person accepted holding a whole conflict hunk on purpose (``resume --accept-markers``). ``kept``: after
+    the commit, what the resolution kept: the fork's side (``ours``), upstream's (``theirs``), ``both``,
+    ``new text`` or the file ``deleted`` (from the blobs; see :func:`ds4sync.merge.kept.sides_kept`).
+    ``in_index``: False for a conflict git reports only in its messages (nothing in ``git ls-files -u``; a
+    person must look). ``eol_only``: the sides differ only in line endings;
     ``hint`` says what git needs from a person for this kind.
     """
 
@@ -51,6 +55,7 @@ class ConflictEntry(BaseModel):
     replayed_blob: str | None = None
     replay_changed: Literal["edited", "deleted"] | None = None
     markers_accepted: tuple[str, ...] = ()
+    kept: Kept | None = None
 
     @property
     def has_markers_kind(self) -> bool:
@@ -66,6 +71,8 @@ class Overlap(BaseModel):
     identically, or one side only moved, needs no merge and is not one). Lines are added
     plus deleted since the merge-base on each side, renames followed (``path`` is where
     the merge puts the file; ``base_path`` where it was at the merge-base, when renamed).
+    ``equals_upstream``: after the commit, the merged file is exactly upstream's (the fork's change
+    was a cherry-pick of upstream's, or upstream's superseded it): nothing of the fork's is left to read.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -74,6 +81,7 @@ class Overlap(BaseModel):
     upstream_lines: int
     fork_lines: int
     base_path: str | None = None
+    equals_upstream: bool = False
 
 
 class MergeSummary(BaseModel):
@@ -130,6 +138,7 @@ class MergeSummary(BaseModel):
                 | ({"eol_only": True} if c.eol_only else {})
                 | ({"store_entry": c.store_entry} if c.store_entry else {})
                 | ({"hint": c.hint} if c.hint else {})
+                | ({"kept": c.kept} if c.kept else {})
                 for c in self.conflicts
             ],
             "overlaps": [o.model_dump(exclude_none=True) for o in self.overlaps],

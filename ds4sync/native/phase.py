@@ -8,11 +8,11 @@ under ``<state>/builds/<stamp>-<profile>/``.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ToolMissingError
@@ -110,15 +110,16 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
     manifest = resolve_manifest(ctx.ws, profile)
     ctx.progress(f"build: profile '{name}' in {ctx.record.worktree}")
     try:
-        result = run_build(
-            Path(ctx.record.worktree),
-            profile,
-            manifest=manifest,
-            profile_name=name,
-            repo=ctx.ws.repo.path,
-            work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build",
-            progress=step_progress(ctx.progress),
-        )
+        with step_progress(ctx.progress) as progress:
+            result = run_build(
+                Path(ctx.record.worktree),
+                profile,
+                manifest=manifest,
+                profile_name=name,
+                repo=ctx.ws.repo.path,
+                work_dir=ctx.ws.store.run_dir(ctx.record.run_id) / "build",
+                progress=progress,
+            )
     except ToolMissingError as exc:
         return PhaseOutcome(
             "failed",
@@ -128,25 +129,60 @@ def build_phase(ctx: RunContext) -> PhaseOutcome:
     return outcome_of(result)
 
 
-def step_progress(say: Callable[[str], None], *, every_s: float = 15.0) -> Progress:
-    """A build progress callback that tells ``say`` each new step, then every ``every_s`` seconds within one.
+class StepProgress:
+    """A build progress callback that tells ``say`` each new step, then every ``every_s`` seconds within one,
+    whether or not the step prints: a silent compile still gets its line (a clock thread, while entered).
 
-    The driver calls back on every output line; a person reading a log of progress lines needs
-    the step, how long it has run, and the last line, not every line.
+    The driver calls back on every output line; a person reading a log of progress lines needs the step, how
+    long it has run, and the last line, not every line. Use it as a context manager around the build.
     """
-    state: dict[str, Any] = {"step": None, "start": 0.0, "said": 0.0}
 
-    def update(step: str, line: str) -> None:
+    def __init__(self, say: Callable[[str], None], *, every_s: float = 15.0) -> None:
+        self.say, self.every_s = say, every_s
+        self.step: str | None = None
+        self.start = self.said = 0.0
+        self.last = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._clock: threading.Thread | None = None
+
+    def __call__(self, step: str, line: str) -> None:
         now = time.monotonic()
-        if step != state["step"]:
-            state.update(step=step, start=now, said=now)
-            say(f"build: {step}")
-        elif now - state["said"] >= every_s:
-            state["said"] = now
-            last = f": {line.strip()[:100]}" if line.strip() else ""
-            say(f"build: {step}, {now - state['start']:.0f} s{last}")
+        with self._lock:
+            if line.strip():
+                self.last = line.strip()[:100]
+            if step != self.step:
+                self.step, self.start, self.said, self.last = step, now, now, ""
+                self.say(f"build: {step}")
+                return
+        self._tick(now)
 
-    return update
+    def _tick(self, now: float) -> None:
+        with self._lock:
+            if self.step is None or now - self.said < self.every_s:
+                return
+            self.said = now
+            last = f": {self.last}" if self.last else ""
+            self.say(f"build: {self.step}, {now - self.start:.0f} s{last}")
+
+    def _run_clock(self) -> None:
+        while not self._stop.wait(min(1.0, self.every_s / 4)):
+            self._tick(time.monotonic())
+
+    def __enter__(self) -> StepProgress:
+        self._clock = threading.Thread(target=self._run_clock, name="ds4sync-build-progress", daemon=True)
+        self._clock.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._clock is not None:
+            self._clock.join()
+
+
+def step_progress(say: Callable[[str], None], *, every_s: float = 15.0) -> StepProgress:
+    """:class:`StepProgress` for ``say`` (enter it to have a line every ``every_s`` even from a silent step)."""
+    return StepProgress(say, every_s=every_s)
 
 
 def outcome_of(result: BuildResult) -> PhaseOutcome:

@@ -12,7 +12,14 @@ from pathlib import Path
 from ds4sync.core.model import updated
 from ds4sync.patchsets.invariants import evaluate, evaluate_one
 from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
-from ds4sync.patchsets.results import CarryScope, CheckReport, InvariantResult, PatchSetCheck, PatchSetStatus
+from ds4sync.patchsets.results import (
+    COUNTED,
+    CarryScope,
+    CheckReport,
+    InvariantResult,
+    PatchSetCheck,
+    PatchSetStatus,
+)
 from ds4sync.patchsets.tree import FolderTree, Tree
 
 
@@ -79,6 +86,35 @@ def not_carried(
                 why += f" ({cond.note})"
             out[ps.id] = why
     return out
+
+
+def with_baseline(report: CheckReport, patchsets: Sequence[PatchSet], before: Tree) -> CheckReport:
+    """``report`` with each violation of a counted patch-set also evaluated on ``before`` (the fork head).
+
+    Only violations are re-evaluated (what holds needs no baseline), so the cost is one
+    invariant per violation. The result's ``before`` says whether the merge lost the feature or
+    the fork head already lacked it; it does not change any status.
+    """
+    by_id = {ps.id: ps for ps in patchsets}
+    checks = []
+    for check in report.patchsets:
+        ps = by_id.get(check.id)
+        if ps is None or check.status not in COUNTED:
+            checks.append(check)
+            continue
+        invariants = dict(zip(ps.invariant_ids(), ps.invariants, strict=True))
+        results = tuple(
+            r.model_copy(update={"before": evaluate_one(before, invariants[r.invariant], **_named(r)).status})
+            if r.status == "violated" and r.invariant in invariants
+            else r
+            for r in check.invariants
+        )
+        checks.append(check.model_copy(update={"invariants": results}))
+    return report.model_copy(update={"patchsets": tuple(checks)})
+
+
+def _named(result: InvariantResult) -> dict[str, str]:
+    return {"patchset": result.patchset, "name": result.invariant}
 
 
 def check_tree(

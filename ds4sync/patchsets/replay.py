@@ -27,6 +27,7 @@ from ds4sync.patchsets.check import (
     drop_evidence,
     not_carried,
     status_of,
+    with_baseline,
 )
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
@@ -382,6 +383,7 @@ def verify(ctx: RunContext) -> PhaseOutcome:
         uncarried=uncarried,
         carry=scope,
     )
+    report = with_baseline(report, patchsets, CommitTree(ctx.ws.repo, ctx.record.fork.head_before))
     counts = report.counts()
     head, dirty = wt.head(), [line[3:] for line in wt.status_porcelain() if not line.startswith("??")]
     if not report.applicable:
@@ -423,8 +425,16 @@ def verify_message(counts: dict[str, int]) -> str:
         f"{counts['patchsets_advisory_violations']} with advisory violations"
         + (f" ({', '.join(apart)})" if apart else "")
         + f"; {counts['holds']} of {checked} invariants hold ({counts['violated']} violated, "
-        f"{counts['advisory']} advisory, {counts['deferred']} deferred to gates)"
+        f"{counts['advisory']} advisory, {counts['deferred']} deferred to gates)" + _baseline_note(counts)
     )
+
+
+def _baseline_note(counts: dict[str, int]) -> str:
+    """``"; 1 lost in this merge, 2 already failing before it"`` when a violation has a baseline."""
+    lost, before = counts.get("lost_in_merge", 0), counts.get("failing_before", 0)
+    if not (lost or before):
+        return ""
+    return f"; {lost} lost in this merge, {before} already failing before it"
 
 
 PATCHSET_PHASES = (Phase("replay", replay), Phase("verify", verify))

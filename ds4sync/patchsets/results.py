@@ -38,7 +38,9 @@ class InvariantResult(FrozenModel):
 
     ``status``: holds, violated, or deferred (a ``test`` invariant, run by the gate phase).
     ``detail``: one line of what was (not) found; ``evidence``: ``path:line: text`` of
-    matches, or the names a cross reference missed.
+    matches, or the names a cross reference missed. ``before``: the same invariant on the fork
+    head before the merge, for a violation verify found (None: not checked), so that a report
+    tells "lost in this merge" (``holds`` before) from "already failing before it" (``violated``).
     """
 
     patchset: str
@@ -49,15 +51,24 @@ class InvariantResult(FrozenModel):
     files: tuple[str, ...] = ()
     detail: str
     evidence: tuple[str, ...] = ()
+    before: InvariantStatus | None = None
 
     @property
     def blocking_violation(self) -> bool:
         """Whether this result fails a sync (violated and not advisory)."""
         return self.status == "violated" and self.severity == "blocking"
 
+    @property
+    def since(self) -> str:
+        """``lost in this merge``, ``already failing before it`` or ``""`` (no baseline) for a violation."""
+        if self.status != "violated" or self.before is None:
+            return ""
+        return "already failing before it" if self.before == "violated" else "lost in this merge"
+
     def line(self) -> str:
-        """``patch-set / invariant [kind]: detail`` for logs and error lists."""
-        return f"{self.patchset} / {self.invariant} [{self.kind}]: {self.detail}"
+        """``patch-set / invariant [kind]: detail`` (and the baseline) for logs and error lists."""
+        since = f" ({self.since})" if self.since else ""
+        return f"{self.patchset} / {self.invariant} [{self.kind}]: {self.detail}{since}"
 
 
 class PatchSetCheck(FrozenModel):
@@ -121,7 +132,9 @@ class CheckReport(FrozenModel):
         ``invariants`` = ``holds`` + ``violated`` + ``advisory`` + ``deferred`` + ``not_counted``:
         ``violated`` are blocking violations, ``advisory`` advisory ones (never holding),
         ``not_counted`` every result of a landed-upstream, not-carried or not-applicable
-        patch-set. ``patchsets`` is the number of patch-sets; ``patchsets_<status>`` (dashes
+        patch-set. ``lost_in_merge`` / ``failing_before``: blocking violations that held on the
+        fork head before the merge / that already failed there (see ``InvariantResult.before``).
+        ``patchsets`` is the number of patch-sets; ``patchsets_<status>`` (dashes
         as underscores) how many have each status.
         """
         results = [r for ps in self.patchsets for r in ps.invariants]
@@ -135,6 +148,8 @@ class CheckReport(FrozenModel):
             "advisory": sum(r.status == "violated" and r.severity == "advisory" for r in inside),
             "deferred": sum(r.status == "deferred" for r in inside),
             "not_counted": len(results) - len(inside),
+            "lost_in_merge": sum(r.blocking_violation and r.before == "holds" for r in inside),
+            "failing_before": sum(r.blocking_violation and r.before == "violated" for r in inside),
         }
         for status in PATCHSET_STATUSES:
             out[f"patchsets_{status.replace('-', '_')}"] = sum(ps.status == status for ps in self.patchsets)

@@ -62,6 +62,8 @@ _PATCHSET_REVIEW = {
     "landed-upstream": "landed upstream: candidate to delete from the catalogue",
     "unconfirmed": "only advisory invariants fail: its presence is not confirmed",
 }
+# A patch-set the fork branch does not carry: replay says so, or only verify ran and said so.
+_NOT_CARRIED = frozenset({"not-carried", "verify:not-carried"})
 _TOOLCHAIN_LABELS = {
     "python": "Python",
     "torch": "PyTorch",
@@ -150,6 +152,7 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
             stored_as=c.stored_as,
             store_entry=c.store_entry,
             replay_changed=c.replay_changed,
+            kept=c.kept,
         )
         for c in summary.conflicts
     )
@@ -163,7 +166,13 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
         conflict_kinds=tally(c.kind for c in conflicts),
         resolutions=tally(c.resolution for c in conflicts),
         overlaps=tuple(
-            OverlapView(path=o.path, upstream_lines=o.upstream_lines, fork_lines=o.fork_lines) for o in summary.overlaps
+            OverlapView(
+                path=o.path,
+                upstream_lines=o.upstream_lines,
+                fork_lines=o.fork_lines,
+                equals_upstream=o.equals_upstream,
+            )
+            for o in summary.overlaps
         ),
         remerge_diff_paths=summary.remerge_diff_paths,
     )
@@ -220,7 +229,9 @@ def patchset_views(replay: ReplayResult | None, verify: VerifyResult | None) -> 
         entry, check = entries.get(pid), checks.get(pid)
         results = check.invariants if check else (entry.invariants if entry else ())
         invariants = tuple(
-            InvariantView(id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail)
+            InvariantView(
+                id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail, since=r.since
+            )
             for r in results
         )
         views.append(
@@ -469,6 +480,21 @@ def commands(validation: ValidationView) -> tuple[CommandView, ...]:
     return tuple(c for c in found if not (c.text in seen or seen.add(c.text)))  # type: ignore[func-returns-value]
 
 
+def _patchset_items(integration: IntegrationView) -> list[RemainingItem]:
+    """The patch-sets a person must act on; a patch-set the branch does not carry is never one."""
+    items = []
+    for p in integration.patchsets:
+        if _NOT_CARRIED & {p.status, p.verify_status}:
+            continue  # the branch does not carry the feature: nothing of it can be lost in this merge
+        if p.status in _PATCHSET_REVIEW:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
+        elif p.violated:
+            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
+    if not integration.patchsets_ran:
+        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
+    return items
+
+
 def remaining(
     phases: tuple[PhaseView, ...], merge: MergeView | None, integration: IntegrationView, validation: ValidationView
 ) -> tuple[RemainingItem, ...]:
@@ -483,13 +509,7 @@ def remaining(
     elif integration.unresolved:
         n = len(integration.unresolved)
         items.append(RemainingItem(kind="conflict", text=f"{n} conflicted file{'s' * (n != 1)} unresolved"))
-    for p in integration.patchsets:
-        if p.status in _PATCHSET_REVIEW:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
-        elif p.violated:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
-    if not integration.patchsets_ran:
-        items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
+    items.extend(_patchset_items(integration))
     build = validation.build
     if build is None:
         items.append(RemainingItem(kind="build", text="native build: not run"))

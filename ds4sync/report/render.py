@@ -8,7 +8,9 @@ filters below (which hold the only formatting constants).
 from __future__ import annotations
 
 import json
+import re
 import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,9 +55,51 @@ def record_data(record: Any) -> dict[str, Any]:
     return record.model_dump(mode="json")
 
 
+def run_path_aliases(data: Mapping[str, Any]) -> dict[str, str]:
+    """``{absolute path: placeholder}`` for the folders of this run on the machine that ran it.
+
+    A report is read (and published) elsewhere: the run's worktree, its state folder, the fork checkout,
+    the profile and the build's venv are named by what they are (``<worktree>``...), never by where they lay.
+    """
+    results = data.get("results") or {}
+    build = results.get("build") or {}
+    named = (
+        (data.get("worktree"), "<worktree>"),
+        (build.get("venv"), "<build-venv>"),
+        (data.get("state_dir"), "<state>"),
+        (data.get("profile"), "<profile>"),
+        (data.get("repo"), "<repo>"),
+    )
+    return {str(path).rstrip("/"): alias for path, alias in named if isinstance(path, str) and path.startswith("/")}
+
+
+def _aliased(data: Any, aliases: Sequence[tuple[re.Pattern[str], str]]) -> Any:
+    if isinstance(data, str):
+        for pattern, alias in aliases:
+            data = pattern.sub(alias, data)
+        return data
+    if isinstance(data, Mapping):
+        return {k: _aliased(v, aliases) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_aliased(v, aliases) for v in data]
+    return data
+
+
+def relative_paths(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a record as JSON) with every run path replaced by its placeholder (:func:`run_path_aliases`).
+
+    Longest paths first, so that a worktree under the state folder is ``<worktree>``, not ``<state>/...``;
+    a path only matches whole (``/r/fork`` is not replaced inside ``/r/fork2``).
+    """
+    aliases = sorted(run_path_aliases(data).items(), key=lambda kv: -len(kv[0]))
+    patterns = [(re.compile(re.escape(path) + r"(?=/|\b|$)"), alias) for path, alias in aliases]
+    return _aliased(data, patterns) if patterns else data
+
+
 def report_view(record: Any, *, public: bool = False, notes: str | None = None) -> ReportView:
-    """The redacted view of ``record``: secrets always removed, private details too when ``public``."""
-    data = record_data(record)
+    """The redacted view of ``record``: secrets always removed, run paths as placeholders
+    (:func:`relative_paths`), private details too when ``public``."""
+    data = relative_paths(record_data(record))
     hosts = named_hosts(data) if public else set()
     clean = RunRecord.model_validate(redact_data(data, public=public, hosts=hosts))
     clean_notes = redact(notes, public=public, hosts=hosts) if notes else None

@@ -92,14 +92,19 @@ class ConflictView(View):
     stored_as: str | None = None
     store_entry: str | None = None
     replay_changed: str | None = None
+    kept: str | None = None
 
 
 class OverlapView(View):
-    """A semantic overlap: both sides changed the file, git merged it cleanly; lines added+deleted."""
+    """A semantic overlap: both sides changed the file, git merged it cleanly; lines added+deleted.
+
+    ``equals_upstream``: the merged file is exactly upstream's (a cherry-pick): folded in the report.
+    """
 
     path: str
     upstream_lines: int
     fork_lines: int
+    equals_upstream: bool = False
 
 
 class MergeView(View):
@@ -122,6 +127,8 @@ class InvariantView(View):
 
     ``status``: holds, violated or deferred (a test run by the gate phase); an advisory
     violation is ``violated`` with ``severity`` advisory: it never counts as holding.
+    ``since``: for a violation, ``lost in this merge`` or ``already failing before it`` (the
+    same invariant on the fork head before the merge); empty when verify had no baseline.
     """
 
     id: str
@@ -129,6 +136,7 @@ class InvariantView(View):
     severity: str
     status: str
     detail: str = ""
+    since: str = ""
 
 
 class PatchsetView(View):

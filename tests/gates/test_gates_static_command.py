@@ -84,6 +84,48 @@ def test_clean_delta_passes(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
     assert [g.status for g in result.gates] == ["passed", "passed", "passed"] and result
 
 
+def test_ruff_that_does_not_run_is_an_error_never_files_passed(
+    upstream_and_fork: tuple[RepoBuilder, str], tmp_path: Path
+) -> None:
+    """A target environment without ruff (a build's venv has no linters) must not count the delta as passing."""
+    import subprocess
+
+    repo, base = upstream_and_fork
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    result = run_tier(
+        workspace(repo),
+        TierOptions(
+            tier="static", python=str(bare / "bin" / "python"), changed_since=base, names=("ruff-check", "ruff-format")
+        ),
+    )
+    for gate in result.gates:
+        assert gate.status == "error" and gate.counts.passed == 0, gate
+        assert "ruff does not run as" in gate.reason and "No module named ruff" in gate.reason
+    assert not result
+
+
+@pytest.mark.parametrize("pin", ["0.0.1", "99.0"])
+def test_ruff_other_than_the_pinned_version_is_an_error(upstream_and_fork: tuple[RepoBuilder, str], pin: str) -> None:
+    repo, base = upstream_and_fork
+    write_gates(
+        repo,
+        "static",
+        f"gates:\n  - {{name: ruff-check, kind: static, run: {{check: ruff-check, ruff_version: '{pin}'}}}}\n",
+    )
+    gate = _run(repo, base).gates[0]
+    assert gate.status == "error" and f"where the profile pins {pin}" in gate.reason
+
+
+def test_ruff_gates_name_the_tool_and_version_they_ran(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    import subprocess
+
+    version = subprocess.run([PYTHON, "-m", "ruff", "--version"], capture_output=True, text=True).stdout.split()[1]
+    repo, base = upstream_and_fork
+    for gate in _run(repo, base, names=("ruff-check", "ruff-format")).gates:
+        assert gate.details["tool"] == f"ruff {version}" and gate.reason.startswith(f"ruff {version}: ")
+
+
 def test_delta_checks_need_a_base(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
     repo, _ = upstream_and_fork
     gate = _run(repo, None, names=("ruff-check",)).gates[0]
@@ -116,6 +158,13 @@ def test_python_default_is_the_checkouts_venv(builder: RepoBuilder, tmp_path: Pa
     venv_python.symlink_to(sys.executable)
     assert resolve_python(None, tmp_path, builder.path) == str(venv_python)
     assert resolve_python(None, builder.path, tmp_path) == str(venv_python)
+    # The venv this run's build made wins over the checkout's own; an explicit interpreter wins over both.
+    built = tmp_path / "build-venv" / "bin" / "python"
+    assert resolve_python(None, builder.path, builder.path, built=str(built)) == str(venv_python)  # not there yet
+    built.parent.mkdir(parents=True)
+    built.symlink_to(sys.executable)
+    assert resolve_python(None, builder.path, builder.path, built=str(built)) == str(built)
+    assert resolve_python(sys.executable, builder.path, builder.path, built=str(built)) == sys.executable
     write_gates(builder, "static", "gates: []\n")
 
 
@@ -147,6 +196,27 @@ def test_ruff_violations_are_read_from_its_json_report(upstream_and_fork: tuple[
     assert (ruff.counts.passed, ruff.counts.failed) == (3, 2)  # good, ugly, unused pass; odd:name, broken fail
     report = Path(ruff.log_path or "").with_suffix(".ruff.json")
     assert len(json.loads(report.read_text())) == len(ruff.failures)
+
+
+def test_ruff_findings_come_worst_first_so_the_headline_is_real_breakage() -> None:
+    from ds4sync.gates.kinds.static_kind import ruff_failures
+
+    def violation(code: str | None, row: int) -> dict:
+        return {"code": code, "message": "m", "filename": "/r/a.py", "location": {"row": row, "column": 1}}
+
+    order = ["I001", "E501", "F401", "B006", "F821", None, "UP006", "F811", "E999"]
+    found = ruff_failures(json.dumps([violation(c, i) for i, c in enumerate(order)]), root="/r")
+    assert [f.message.split()[0] for f in found] == [
+        "F821",
+        "syntax-error",
+        "E999",
+        "F401",
+        "F811",
+        "B006",
+        "I001",
+        "E501",
+        "UP006",
+    ]
 
 
 def test_an_unreadable_ruff_report_is_an_error() -> None:

@@ -201,3 +201,43 @@ def test_match_paths_double_star_matches_top_level(tmp_path: Path) -> None:
     tree = FolderTree(tmp_path)
     assert match_paths(tree, ["**/*.py"]) == ["a.py", "x/b.py", "x/y/c.py"]
     assert match_paths(tree, ["x/*.py"]) == ["x/b.py"]
+
+
+@pytest.mark.parametrize(
+    ("before_text", "after_text", "status", "since"),
+    [
+        ("HOOK = 1\n", "", "violated", "lost in this merge"),  # held on the fork head, gone after the merge
+        ("", "", "violated", "already failing before it"),  # the fork head never had it
+        ("HOOK = 1\n", "HOOK = 1\n", "holds", ""),  # no violation: no baseline is taken
+    ],
+)
+def test_verify_baseline_tells_lost_in_this_merge_from_already_failing(
+    tmp_path: Path, before_text: str, after_text: str, status: str, since: str
+) -> None:
+    from ds4sync.patchsets.check import check_tree, with_baseline
+    from ds4sync.patchsets.model import load_catalogue
+
+    patches = tmp_path / "patches"
+    (patches / "hook").mkdir(parents=True)
+    (patches / "catalogue.yaml").write_text("name: t\n")
+    (patches / "hook" / "patchset.yaml").write_text(
+        "id: hook\ntitle: The fork's hook\nkind: fork-feature\nrationale: r\npatches: []\n"
+        "invariants:\n  - {kind: contains, files: pkg/hook.py, pattern: 'HOOK = 1'}\n"
+        "  - {kind: file_exists, path: pkg/other.py}\n"
+    )
+    catalogue, patchsets = load_catalogue(patches)
+    trees = {}
+    for name, text in (("before", before_text), ("after", after_text)):
+        (tmp_path / name / "pkg").mkdir(parents=True)
+        (tmp_path / name / "pkg" / "hook.py").write_text(text)
+        (tmp_path / name / "pkg" / "other.py").write_text("")
+        trees[name] = FolderTree(tmp_path / name)
+    report = check_tree(trees["after"], catalogue, patchsets, patches_dir=str(patches))
+    report = with_baseline(report, patchsets, trees["before"])
+    hook, other = report.patchsets[0].invariants
+    assert (hook.status, hook.since) == (status, since)
+    assert other.before is None and other.since == ""  # what holds needs no baseline
+    counts = report.counts()
+    assert counts["lost_in_merge"] == (since == "lost in this merge")
+    assert counts["failing_before"] == (since == "already failing before it")
+    assert hook.line().endswith(f" ({since})") == bool(since)

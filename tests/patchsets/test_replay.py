@@ -149,6 +149,8 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
     results = {r["invariant"]: r for r in wrong["invariants"]}
     assert results["contains-1"]["status"] == "violated" and results["contains-1"]["files"] == ["vllm/moe.py"]
     assert results["absent-2"]["severity"] == "advisory" and "vllm/moe.py:3" in results["absent-2"]["evidence"][0]
+    # the fork head never had "return -2" either: not lost in this merge; "return -1" came with the replayed patch
+    assert results["contains-1"]["before"] == "violated" and results["absent-2"]["before"] == "holds"
     totals = data["verify"]["totals"]
     # the landed-upstream patch-set's two results are counted apart, never as holding or advisory
     assert {k: totals[k] for k in ("patchsets", "invariants", "holds", "violated", "advisory", "deferred")} == {
@@ -160,12 +162,14 @@ def test_verify_fails_when_a_reapplied_feature_does_not_hold(sc: Scenario, capsy
         "deferred": 1,
     }
     assert totals["not_counted"] == 2
+    assert (totals["lost_in_merge"], totals["failing_before"]) == (0, 1)
     assert sum(totals[k] for k in ("holds", "violated", "advisory", "deferred", "not_counted")) == totals["invariants"]
     by_status = {ps["status"] for ps in data["verify"]["patchsets"]}
     assert totals["patchsets_violated"] == 1 and totals["patchsets_landed_upstream"] == 2, by_status
     assert sum(v for k, v in totals.items() if k.startswith("patchsets_")) == totals["patchsets"]
     state = RecordStore(Path(_record(sc).state_dir)).latest()
     assert state.phases["verify"].status == "failed"
+    assert "0 lost in this merge, 1 already failing before it" in state.phases["verify"].message
 
 
 def test_no_patchsets_leaves_the_merge_pipeline_unchanged(tmp_path: Path, capsys) -> None:

@@ -86,6 +86,40 @@ def test_failed_run(tmp_path: Path) -> None:
     # the report nightly wrote for the failed run states the status the run ended with
     written = store.run_dir(run_id) / "report.md"
     assert f"`{run_id}` (failed)" in written.read_text() and "(running)" not in written.read_text()
+    # the run's folders are named by what they are, never by where they lay on the machine that ran it
+    for fmt in ("md", "json"):
+        rendered = text if fmt == "md" else render_report(record, templates_dir=TEMPLATES, fmt=fmt)
+        for path in (record.worktree, record.state_dir, record.repo):
+            assert path not in rendered, (fmt, path)
+        assert "<worktree>" in rendered or "&lt;worktree&gt;" in rendered
+    assert "`<worktree>`" in text or "<worktree>/" in text
+
+
+def test_run_paths_become_placeholders_whole_and_longest_first() -> None:
+    from ds4sync.report.render import relative_paths
+
+    data = {
+        "repo": "/r/fork",
+        "state_dir": "/r/fork/.git/ds4sync",
+        "worktree": "/r/fork/.git/ds4sync/worktrees/RUN",
+        "profile": None,
+        "results": {"build": {"venv": "/r/fork/.git/ds4sync/runs/RUN/build/venv"}},
+        "notes": [
+            "log: /r/fork/.git/ds4sync/runs/RUN/logs/gate.log",
+            "in /r/fork/.git/ds4sync/worktrees/RUN/vllm/a.py",
+            "/r/fork/.git/ds4sync/runs/RUN/build/venv/bin/python -m pytest",
+            "another checkout: /r/fork2/x and /r/forked",
+            "cd /r/fork && git status",
+        ],
+    }
+    notes = relative_paths(data)["notes"]
+    assert notes == [
+        "log: <state>/runs/RUN/logs/gate.log",
+        "in <worktree>/vllm/a.py",
+        "<build-venv>/bin/python -m pytest",
+        "another checkout: /r/fork2/x and /r/forked",
+        "cd <repo> && git status",
+    ]
 
 
 def test_killed_run(tmp_path: Path) -> None:

@@ -38,13 +38,15 @@ class Spec(FrozenModel):
 
     ``check``: which built-in; ``base``: the ref the delta is taken against (default: the
     runner's base ref); ``suffixes``: which files count as Python; ``ruff``: argv prefix of
-    ruff; ``installer``: ``pip`` or ``uv`` for pip-check.
+    ruff; ``ruff_version``: the version the fork pins (another version found is an ``error``);
+    ``installer``: ``pip`` or ``uv`` for pip-check.
     """
 
     check: Check
     base: str | None = None
     suffixes: tuple[str, ...] = (".py", ".pyi")
     ruff: tuple[str, ...] = ("{python}", "-m", "ruff")
+    ruff_version: str | None = None
     installer: Literal["pip", "uv"] = "pip"
 
 
@@ -90,6 +92,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     if not files:
         return GateResult(status="passed", reason=f"no Python files changed since {base[:12]}", **common)
     prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
+    tool = _tool_version(gate, ctx, prefix, "ruff", pinned=spec.ruff_version)
     report = ctx.log_path(gate, "ruff.json")
     sub = (
         ["check", "--no-fix", "--output-format", "json", "--output-file", str(report)]
@@ -104,6 +107,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
         log_path=str(log),
         details={
             "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>",
+            "tool": tool,
             "base": base,
             "files": len(files),
         },
@@ -124,8 +128,35 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     if res.returncode == 1 and not failures:
         failures = (TestFailure(node_id=gate.name, message=res.output.strip()[-2000:]),)
     status: GateStatus = "failed" if res.returncode == 1 else "passed"
-    reason = f"{len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
+    reason = f"{tool}: {len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
     return GateResult(status=status, reason=reason, counts=counts, failures=failures, **common, **info)
+
+
+def _tool_version(gate: Gate, ctx: GateContext, prefix: list[str], name: str, *, pinned: str | None) -> str:
+    """``"<name> <version>"`` as the tool itself prints it, run exactly as the gate will run it.
+
+    A check whose tool never ran must not count files as passing: a target environment without the tool (a
+    build's venv has no linters) is an ``error`` naming the tool and the command, never a pass.
+
+    Raises:
+        ToolMissingError: the tool does not run, does not say its name, or is not the ``pinned`` version.
+    """
+    res = ctx.run([*prefix, "--version"], gate=gate, log_path=ctx.log_path(gate, f"{name}-version.log"))
+    words = res.output.strip().split()
+    if res.timed_out or res.returncode != 0 or len(words) < 2 or words[0] != name:
+        said = res.output.strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+        raise ToolMissingError(
+            f"{name} does not run as `{shlex.join(prefix)}` ({said[0][-200:]})",
+            where=f"gate {gate.name}",
+            fix=f"install {name} there, or point the gate's run.{name} or gates.python at an environment with it",
+        )
+    if pinned is not None and words[1] != pinned:
+        raise ToolMissingError(
+            f"{name} {words[1]} found where the profile pins {pinned}",
+            where=f"gate {gate.name}",
+            fix=f"install {name}=={pinned} in that environment (`{shlex.join(prefix)}`)",
+        )
+    return f"{name} {words[1]}"
 
 
 def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
@@ -196,7 +227,8 @@ def _failures(pattern: re.Pattern[str], output: str) -> tuple[TestFailure, ...]:
 
 
 def ruff_failures(text: str, *, root: str) -> tuple[TestFailure, ...]:
-    """One failure per violation in ruff's ``--output-format json`` report (``path:line:col``, ``CODE message``).
+    """One failure per violation in ruff's ``--output-format json`` report (``path:line:col``, ``CODE message``),
+    the most severe first (undefined names before import order: see :data:`_SEVERITY_PREFIXES`).
 
     Raises:
         ValueError: the text is not ruff's JSON (a list of violations with filename and location).
@@ -214,7 +246,25 @@ def ruff_failures(text: str, *, root: str) -> tuple[TestFailure, ...]:
         where = f"{path}:{item['location'].get('row', 0)}:{item['location'].get('column', 0)}"
         code = item.get("code") or "syntax-error"
         found.append(TestFailure(node_id=where, message=f"{code} {item.get('message', '')}".strip()))
-    return tuple(found)
+    return tuple(sorted(found, key=lambda f: _severity(f.message.split(" ", 1)[0])))
+
+
+#: ruff codes by how surely they mean broken code, worst first: syntax errors and undefined names break at import
+#: or call time (E9, F821-F823, F63/F7 misuse); then the other pyflakes findings;
+#: then bug-prone patterns; style (E/W), import order (I) and upgrades (UP) last. A headline shows the worst.
+_SEVERITY_PREFIXES = (
+    ("syntax-error", "E9", "F82", "F63", "F7"),
+    ("F",),
+    ("B", "PLE", "RUF"),
+)
+
+
+def _severity(code: str) -> int:
+    """0 for the worst ruff codes, rising to style; the sort is stable, so ruff's own order holds within a rank."""
+    for rank, prefixes in enumerate(_SEVERITY_PREFIXES):
+        if code.startswith(prefixes):
+            return rank
+    return len(_SEVERITY_PREFIXES)
 
 
 def _unformatted(output: str) -> tuple[TestFailure, ...]:
