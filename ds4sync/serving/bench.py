@@ -175,6 +175,7 @@ def run_row(
 
     The run is cut to the client's overall deadline, if it has one.
     """
+    out_dir = out_dir.resolve()  # the bench runs with cwd=out_dir: a relative --result-dir would nest
     out_dir.mkdir(parents=True, exist_ok=True)
     seed = config.seed if seed is None else seed
     argv = bench_argv(config, row, base_url=client.base_url, model=client.model, result_dir=out_dir, seed=seed)
