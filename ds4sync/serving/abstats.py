@@ -114,27 +114,29 @@ def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tu
     return mean - half, mean + half
 
 
-def outlying_runs(values: Sequence[float]) -> list[int]:
-    """Indices of the runs of one side far from the others (see the module doc); none below 3 runs
-    or with a value <= 0."""
+def outlying_runs(values: Sequence[float]) -> dict[int, float]:
+    """The runs of one side far from the others (see the module doc): ``{index: distance}``, the distance
+    from the side's median in log units; none below 3 runs or with a value <= 0."""
     if len(values) < 3 or any(v <= 0 for v in values):
-        return []
+        return {}
     logs = [math.log(v) for v in values]
     mid = statistics.median(logs)
     scale = 1.4826 * statistics.median(abs(x - mid) for x in logs)
-    return [i for i, x in enumerate(logs) if abs(x - mid) > max(OUTLIER_MADS * scale, OUTLIER_FLOOR)]
+    limit = max(OUTLIER_MADS * scale, OUTLIER_FLOOR)
+    return {i: abs(x - mid) for i, x in enumerate(logs) if abs(x - mid) > limit}
 
 
 def outlying_pairs(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Sequence[float]]) -> dict[int, str]:
-    """Pairs holding an outlying run of either side in any metric given: ``{pair index: why}``,
-    e.g. ``{2: "baseline d.output_throughput 2.5 vs median 290 of its side"}``."""
-    found: dict[int, str] = {}
+    """Pairs holding an outlying run of either side in any metric given, the farthest first:
+    ``{pair index: why}``, e.g. ``{2: "baseline d.output_throughput 2.5 vs median 290 of its side"}``."""
+    found: dict[int, tuple[float, str]] = {}
     for word, side in (("baseline", baseline), ("candidate", candidate)):
         for metric, values in side.items():
             mid = statistics.median(values) if values else 0.0
-            for i in outlying_runs(values):
-                found.setdefault(i, f"{word} {metric} {values[i]:.4g} vs median {mid:.4g} of its side")
-    return dict(sorted(found.items()))
+            for i, distance in outlying_runs(values).items():
+                if distance > found.get(i, (0.0, ""))[0]:
+                    found[i] = (distance, f"{word} {metric} {values[i]:.4g} vs median {mid:.4g} of its side")
+    return {i: why for i, (_d, why) in sorted(found.items(), key=lambda item: -item[1][0])}
 
 
 def pairs_needed(deltas: Sequence[float], rule: MetricRule, *, confidence: float = CONFIDENCE) -> int | None:

@@ -30,6 +30,9 @@ OFFLINE_ENV = {
     "OMP_NUM_THREADS": "2",
     # named tool_choice through the JSON-schema path, so arguments follow the schema exactly
     "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
+    # vLLM's CPU "auto" binding pins every server's OpenMP threads to the same cores (core 0 on a small
+    # machine), so two servers of one test would share one core; let the OS spread them.
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
 }
 
 # JSON arguments without free whitespace: a random model would otherwise pad them with newlines forever.
@@ -92,6 +95,8 @@ def vllm_command(python: Path, model_dir: Path, *extra: str) -> tuple[str, ...]:
         "bfloat16",
         "--max-num-seqs",
         "8",
+        # no torch.compile / CUDA-graph capture: on a CPU every boot would otherwise recompile (minutes)
+        "--enforce-eager",
         *extra,
     )
 
@@ -107,6 +112,8 @@ def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerC
             "hermes",
             "--structured-outputs-config",
             STRUCTURED_OUTPUTS,
+            # a request may carry its own chat template (test_live_verdicts sends a broken one)
+            "--trust-request-chat-template",
         ),
         "host": "127.0.0.1",
         "port": free_port(),
