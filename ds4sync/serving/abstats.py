@@ -146,11 +146,19 @@ def pairs_needed(deltas: Sequence[float], rule: MetricRule, *, confidence: float
     if len(deltas) < 2:
         return None
     center, spread = statistics.fmean(deltas), statistics.stdev(deltas)
-    for m in range(len(deltas), MAX_PAIRS_NEEDED + 1):
+
+    def decides(m: int) -> bool:
         half = t_quantile(0.5 + confidence / 2, m - 1) * spread / math.sqrt(m)
-        if judge((to_pct(center - half), to_pct(center + half)), to_pct(center), rule) != "inconclusive":
-            return m
-    return None
+        return judge((to_pct(center - half), to_pct(center + half)), to_pct(center), rule) != "inconclusive"
+
+    # the half-width shrinks as m grows, and a decided interval stays decided: bisect
+    low, high = len(deltas), MAX_PAIRS_NEEDED
+    if not decides(high):
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if decides(mid) else (mid + 1, high)
+    return low
 
 
 def to_pct(log_ratio: float) -> float:

@@ -11,12 +11,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from scripted import Response, ScriptedServer, healthy_routes
+from servinghelp import ROOT, free_port
 
+from ds4sync.cli import main
 from ds4sync.cli.serving import ab_exit, backport_exit, gate_exit
 from ds4sync.core.errors import ExitCode
+from ds4sync.core.proc import group_members
 from ds4sync.serving import probes
 from ds4sync.serving.ab import compare_samples, rerun_outliers, samples_from_steps, unmeasured
 from ds4sync.serving.abstats import (
@@ -347,3 +351,34 @@ def test_the_bench_logs_inter_token_latency_header_is_not_redacted() -> None:
 
     header = "---------------Inter-token Latency----------------"
     assert redact_secrets(header) == header
+
+
+def test_status_ends_and_announces_a_killed_commands_server(
+    builder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    builder.commit({"a.txt": "a"}, "init")
+    state = tmp_path / "state"
+    # a ds4sync stand-in starts a server through the state dir's registry, then is SIGKILLed
+    owner = f"""
+import sys, time
+sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from ds4sync.core.children import ChildRegistry
+from ds4sync.serving.config import ServerConfig
+from ds4sync.serving.server import start_server
+config = ServerConfig(command=({sys.executable!r}, "-c", "import time; time.sleep(600)"), port={free_port()}, model="m")
+registry = ChildRegistry(Path({str(state / "children")!r}))
+handle = start_server(config, log_path=Path({str(tmp_path / "server.log")!r}), registry=registry)
+print(handle.proc.pid, flush=True)
+time.sleep(600)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", owner], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    pgid = int(proc.stdout.readline())
+    proc.kill()
+    proc.wait()
+    assert group_members(pgid)
+    main(["status", "--repo", str(builder.path), "--state-dir", str(state), "--json"])
+    err = capsys.readouterr().err
+    assert f"ended 1 orphaned server group(s) left by a killed ds4sync: pgid {pgid} (server http://" in err
+    assert group_members(pgid) == []
