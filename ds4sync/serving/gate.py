@@ -13,6 +13,7 @@ other logs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -169,7 +170,7 @@ def run_probes(
             )
             continue
         progress(f"probe {name}")
-        result, worker = watched(name, lambda n=name: run_probe(n, config, handle, out_dir=out_dir), handle)
+        result, worker = watched(name, functools.partial(run_probe, name, config, handle, out_dir=out_dir), handle)
         if worker is not None and left_behind is not None:
             left_behind.append(worker)
         results.append(result)
