@@ -10,9 +10,9 @@ Under "no difference", with randomised order, ``d`` is symmetric around 0, which
 interval keeps its coverage even at 3 pairs (the percentile bootstrap does not: at 3 pairs its
 "95 %" interval is about the min-max of the deltas), and a heavy tail makes it wider, never
 falsely narrow: one stalled run does not decide a verdict, it blinds it. So, before judging, a
-run far from the others of its side (:func:`outlying_pairs`: more than 5 robust standard
-deviations, median/MAD of the log values, and at least 20 % off) gets its pair re-run once by
-the caller (``ab``); the 20 % trimmed mean with Yuen's interval, the robust alternative, was
+run far from the others of its side (:func:`outlying_pairs`: at least 4 runs, more than 5 robust
+standard deviations, median/MAD of the log values, and at least 1.5 times off) gets its pair re-run
+once by the caller (``ab``); the 20 % trimmed mean with Yuen's interval, the robust alternative, was
 measured too liberal at 5 to 10 pairs (``benchmarks/bench_ab_stats.py``). When several metrics
 are judged together the level is Bonferroni-adjusted (``1 - (1 - confidence) / m`` each), so the
 whole verdict's false-alarm rate stays at most ``1 - confidence``. Fewer than ``min_pairs`` pairs:
@@ -36,8 +36,11 @@ from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, Direction, MetricComp
 
 #: A run is an outlier of its side past this many robust standard deviations (1.4826 * MAD) ...
 OUTLIER_MADS = 5.0
-#: ... and at least this far in log units (ln 1.22: 20 % off), so a side with nearly equal runs flags no noise.
-OUTLIER_FLOOR = 0.2
+#: ... and at least this far in log units (ln 1.5: half as fast, or 1.5 times as fast), so a side of nearly equal
+#: runs, or plain 15 % noise, flags nothing (measured: benchmarks/bench_ab_stats.py) ...
+OUTLIER_FLOOR = math.log(1.5)
+#: ... among at least this many runs of a side (the MAD of three values is one of their deviations).
+OUTLIER_MIN_RUNS = 4
 #: pairs_needed looks this far; beyond it a row says "more than".
 MAX_PAIRS_NEEDED = 500
 
@@ -116,8 +119,8 @@ def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tu
 
 def outlying_runs(values: Sequence[float]) -> dict[int, float]:
     """The runs of one side far from the others (see the module doc): ``{index: distance}``, the distance
-    from the side's median in log units; none below 3 runs or with a value <= 0."""
-    if len(values) < 3 or any(v <= 0 for v in values):
+    from the side's median in log units; none below :data:`OUTLIER_MIN_RUNS` runs or with a value <= 0."""
+    if len(values) < OUTLIER_MIN_RUNS or any(v <= 0 for v in values):
         return {}
     logs = [math.log(v) for v in values]
     mid = statistics.median(logs)

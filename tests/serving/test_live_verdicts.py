@@ -136,13 +136,17 @@ def test_a_stalled_run_gets_its_pair_rerun_and_the_verdict_holds(
     vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
     stalled: list[int] = []
+    finished: dict[int, float] = {}
 
     def watch(message: str) -> None:
         progress(message)
-        # after step 2 finished, stall the server for 15 s once step 3's measured requests run
+        if message.startswith("step ") and " side " in message:
+            finished[int(message.split()[1])] = time.monotonic()
+        # after step 2 finished, stall the server once step 3's measured requests run, long enough to make
+        # that run at least twice as slow as step 2's (a loaded machine runs slowly to begin with)
         if message.startswith("step 2 ") and not stalled:
             stalled.append(3)
-            _stop_for(vllm_server, 15.0, when_running=2)
+            _stop_for(vllm_server, max(15.0, 1.5 * (finished[2] - finished[1])), when_running=2)
 
     result = run_ab(
         [vllm_server.url],
