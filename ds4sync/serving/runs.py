@@ -156,7 +156,7 @@ def evaluate_backport_in(
             f"'{ref}' is not a commit here", where=str(ws.repo.path), fix="fetch it first (`git fetch upstream`)"
         )
     cfg = load_serving_config(ws, serving_path)
-    registry = children(ws)
+    registry = children(ws, announce=progress)
     decision = evaluate_backport(
         ws.repo,
         sha,
