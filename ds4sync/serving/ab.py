@@ -21,8 +21,10 @@ Live runs are fair by construction:
   enough; each run follows a fresh start and its warm-up), ``servers: both`` starts both once, on
   their own ports, and keeps both warm.
 
-A run that loses requests (completed < prompts, or the bench failed) is a regression of that side,
-never a usage error. Every result names its pairs, order, seed and intervals.
+A candidate run that loses requests (completed < prompts) is a regression, never a usage error; a
+baseline that lost requests, a run without a readable bench result or a server that did not start
+make the result an error (nothing trustworthy measured). A run far from the others of its side has
+its pair re-run once. Every result names its pairs, order, seed, re-runs and intervals.
 """
 
 from __future__ import annotations
@@ -563,8 +565,13 @@ def run_ab(
 ) -> ABResult:
     """Compare two sides given as recorded JSON files, URLs or serving-config YAMLs (see the module doc).
 
+    Live runs are kept in ``<out_dir>/steps.jsonl`` as they are measured; outlying pairs are re-run once
+    (:func:`rerun_outliers`); a server that did not start is the result's ``error``, not an exception.
+
     Raises:
         ConfigError: sides of different kinds, unreadable files, no common metric, an unknown ab_metrics key.
+        Interrupted: Ctrl-C, after the servers were stopped; ``result`` (the runs measured so far, judged)
+            is written to ``<out_dir>/ab.json``.
     """
     live = [
         side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
