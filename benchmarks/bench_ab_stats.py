@@ -180,7 +180,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     worst = {k: 0.0 for k in ("ours_fa", "before_fa", "yuen_fa", "ours_row_fa", "before_row_fa")}
-    keys = [(stall_p, noise, pairs) for stall_p in (0.0, STALL_P) for noise in NOISE for pairs in PAIRS]
+    keys = [(stall_p, noise, pairs) for stall_p in (STALL_P, 0.0) for noise in NOISE for pairs in PAIRS]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(line, args.trials, args.seed, *key) for key in keys]
         for (stall_p, noise, pairs), future in zip(keys, futures, strict=True):
