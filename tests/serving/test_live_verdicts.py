@@ -33,7 +33,8 @@ from tests.cli_json import data as cli_data
 
 pytestmark = [pytest.mark.serving, pytest.mark.slow, pytest.mark.timeout(2400)]
 
-ROW = {"name": "c4", "input_len": 16, "output_len": 24, "num_prompts": 6, "concurrency": 3}
+# small: on a loaded 2-core machine a run is mostly `vllm bench serve` starting (a minute and more)
+ROW = {"name": "c4", "input_len": 16, "output_len": 12, "num_prompts": 4, "concurrency": 2}
 
 
 def _bench(vllm_python: Path, tiny_model: Path) -> BenchConfig:
@@ -226,7 +227,7 @@ def test_ctrl_c_keeps_the_measured_pairs_and_prints_them(
     steps = out / "steps.jsonl"
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline and proc.poll() is None:
-        if steps.is_file() and len(steps.read_text().splitlines()) >= 3:
+        if steps.is_file() and len(steps.read_text().splitlines()) >= 2:
             break
         time.sleep(0.5)
     assert proc.poll() is None, proc.communicate()
@@ -235,7 +236,7 @@ def test_ctrl_c_keeps_the_measured_pairs_and_prints_them(
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and time.monotonic() - start < 60, err
     kept = [json.loads(line) for line in steps.read_text().splitlines()]
-    assert len(kept) >= 3 and all("c4.output_throughput" in k["values"] for k in kept)
+    assert len(kept) >= 2 and all("c4.output_throughput" in k["values"] for k in kept)
     assert "measured run(s) kept in" in err and "interrupted" in err
     assert "c4: " in err  # what was measured, printed
     partial = json.loads((out / "ab.json").read_text())
