@@ -313,7 +313,23 @@ def samples_from_steps(steps: Sequence[StepRecord]) -> tuple[Samples, Samples]:
     return base, cand
 
 
-EVIDENCE = ("preemptions", "waiting_max", "running_max", "kv_usage_max_pct", "boot_s")
+EVIDENCE = ("preemptions", "waiting_max", "running_max", "kv_usage_max_pct", "max_gap_s", "boot_s")
+#: A run during which the server left /metrics unanswered this long (s) stalled, whatever its numbers say.
+STALL_GAP_S = 10.0
+
+
+def stalled_pairs(pairs: Mapping[int, tuple[StepRecord, StepRecord]]) -> dict[int, str]:
+    """Pairs with a run during which the server stopped answering (``<row>.max_gap_s`` >= :data:`STALL_GAP_S`):
+    the server's own evidence of a stall, which no spread of the other runs can hide."""
+    found: dict[int, str] = {}
+    for index, runs in enumerate(pairs.values()):
+        for run in runs:
+            gaps = [v for k, v in run.values.items() if k.endswith("max_gap_s") and v >= STALL_GAP_S]
+            if gaps and index not in found:
+                found[index] = (
+                    f"the server left /metrics unanswered for {max(gaps):.1f} s during run {run.step} ({run.side})"
+                )
+    return found
 
 
 def rerun_outliers(
@@ -325,8 +341,9 @@ def rerun_outliers(
     on_step: Callable[[StepRecord], None] | None = None,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> list[str]:
-    """Re-run, once, each pair holding a run far from the others of its side in one of ``metrics``
-    (:func:`~ds4sync.serving.abstats.outlying_pairs`; at most a third of the pairs, at least one).
+    """Re-run, once, each pair holding a stalled run (:func:`stalled_pairs`) or a run far from the others of
+    its side in one of ``metrics`` (:func:`~ds4sync.serving.abstats.outlying_pairs`); stalls first, at most a
+    third of the pairs, at least one.
 
     The pair's two runs are measured again in their first order, after the schedule; the old runs stay in
     ``steps`` marked ``replaced``. Returns one line per re-run pair: what was off, and the server's
@@ -336,7 +353,8 @@ def rerun_outliers(
     ids = list(pairs)
     a_side = {m: [pairs[p][0].values[m] for p in ids] for m in metrics if all(m in pairs[p][0].values for p in ids)}
     b_side = {m: [pairs[p][1].values[m] for p in ids] for m in metrics if all(m in pairs[p][1].values for p in ids)}
-    found = outlying_pairs(a_side, b_side)
+    found = stalled_pairs(pairs)
+    found.update({i: why for i, why in outlying_pairs(a_side, b_side).items() if i not in found})
     lines: list[str] = []
     for index, why in list(found.items())[: max(1, len(ids) // 3)]:
         pair = ids[index]

@@ -44,7 +44,7 @@ OUTLIER_MIN_RUNS = 4
 #: pairs_needed looks this far; beyond it a row says "more than".
 MAX_PAIRS_NEEDED = 500
 
-LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
+LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s", "gap_s")
 
 
 def metric_direction(key: str) -> Direction:

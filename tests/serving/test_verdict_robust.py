@@ -130,6 +130,18 @@ def _steps(base: list[float], cand: list[float], **extra: float) -> list[StepRec
     return steps
 
 
+def test_a_run_the_server_left_unanswered_is_rerun_whatever_the_spread() -> None:
+    # the machine's load swung 8x in one session: the stalled 0.3 tok/s run is not 5 robust SDs from its side,
+    # but the server left /metrics unanswered for 90 s during it (measured live: tests/serving/test_live_verdicts.py)
+    steps = _steps([5.0, 0.3, 9.8, 19.7], [5.1, 6.6, 41.6, 32.2])
+    steps[2] = steps[2].model_copy(update={"values": {**steps[2].values, "c4.max_gap_s": 90.4}})
+    assert outlying_pairs({TOK: [5.0, 0.3, 9.8, 19.7]}, {TOK: [5.1, 6.6, 41.6, 32.2]}) == {}
+    lines = rerun_outliers(steps, lambda side, step: {TOK: 10.0}, [TOK])
+    assert lines and lines[0].startswith("pair 1 re-run") and "unanswered for 90.4 s during run 2 (A)" in lines[0]
+    quiet = _steps([5.0, 5.2, 9.8, 19.7], [5.1, 6.6, 41.6, 32.2], **{"c4.max_gap_s": 1.2})
+    assert rerun_outliers(quiet, lambda side, step: {TOK: 10.0}, [TOK]) == []
+
+
 def test_reruns_stay_within_a_third_of_the_pairs() -> None:
     base = [295.0, 2.0, 294.0, 3.0, 295.5, 296.5]
     steps = _steps(base, [295.0] * 6)
