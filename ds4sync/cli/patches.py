@@ -168,10 +168,16 @@ def backport(
     if commit == "evaluate":
         if ref is None:
             raise typer.BadParameter("`ds4sync backport evaluate REF` needs the upstream commit", param_hint="REF")
+        from ds4sync.cli.serving import backport_exit, progress
         from ds4sync.serving.runs import evaluate_backport_in
 
-        decision = evaluate_backport_in(ws, ref, onto=onto, serving_path=serving_config)
-        done(json_out, lambda: decision.model_dump(mode="json"), text=lambda: out.print(decision.line(), markup=False))
+        decision = evaluate_backport_in(ws, ref, onto=onto, serving_path=serving_config, progress=progress)
+        done(
+            json_out,
+            lambda: decision.model_dump(mode="json"),
+            exit_code=backport_exit(decision),
+            text=lambda: out.print(decision.line(), markup=False),
+        )
         return
     if ref is not None:
         raise typer.BadParameter(f"unexpected argument '{ref}'", param_hint="REF")

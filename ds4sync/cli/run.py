@@ -227,13 +227,15 @@ def status(
     all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show the current run and what to do next."""
+    """Show the current run and what to do next (and end servers a killed ds4sync left behind, saying so)."""
     from ds4sync.cli import views as ui
+    from ds4sync.serving.runs import children
 
     ws = _workspace(repo, config, None, state_dir)
     from ds4sync.loop.sync import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # status reads; it takes no lock to write notes
+    children(ws, announce=lambda line: err.print(line, markup=False))  # servers of a killed serving command
     if all_runs:
         records = [ws.store.load(run_id) for run_id in ws.store.run_ids()]
         rows = [ui.run_row(record) for record in records]

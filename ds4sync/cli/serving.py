@@ -17,6 +17,7 @@ from ds4sync.cli._app import (
     _workspace,
     app,
     done,
+    err,
     out,
     serving_app,
 )
@@ -25,6 +26,33 @@ from ds4sync.core.errors import ExitCode
 OutOpt = Annotated[
     Path | None, typer.Option("--out", file_okay=False, help="Folder for server logs and bench results.")
 ]
+# Progress goes to stderr, so it is shown with --json too (a 20-minute command is never silent).
+progress = _progress(False)
+
+
+def _announce(line: str) -> None:
+    err.print(line, markup=False)
+
+
+def gate_exit(result: object) -> int:
+    """``serving gate``: 0 passed; 1 a probe failed or erred; 7 (could not measure) the server did not start."""
+    if getattr(result, "startup_error", None):
+        return int(ExitCode.NOT_MEASURED)
+    return 0 if result else int(ExitCode.FAILED)
+
+
+def ab_exit(result: object) -> int:
+    """``ab``: 1 a regression (lost candidate requests included); 7 nothing trustworthy measured; else 0."""
+    if getattr(result, "error", None):
+        return int(ExitCode.NOT_MEASURED)
+    return int(ExitCode.FAILED) if getattr(result, "verdict", None) == "regression" else 0
+
+
+def backport_exit(decision: object) -> int:
+    """``backport evaluate``: 0 included; 1 excluded on a measured harm; 7 excluded as not measured or undecided."""
+    if getattr(decision, "decision", None) == "include":
+        return 0
+    return int(ExitCode.FAILED) if getattr(decision, "basis", None) == "measured" else int(ExitCode.NOT_MEASURED)
 
 
 @serving_app.command("gate")
@@ -37,31 +65,39 @@ def serving_gate(
     probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe (repeatable).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Start (or attach to) the server and run the serving probes; exit 1 when any probe fails."""
+    """Start (or attach to) the server and run the serving probes.
+
+    Exit 1 when a probe failed or got no answer (error), 7 when the server did not start (nothing measured).
+    The result, every bench number included, is kept as ``<out>/serving.json``.
+    """
+    from ds4sync.core.files import write_json_atomic
     from ds4sync.serving import render, runs
-    from ds4sync.serving.gate import run_serving_gate
+    from ds4sync.serving.gate import GateInterrupted, run_serving_gate
 
     ws = _workspace(repo, config, None, state_dir)
     cfg = runs.load_serving_config(ws, serving_config)
-    registry = runs.children(ws)
-    result = run_serving_gate(
-        cfg,
-        out_dir=runs.output_dir(ws, "serving", out_dir),
-        names=probe,
-        progress=_progress(json_out),
-        registry=registry,
-    )
+    registry = runs.children(ws, announce=_announce)
+    folder = runs.output_dir(ws, "serving", out_dir)
+    try:
+        result = run_serving_gate(cfg, out_dir=folder, names=probe, progress=progress, registry=registry)
+    except GateInterrupted as stop:
+        for done_probe in stop.results:
+            _announce(f"measured before the interrupt: {done_probe.name} {done_probe.status}: {done_probe.summary}")
+        _announce(f"interrupted after {len(stop.results)} probe(s); server stopped")
+        raise
+    write_json_atomic(folder / "serving.json", result.model_dump(mode="json"))
     run_id = runs.record_result(ws, "serving", result)
 
     def text() -> None:
         for line in render.serving_lines(result):
             out.print(line, markup=False)
         out.print(render.summary_line(result), markup=False)
+        out.print(f"kept: {folder / 'serving.json'}", markup=False)
 
     done(
         json_out,
-        lambda: {**result.brief(), "run_id": run_id},
-        exit_code=0 if result else int(ExitCode.FAILED),
+        lambda: {**result.brief(), "run_id": run_id, "result": str(folder / "serving.json")},
+        exit_code=gate_exit(result),
         text=text,
     )
 
@@ -94,10 +130,12 @@ def ab(
 ) -> None:
     """Compare a baseline and a candidate measured alike: medians, paired t intervals, verdict per metric and overall.
 
-    Exit 1 on a regression (lost requests included).
+    Exit 1 on a regression (requests the candidate lost included); 7 when nothing trustworthy was measured
+    (a server did not start, the baseline lost requests, a run gave no readable result); Ctrl-C keeps the
+    runs measured so far (``<out>/steps.jsonl``, ``<out>/ab.json``) and prints them.
     """
-    from ds4sync.serving import runs
-    from ds4sync.serving.ab import run_ab
+    from ds4sync.serving import render, runs
+    from ds4sync.serving.ab import Interrupted, run_ab
     from ds4sync.serving.config import ABConfig
 
     if servers not in (None, "alternate", "both"):
@@ -106,33 +144,38 @@ def ab(
     cfg = ws.config.serving if serving_config is None else runs.load_serving_config(ws, serving_config)
     settings = cfg.ab if cfg else ABConfig()
     folder = runs.output_dir(ws, "ab", out_dir)
-    result = run_ab(
-        baseline,
-        candidate,
-        pairs=pairs or settings.pairs,
-        out_dir=folder,
-        model=model,
-        bench_config=cfg.bench if cfg else None,
-        rules=cfg.ab_metrics if cfg else None,
-        confidence=confidence or settings.confidence,
-        min_pairs=settings.min_pairs,
-        seed=seed,
-        servers=servers or settings.servers,  # type: ignore[arg-type]
-        warmup_runs=settings.warmup_runs,
-        registry=runs.children(ws),
-        progress=_progress(json_out),
-    )
+    registry = runs.children(ws, announce=_announce)
+    try:
+        result = run_ab(
+            baseline,
+            candidate,
+            pairs=pairs or settings.pairs,
+            out_dir=folder,
+            model=model,
+            bench_config=cfg.bench if cfg else None,
+            rules=cfg.ab_metrics if cfg else None,
+            confidence=confidence or settings.confidence,
+            min_pairs=settings.min_pairs,
+            seed=seed,
+            servers=servers or settings.servers,  # type: ignore[arg-type]
+            warmup_runs=settings.warmup_runs,
+            registry=registry,
+            progress=progress,
+        )
+    except Interrupted as stop:
+        if stop.result is not None:
+            for line in [*stop.result.lines(), *render.ab_measured_lines(stop.result)]:
+                _announce(line)
+            _announce(
+                f"interrupted: {len(stop.steps)} measured run(s) kept in {folder / 'steps.jsonl'} and {stop.path}"
+            )
+        raise
     kept = runs.record_ab(ws, result, out_dir=folder)
 
     def text() -> None:
-        for line in result.lines():
+        for line in [*result.lines(), *render.ab_measured_lines(result)]:
             out.print(line, markup=False)
         out.print(result.summary(), markup=False)
         out.print(f"kept: {kept['result']} (history {kept['history']})", markup=False)
 
-    done(
-        json_out,
-        lambda: {**result.brief(), **kept},
-        exit_code=int(ExitCode.FAILED) if result.verdict == "regression" else 0,
-        text=text,
-    )
+    done(json_out, lambda: {**result.brief(), **kept}, exit_code=ab_exit(result), text=text)

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     NEEDS_PERSON = 4  # a person must act (conflicts, adaptation, stale run)
     BUDGET = 5  # the nightly time budget ran out; unfinished gates are recorded incomplete
     TRANSIENT = 6  # the forge or a notification target was unreachable or rate-limited; try again later
+    NOT_MEASURED = 7  # a measurement could not be made (no server, lost requests, no readable result); not a verdict
 
 
 class Ds4syncError(Exception):

@@ -110,6 +110,23 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def group_states(pgid: int) -> dict[int, str]:
+    """Every process of group ``pgid``, zombies included, with its one-letter /proc state (``T`` stopped,
+    ``Z`` zombie, ``R``, ``S``, ``D``...); ``{}`` where /proc is absent."""
+    states: dict[int, str] = {}
+    proc_root = Path("/proc")
+    if not proc_root.is_dir():
+        return states
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            if int(fields[2]) == pgid:
+                states[int(entry.name)] = fields[0]
+    return states
+
+
 def stop_process_group(
     pgid: int, *, grace_s: float = KILL_GRACE_S, proc: subprocess.Popen[bytes] | None = None
 ) -> int | None:

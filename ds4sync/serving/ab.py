@@ -21,8 +21,10 @@ Live runs are fair by construction:
   enough; each run follows a fresh start and its warm-up), ``servers: both`` starts both once, on
   their own ports, and keeps both warm.
 
-A run that loses requests (completed < prompts, or the bench failed) is a regression of that side,
-never a usage error. Every result names its pairs, order, seed and intervals.
+A candidate run that loses requests (completed < prompts) is a regression, never a usage error; a
+baseline that lost requests, a run without a readable bench result or a server that did not start
+make the result an error (nothing trustworthy measured). A run far from the others of its side has
+its pair re-run once. Every result names its pairs, order, seed, re-runs and intervals.
 """
 
 from __future__ import annotations
@@ -35,8 +37,17 @@ from typing import Any, Literal
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
+from ds4sync.core.files import write_json_atomic
 from ds4sync.serving import bench
-from ds4sync.serving.abstats import MetricRule, compare_metric, family_confidence, overall_verdict, rules_for, schedule
+from ds4sync.serving.abstats import (
+    MetricRule,
+    compare_metric,
+    family_confidence,
+    outlying_pairs,
+    overall_verdict,
+    rules_for,
+    schedule,
+)
 from ds4sync.serving.config import (
     BENCH_KEYS,
     ROW_EXTRA_KEYS,
@@ -46,7 +57,7 @@ from ds4sync.serving.config import (
     read_serving_file,
 )
 from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
-from ds4sync.serving.server import ServerHandle, attach, start_server, stop_server, wait_ready
+from ds4sync.serving.server import ServerHandle, ServerStartError, attach, start_server, stop_server, wait_ready
 
 Samples = dict[str, list[float]]
 Measure = Callable[[str, int], dict[str, float]]
@@ -145,12 +156,15 @@ def compare_samples(
     seed: int | None = None,
     steps: Sequence[StepRecord] = (),
     strict_pairs: bool = True,
+    error: str | None = None,
+    reruns: Sequence[str] = (),
 ) -> ABResult:
     """Judge the metrics both sides have; pairs are (baseline[i], candidate[i]).
 
     Lost requests (``*.lost_requests``) are not a statistic: a candidate that lost more requests
-    than the baseline is a regression, whatever the rest says; a baseline that lost requests
-    makes the comparison inconclusive at best.
+    than the baseline is a regression, whatever the rest says; a baseline that lost requests, a run
+    without a readable result (:func:`unmeasured`) or ``error`` (a server that did not start) make
+    the result an error (``ABResult.error``; exit :attr:`~ds4sync.core.errors.ExitCode.NOT_MEASURED`).
 
     Raises:
         ConfigError: no metric in common, ``rules`` naming an unmeasured metric, or (``strict_pairs``,
@@ -186,6 +200,7 @@ def compare_samples(
         "baseline": sum(v for m, vs in baseline.items() if m.endswith(LOST) for v in vs),
         "candidate": sum(v for m, vs in candidate.items() if m.endswith(LOST) for v in vs),
     }
+    error = unmeasured(steps, lost, paired=bool(rows)) if error is None else error
     verdict = overall_verdict(rows) if rows else "inconclusive"
     reasons = [f"{r.metric}: {r.verdict}" for r in rows if r.verdict in ("regression", "improvement")]
     if lost["candidate"] > lost["baseline"]:
@@ -199,6 +214,8 @@ def compare_samples(
     pairs = max((r.pairs for r in rows), default=0)
     if 0 < pairs < min_pairs:
         reasons.append(f"{pairs} pair(s) is below the minimum of {min_pairs}: inconclusive by rule")
+    if error is not None:
+        verdict = "inconclusive"
     return ABResult(
         baseline=labels[0],
         candidate=labels[1],
@@ -215,32 +232,78 @@ def compare_samples(
         reported=tuple(reported),
         steps=tuple(steps),
         notes=tuple(notes),
+        error=error,
+        reruns=tuple(reruns),
     )
 
 
+def unmeasured(steps: Sequence[StepRecord], lost: Mapping[str, float], *, paired: bool) -> str | None:
+    """Why an A/B measured nothing trustworthy, or None: a run with no readable bench result (a broken
+    bench command, results written elsewhere), a baseline that lost requests, or no pair at all.
+
+    A candidate that lost requests is not here: that is a measured regression.
+    """
+    problems = [
+        f"side {s.side} run {s.step}: no readable result from row(s) {', '.join(s.unreadable)}"
+        + (f" ({s.detail[:200]})" if s.detail else "")
+        for s in steps
+        if s.unreadable and not s.replaced
+    ]
+    if lost.get("baseline", 0) > 0:
+        problems.append(f"the baseline lost {lost['baseline']:g} request(s)")
+    if not paired:
+        problems.append("no metric could be paired")
+    return "; ".join(problems) or None
+
+
 def run_schedule(
-    order: Sequence[Side], measure: Measure, *, describe: Callable[[int], dict[str, Any]] | None = None
+    order: Sequence[Side],
+    measure: Measure,
+    *,
+    describe: Callable[[int], dict[str, Any]] | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+    steps: list[StepRecord] | None = None,
 ) -> tuple[Samples, Samples, list[StepRecord]]:
     """Call ``measure(side, step)`` in ``order``; the k-th A and k-th B runs form pair k.
 
-    ``describe(step)`` adds what the measurer knows of a run (seed, prefix-cache handling, boot time).
+    ``describe(step)`` adds what the measurer knows of a run (seed, prefix-cache handling, boot time);
+    ``on_step`` gets each run as soon as it is measured (to keep it on disk); ``steps``, when given,
+    is the list the runs are appended to (what was measured before an interrupt stays in it).
     A metric missing from one run of a pair (a failed run) leaves that pair out of that metric.
     """
-    steps = []
+    steps = [] if steps is None else steps
+    seen = {"A": 0, "B": 0}
     for step, side in enumerate(order):
         values = measure(side, step)
-        steps.append(StepRecord(step=step, side=side, values=values, **(describe(step) if describe else {})))
+        record = StepRecord(
+            step=step, side=side, pair=seen[side], values=values, **(describe(step) if describe else {})
+        )
+        seen[side] += 1
+        steps.append(record)
+        if on_step is not None:
+            on_step(record)
     return (*samples_from_steps(steps), steps)
 
 
+def _pairs(steps: Sequence[StepRecord]) -> dict[int, tuple[StepRecord, StepRecord]]:
+    """Complete pairs of the runs not replaced: ``{pair: (A run, B run)}``, in pair order."""
+    runs: dict[str, dict[int, StepRecord]] = {"A": {}, "B": {}}
+    counters = {"A": 0, "B": 0}
+    for s in steps:
+        if s.replaced:
+            continue
+        runs[s.side][s.pair if s.pair is not None else counters[s.side]] = s
+        counters[s.side] += 1
+    return {p: (runs["A"][p], runs["B"][p]) for p in sorted(runs["A"].keys() & runs["B"].keys())}
+
+
 def samples_from_steps(steps: Sequence[StepRecord]) -> tuple[Samples, Samples]:
-    """Per-metric paired samples from measured runs: pair k is the k-th A run and the k-th B run."""
-    a_runs = [s for s in steps if s.side == "A"]
-    b_runs = [s for s in steps if s.side == "B"]
+    """Per-metric paired samples from measured runs (replaced runs left out): pair k is the k-th A run
+    and the k-th B run."""
     base: Samples = {}
     cand: Samples = {}
-    for ra, rb in zip(a_runs, b_runs, strict=False):
-        for metric in ra.values.keys() | rb.values.keys():
+    for ra, rb in _pairs(steps).values():
+        for metric in sorted(ra.values.keys() | rb.values.keys()):
             if metric.endswith(LOST):
                 base.setdefault(metric, []).append(ra.values.get(metric, 0.0))
                 cand.setdefault(metric, []).append(rb.values.get(metric, 0.0))
@@ -248,6 +311,78 @@ def samples_from_steps(steps: Sequence[StepRecord]) -> tuple[Samples, Samples]:
                 base.setdefault(metric, []).append(ra.values[metric])
                 cand.setdefault(metric, []).append(rb.values[metric])
     return base, cand
+
+
+EVIDENCE = ("preemptions", "waiting_max", "running_max", "kv_usage_max_pct", "max_gap_s", "boot_s")
+#: A run during which the server left /metrics unanswered this long (s) stalled, whatever its numbers say.
+STALL_GAP_S = 10.0
+
+
+def stalled_pairs(pairs: Mapping[int, tuple[StepRecord, StepRecord]]) -> dict[int, str]:
+    """Pairs with a run during which the server stopped answering (``<row>.max_gap_s`` >= :data:`STALL_GAP_S`):
+    the server's own evidence of a stall, which no spread of the other runs can hide."""
+    found: dict[int, str] = {}
+    for index, runs in enumerate(pairs.values()):
+        for run in runs:
+            gaps = [v for k, v in run.values.items() if k.endswith("max_gap_s") and v >= STALL_GAP_S]
+            if gaps and index not in found:
+                found[index] = (
+                    f"the server left /metrics unanswered for {max(gaps):.1f} s during run {run.step} ({run.side})"
+                )
+    return found
+
+
+def rerun_outliers(
+    steps: list[StepRecord],
+    measure: Measure,
+    metrics: Sequence[str],
+    *,
+    describe: Callable[[int], dict[str, Any]] | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> list[str]:
+    """Re-run, once, each pair holding a stalled run (:func:`stalled_pairs`) or a run far from the others of
+    its side in one of ``metrics`` (:func:`~ds4sync.serving.abstats.outlying_pairs`); stalls first, at most a
+    third of the pairs, at least one.
+
+    The pair's two runs are measured again in their first order, after the schedule; the old runs stay in
+    ``steps`` marked ``replaced``. Returns one line per re-run pair: what was off, and the server's
+    ``/metrics`` over the outlying runs (preemptions, waiting requests, KV usage) as evidence.
+    """
+    pairs = _pairs(steps)
+    ids = list(pairs)
+    a_side = {m: [pairs[p][0].values[m] for p in ids] for m in metrics if all(m in pairs[p][0].values for p in ids)}
+    b_side = {m: [pairs[p][1].values[m] for p in ids] for m in metrics if all(m in pairs[p][1].values for p in ids)}
+    found = stalled_pairs(pairs)
+    found.update({i: why for i, why in outlying_pairs(a_side, b_side).items() if i not in found})
+    lines: list[str] = []
+    for index, why in list(found.items())[: max(1, len(ids) // 3)]:
+        pair = ids[index]
+        old = sorted(pairs[pair], key=lambda s: s.step)
+        evidence = "; ".join(
+            f"run {s.step} ({s.side}) "
+            + ", ".join(
+                f"{k.rsplit('.', 1)[-1]} {v:g}" for k, v in s.values.items() if k.rsplit(".", 1)[-1] in EVIDENCE
+            )
+            for s in old
+        )
+        progress(f"pair {pair} is an outlier ({why}); re-running it once")
+        for s in old:
+            steps[steps.index(s)] = s.model_copy(update={"replaced": True})
+        for s in old:
+            step = len(steps)
+            values = measure(s.side, step)
+            record = StepRecord(
+                step=step, side=s.side, pair=pair, values=values, **(describe(step) if describe else {})
+            )
+            steps.append(record)
+            if on_step is not None:
+                on_step(record)
+        lines.append(
+            f"pair {pair} re-run (runs {old[0].step}, {old[1].step} -> {len(steps) - 2}, {len(steps) - 1}): {why}"
+            + (f"; server metrics: {evidence}" if evidence else "")
+        )
+    return lines
 
 
 class LiveSides:
@@ -292,7 +427,8 @@ class LiveSides:
         self.progress = progress
         self._running: dict[str, ServerHandle] = {}
         self._warm: set[str] = set()
-        self.boot_s: dict[int, float] = {}
+        self._boot: dict[str, float] = {}
+        self.boot_s: dict[str, list[float]] = {"A": [], "B": []}
         self.step_info: dict[int, dict[str, Any]] = {}
 
     @property
@@ -310,7 +446,8 @@ class LiveSides:
         self._running[side] = handle
         wait_ready(handle, progress=self.progress)
         if handle.ready_s is not None:
-            self.boot_s[step] = handle.ready_s
+            self._boot[side] = handle.ready_s
+            self.boot_s[side].append(handle.ready_s)
         return handle
 
     def server(self, side: str, step: int) -> ServerHandle:
@@ -354,14 +491,17 @@ class LiveSides:
         self._warm.add(side)
 
     def measure(self, side: str, step: int) -> dict[str, float]:
-        """One measured run of ``side``: every bench row's values (``<row>.<key>``), lost requests included.
+        """One measured run of ``side``: every bench row's values (``<row>.<key>``), lost requests included,
+        and the side's boot time (``boot_s``) when its server started for this run.
 
-        A failed row counts all its prompts as lost; it never raises for a broken side.
+        A row without a readable result is named in the run's ``unreadable``; it never raises for a broken
+        bench, only :class:`~ds4sync.serving.server.ServerStartError` for a server that did not start.
         """
         handle = self.server(side, step)
         self._warm_up(side, handle, step)
         out: dict[str, float] = {}
         details: list[str] = []
+        unreadable: list[str] = []
         info: dict[str, Any] = {"seed": run_seed(self.seed, step), "ok": True}
         with handle.client() as client:
             for row in self.rows:
@@ -369,17 +509,16 @@ class LiveSides:
                     self.bench, row, client=client, out_dir=self.out_dir / f"step{step:02d}-{side}", seed=info["seed"]
                 )
                 values = dict(res.metrics)
-                if not res.ok and not values:
-                    values = {LOST: float(row.num_prompts)}
+                if not values:
+                    unreadable.append(row.name)
                 info["ok"] = info["ok"] and res.ok
                 info["prefix_cache"] = res.prefix_cache
                 details.append(f"{row.name}: {res.detail[:300]}")
                 self.progress(f"step {step} side {side} {row.name}: {res.detail[:160]}")
                 out.update({f"{row.name}.{k}": v for k, v in values.items()})
-        if step in self.boot_s:
-            out["boot_s"] = self.boot_s[step]
-            info["boot_s"] = self.boot_s[step]
-        self.step_info[step] = {**info, "detail": "; ".join(details)}
+        if side in self._boot:
+            out["boot_s"] = info["boot_s"] = self._boot.pop(side)
+        self.step_info[step] = {**info, "unreadable": tuple(unreadable), "detail": "; ".join(details)}
         return out
 
     def describe(self, step: int) -> dict[str, Any]:
@@ -444,8 +583,13 @@ def run_ab(
 ) -> ABResult:
     """Compare two sides given as recorded JSON files, URLs or serving-config YAMLs (see the module doc).
 
+    Live runs are kept in ``<out_dir>/steps.jsonl`` as they are measured; outlying pairs are re-run once
+    (:func:`rerun_outliers`); a server that did not start is the result's ``error``, not an exception.
+
     Raises:
         ConfigError: sides of different kinds, unreadable files, no common metric, an unknown ab_metrics key.
+        Interrupted: Ctrl-C, after the servers were stopped; ``result`` (the runs measured so far, judged)
+            is written to ``<out_dir>/ab.json``.
     """
     live = [
         side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
@@ -479,25 +623,114 @@ def run_ab(
         progress=progress,
     )
     order = schedule(pairs, seed=seed)
+    grace = 3 * max(c.stop_grace_s for c in sides.sides.values())
+
+    def judge(steps: list[StepRecord], reruns: Sequence[str], error: str | None) -> ABResult:
+        base, cand = samples_from_steps(steps)
+        if not base or not cand:
+            base, cand = {LOST: []}, {LOST: []}
+        return compare_samples(
+            base,
+            cand,
+            rules or {},
+            labels=labels,
+            confidence=confidence,
+            min_pairs=min_pairs,
+            mode=sides.mode,
+            order=order,
+            seed=seed,
+            steps=steps,
+            strict_pairs=False,
+            error=error,
+            reruns=reruns,
+            notes=(
+                f"{pairs} pairs in randomised ABBA/BAAB blocks (seed {seed}): {' '.join(order)}",
+                f"{warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
+                "requests per row; each run's prompts from their own seed, prefix cache reset where the server allows",
+                f"boot times (s): A {_secs(sides.boot_s['A'])}, B {_secs(sides.boot_s['B'])}"
+                if sides.started
+                else "attached servers (no boot)",
+            ),
+        )
+
     try:
-        base, cand, steps = run_schedule(order, sides.measure, describe=sides.describe)
+        steps, reruns, error = measure_live(
+            order,
+            sides.measure,
+            rules or {},
+            describe=sides.describe,
+            out_dir=out_dir,
+            progress=progress,
+            close=sides.close,
+            grace_s=grace,
+        )
+    except Interrupted as stop:
+        stop.result = judge(stop.steps, (), f"interrupted after {len(stop.steps)} run(s)")
+        write_json_atomic(out_dir / "ab.json", stop.result.model_dump(mode="json"))
+        stop.path = out_dir / "ab.json"
+        raise
     finally:
         sides.close()
-    return compare_samples(
-        base,
-        cand,
-        rules or {},
-        labels=labels,
-        confidence=confidence,
-        min_pairs=min_pairs,
-        mode=sides.mode,
-        order=order,
-        seed=seed,
-        steps=steps,
-        strict_pairs=False,
-        notes=(
-            f"{pairs} pairs in randomised ABBA/BAAB blocks (seed {seed}): {' '.join(order)}",
-            f"{warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
-            "requests per row; each run's prompts from their own seed, prefix cache reset where the server allows",
-        ),
-    )
+    return judge(steps, reruns, error)
+
+
+def _secs(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values) or "-"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during live measurements, raised after the servers were stopped.
+
+    ``steps`` holds every run measured so far (also in ``<out>/steps.jsonl``); ``result`` the A/B of
+    those runs and ``path`` where it was written, when the caller judged them.
+    """
+
+    def __init__(self, steps: list[StepRecord], grace_s: float) -> None:
+        super().__init__(f"interrupted after {len(steps)} measured run(s)")
+        self.steps = steps
+        self.grace_s = grace_s
+        self.result: ABResult | None = None
+        self.path: Path | None = None
+
+
+def measure_live(
+    order: Sequence[Side],
+    measure: Measure,
+    rules: Mapping[str, MetricRule],
+    *,
+    describe: Callable[[int], dict[str, Any]] | None,
+    out_dir: Path,
+    close: Callable[[], None],
+    grace_s: float,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> tuple[list[StepRecord], list[str], str | None]:
+    """Measure ``order``, then re-run outlying pairs once (:func:`rerun_outliers` on the judged metrics).
+
+    Every run is appended to ``<out_dir>/steps.jsonl`` as soon as it is measured. Returns the runs, the
+    re-run lines and an error (a server that did not start), never raising for that.
+
+    Raises:
+        Interrupted: on Ctrl-C, after ``close()`` stopped the servers (within ``grace_s``).
+        ConfigError: ``rules`` name a metric that was not measured.
+    """
+    steps: list[StepRecord] = []
+    kept = out_dir / "steps.jsonl"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text("", encoding="utf-8")
+
+    def keep(record: StepRecord) -> None:
+        with kept.open("a", encoding="utf-8") as handle:
+            handle.write(record.model_dump_json() + "\n")
+
+    try:
+        run_schedule(order, measure, describe=describe, on_step=keep, steps=steps)
+        base, _cand = samples_from_steps(steps)
+        judged = judged_metrics([m for m in base if not m.endswith(LOST)], rules)
+        return steps, rerun_outliers(steps, measure, judged, describe=describe, on_step=keep, progress=progress), None
+    except ServerStartError as exc:
+        return steps, [], f"a server did not start ({exc.kind}): {exc.one_line()}"
+    except KeyboardInterrupt:
+        progress(f"interrupted after {len(steps)} measured run(s); stopping the servers (at most {grace_s:g} s)")
+        close()
+        progress(f"measured runs kept in {kept}")
+        raise Interrupted(steps, grace_s) from None

@@ -1,4 +1,4 @@
-"""A/B statistics: a randomised balanced schedule, paired log-ratio deltas, a t interval, verdicts.
+"""A/B statistics: a randomised balanced schedule, paired log-ratio deltas, a t interval, outliers, verdicts.
 
 Schedule: pairs come in blocks of two, each block ``A B B A`` or ``B A A B`` chosen by a seeded
 coin (recorded), so a linear drift of the machine (warm-up, clocks, thermal state) cancels within
@@ -8,10 +8,17 @@ Interval: each pair gives ``d = ln(candidate / baseline)``; the interval of the 
 Student's t with ``n - 1`` degrees of freedom, reported in percent as ``100 * (exp(x) - 1)``.
 Under "no difference", with randomised order, ``d`` is symmetric around 0, which is where the t
 interval keeps its coverage even at 3 pairs (the percentile bootstrap does not: at 3 pairs its
-"95 %" interval is about the min-max of the deltas). When several metrics are judged together the
-level is Bonferroni-adjusted (``1 - (1 - confidence) / m`` each), so the whole verdict's false-alarm
-rate stays at most ``1 - confidence``. Fewer than ``min_pairs`` pairs: inconclusive by rule.
-``benchmarks/bench_ab_stats.py`` measures false alarms and misses.
+"95 %" interval is about the min-max of the deltas), and a heavy tail makes it wider, never
+falsely narrow: one stalled run does not decide a verdict, it blinds it. So, before judging, a
+run far from the others of its side (:func:`outlying_pairs`: at least 4 runs, more than 5 robust
+standard deviations, median/MAD of the log values, and at least 1.5 times off) gets its pair re-run
+once by the caller (``ab``); the 20 % trimmed mean with Yuen's interval, the robust alternative, was
+measured too liberal at 5 to 10 pairs (``benchmarks/bench_ab_stats.py``). When several metrics
+are judged together the level is Bonferroni-adjusted (``1 - (1 - confidence) / m`` each), so the
+whole verdict's false-alarm rate stays at most ``1 - confidence``. Fewer than ``min_pairs`` pairs:
+inconclusive by rule. An inconclusive row says how many pairs its spread would need
+(:func:`pairs_needed`).
+``benchmarks/bench_ab_stats.py`` measures false alarms and misses, with and without stalls.
 """
 
 from __future__ import annotations
@@ -27,7 +34,17 @@ from pydantic import Field
 from ds4sync.core.model import FrozenModel
 from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, Direction, MetricComparison, Side, Verdict
 
-LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s")
+#: A run is an outlier of its side past this many robust standard deviations (1.4826 * MAD) ...
+OUTLIER_MADS = 5.0
+#: ... and at least this far in log units (ln 1.5: half as fast, or 1.5 times as fast), so a side of nearly equal
+#: runs, or plain 15 % noise, flags nothing (measured: benchmarks/bench_ab_stats.py) ...
+OUTLIER_FLOOR = math.log(1.5)
+#: ... among at least this many runs of a side (the MAD of three values is one of their deviations).
+OUTLIER_MIN_RUNS = 4
+#: pairs_needed looks this far; beyond it a row says "more than".
+MAX_PAIRS_NEEDED = 500
+
+LOWER_IS_BETTER = ("_ms", "lost_requests", "preemptions", "waiting_max", "duration", "failed", "boot_s", "gap_s")
 
 
 def metric_direction(key: str) -> Direction:
@@ -100,6 +117,53 @@ def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tu
     return mean - half, mean + half
 
 
+def outlying_runs(values: Sequence[float]) -> dict[int, float]:
+    """The runs of one side far from the others (see the module doc): ``{index: distance}``, the distance
+    from the side's median in log units; none below :data:`OUTLIER_MIN_RUNS` runs or with a value <= 0."""
+    if len(values) < OUTLIER_MIN_RUNS or any(v <= 0 for v in values):
+        return {}
+    logs = [math.log(v) for v in values]
+    mid = statistics.median(logs)
+    scale = 1.4826 * statistics.median(abs(x - mid) for x in logs)
+    limit = max(OUTLIER_MADS * scale, OUTLIER_FLOOR)
+    return {i: abs(x - mid) for i, x in enumerate(logs) if abs(x - mid) > limit}
+
+
+def outlying_pairs(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Sequence[float]]) -> dict[int, str]:
+    """Pairs holding an outlying run of either side in any metric given, the farthest first:
+    ``{pair index: why}``, e.g. ``{2: "baseline d.output_throughput 2.5 vs median 290 of its side"}``."""
+    found: dict[int, tuple[float, str]] = {}
+    for word, side in (("baseline", baseline), ("candidate", candidate)):
+        for metric, values in side.items():
+            mid = statistics.median(values) if values else 0.0
+            for i, distance in outlying_runs(values).items():
+                if distance > found.get(i, (0.0, ""))[0]:
+                    found[i] = (distance, f"{word} {metric} {values[i]:.4g} vs median {mid:.4g} of its side")
+    return {i: why for i, (_d, why) in sorted(found.items(), key=lambda item: -item[1][0])}
+
+
+def pairs_needed(deltas: Sequence[float], rule: MetricRule, *, confidence: float = CONFIDENCE) -> int | None:
+    """How many pairs the spread of ``deltas`` (log ratios) would need for the t interval to decide
+    (any verdict but inconclusive), mean and spread held; None past :data:`MAX_PAIRS_NEEDED` or
+    below two deltas."""
+    if len(deltas) < 2:
+        return None
+    center, spread = statistics.fmean(deltas), statistics.stdev(deltas)
+
+    def decides(m: int) -> bool:
+        half = t_quantile(0.5 + confidence / 2, m - 1) * spread / math.sqrt(m)
+        return judge((to_pct(center - half), to_pct(center + half)), to_pct(center), rule) != "inconclusive"
+
+    # the half-width shrinks as m grows, and a decided interval stays decided: bisect
+    low, high = len(deltas), MAX_PAIRS_NEEDED
+    if not decides(high):
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if decides(mid) else (mid + 1, high)
+    return low
+
+
 def to_pct(log_ratio: float) -> float:
     """A log ratio as a percent change: ``100 * (exp(x) - 1)``."""
     return 100.0 * math.expm1(log_ratio)
@@ -164,27 +228,43 @@ def compare_metric(
         return MetricComparison(
             mean_delta_pct=nan, ci_low_pct=nan, ci_high_pct=nan, verdict="inconclusive", reason=str(exc), **common
         )
-    mean = to_pct(statistics.fmean(deltas))
-    if len(deltas) < max(2, min_pairs):
+    needed = max(2, min_pairs)
+    if len(deltas) < needed:
         return MetricComparison(
-            mean_delta_pct=mean,
+            mean_delta_pct=to_pct(statistics.fmean(deltas)),
             ci_low_pct=float("-inf"),
             ci_high_pct=float("inf"),
             verdict="inconclusive",
-            reason=f"{len(deltas)} pair(s); at least {max(2, min_pairs)} are needed for a verdict",
+            reason=f"{len(deltas)} pair(s); at least {needed} are needed for a verdict",
+            pairs_needed=max(
+                needed, (pairs_needed(deltas, rule, confidence=confidence) if len(deltas) > 1 else None) or 0
+            ),
             **common,
         )
+    mean = to_pct(statistics.fmean(deltas))
     low, high = t_interval(deltas, confidence=confidence)
     ci = (to_pct(low), to_pct(high))
     verdict = judge(ci, mean, rule)
+    more = pairs_needed(deltas, rule, confidence=confidence) if verdict == "inconclusive" else None
     reason = {
         "improvement": f"interval above 0 and mean at least {rule.threshold_pct:g}% better",
         "regression": f"interval below 0 and mean at least {rule.threshold_pct:g}% worse",
         "neutral": f"interval within ±{rule.threshold_pct:g}%",
-        "inconclusive": f"interval spans 0 or ±{rule.threshold_pct:g}%; more pairs or less noise needed",
+        "inconclusive": f"interval spans 0 or ±{rule.threshold_pct:g}%; "
+        + (
+            f"about {more} pairs at this spread would decide"
+            if more
+            else f"more than {MAX_PAIRS_NEEDED} pairs at this spread, or less noise, needed"
+        ),
     }[verdict]
     return MetricComparison(
-        mean_delta_pct=mean, ci_low_pct=ci[0], ci_high_pct=ci[1], verdict=verdict, reason=reason, **common
+        mean_delta_pct=mean,
+        ci_low_pct=ci[0],
+        ci_high_pct=ci[1],
+        verdict=verdict,
+        reason=reason,
+        pairs_needed=more,
+        **common,
     )
 
 

@@ -5,8 +5,9 @@ branch, build both trees with the configured command, A/B them (both servers sta
 randomised ABBA blocks, KV capacity read from each server), then decide include or exclude
 with the measured reasons (a candidate that does not start or loses requests is excluded,
 never an error), e.g. ``excluded: reduced KV capacity by 3.80%; slowed c1.output_throughput by
-3.02%; no repeatable c8.output_throughput benefit``. An included backport is written as a
-patch-set folder (``patchset.yaml`` + the ``git format-patch`` file).
+3.02%; undecided c8.output_throughput (...; about 14 pairs would decide)``. A metric whose interval
+decided nothing always excludes (``require_benefit`` only says whether all-neutral is enough).
+An included backport is written as a patch-set folder (``patchset.yaml`` + the ``git format-patch`` file).
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import yaml
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import run
-from ds4sync.serving.ab import LiveSides, compare_samples, new_seed, run_schedule
+from ds4sync.serving.ab import LiveSides, compare_samples, measure_live, new_seed, samples_from_steps
 from ds4sync.serving.abstats import schedule
 from ds4sync.serving.config import BackportConfig, ServingConfig
-from ds4sync.serving.results import BackportDecision, MetricComparison
-from ds4sync.serving.server import ServerStartError
+from ds4sync.serving.results import ABResult, BackportDecision, MetricComparison
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
@@ -40,7 +40,11 @@ def decide(
     lost: dict[str, float] | None = None,
 ) -> tuple[Literal["include", "exclude"], list[str]]:
     """The decision and its reasons from A/B rows (KV-capacity row excluded), the KV change in percent and the
-    requests each side lost."""
+    requests each side lost.
+
+    A metric whose interval decided nothing (inconclusive) always excludes, whatever ``require_benefit`` says,
+    naming the pairs its spread would need; ``require_benefit`` then only decides whether all-neutral is enough.
+    """
     reasons: list[str] = []
     bad = False
     lost = lost or {}
@@ -61,16 +65,16 @@ def decide(
             bad = True
     gains = [r for r in perf if r.verdict == "improvement"]
     reasons += [f"improved {r.metric} by {abs(r.mean_delta_pct):.2f}%" for r in gains]
-    if not gains:
-        unsure = [r for r in perf if r.verdict == "inconclusive"]
-        reasons += [
-            f"no repeatable {r.metric} benefit ({r.mean_delta_pct:+.2f}% mean, {100 * r.confidence:.4g}% CI "
-            f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%])"
-            for r in unsure
-        ]
-        if not unsure and not bad:
-            reasons.append("no measurable benefit (all metrics neutral)")
-        bad = bad or config.require_benefit
+    unsure = [r for r in perf if r.verdict == "inconclusive"]
+    reasons += [
+        f"undecided {r.metric} ({r.mean_delta_pct:+.2f}% mean, {100 * r.confidence:.4g}% CI "
+        f"[{r.ci_low_pct:+.2f}%, {r.ci_high_pct:+.2f}%]; "
+        + (f"about {r.pairs_needed} pairs would decide)" if r.pairs_needed else "more pairs or less noise needed)")
+        for r in unsure
+    ]
+    if not gains and not unsure and not bad:
+        reasons.append("no measurable benefit (all metrics neutral)")
+    bad = bad or bool(unsure) or (config.require_benefit and not gains)
     return ("exclude" if bad else "include"), reasons
 
 
@@ -196,25 +200,38 @@ def evaluate_backport(
     base_sha = repo.resolve_commit(base_ref)
     trees = prepare_trees(repo, sha, base_ref=base_ref, base_tree=base_tree, work_dir=work_dir)
     if isinstance(trees, str):
-        return BackportDecision(upstream_sha=sha, base_sha=base_sha, decision="exclude", reasons=(trees,))
+        return BackportDecision(
+            upstream_sha=sha, base_sha=base_sha, decision="exclude", basis="unmeasured", reasons=(trees,)
+        )
     common: dict[str, Any] = {"upstream_sha": sha, "base_sha": base_sha, "candidate_sha": trees.candidate.head()}
     failure = build_trees(trees, config, log_dir=work_dir / "logs", python=python)
     if failure:
-        return BackportDecision(decision="exclude", reasons=(failure,), **common)
+        return BackportDecision(decision="exclude", basis="unmeasured", reasons=(failure,), **common)
     seed = new_seed() if seed is None else seed
     factory = measure_factory or (
         lambda t: live_measure(serving, t, out_dir=work_dir / "ab", seed=seed, registry=registry, progress=progress)
     )
     measure, close = factory(trees)
     order = schedule(config.pairs, seed=seed)
+    grace = 3 * serving.server.stop_grace_s
     try:
-        base, cand, steps = run_schedule(order, measure, describe=getattr(measure, "describe", None))
-    except ServerStartError as exc:
-        return BackportDecision(
-            decision="exclude", reasons=(f"a server did not start ({exc.kind}): {exc.what}",), **common
+        steps, reruns, error = measure_live(
+            order,
+            measure,
+            serving.ab_metrics,
+            describe=getattr(measure, "describe", None),
+            out_dir=work_dir / "ab",
+            close=close,
+            grace_s=grace,
+            progress=progress,
         )
     finally:
         close()
+    base, cand = samples_from_steps(steps)
+    if not base or not cand:
+        return BackportDecision(
+            decision="exclude", basis="unmeasured", reasons=(error or "nothing was measured",), **common
+        )
     ab = compare_samples(
         base,
         cand,
@@ -226,17 +243,36 @@ def evaluate_backport(
         seed=seed,
         steps=steps,
         strict_pairs=False,
+        error=error,
+        reruns=reruns,
         mode="started-both" if serving.ab.servers == "both" else "started-alternate",
     )
     kv_row = next((r for r in (*ab.rows, *ab.reported) if r.metric == KV_METRIC), None)
     kv = kv_row.mean_delta_pct if kv_row else None
     decision, reasons = decide(ab.rows, kv_change_pct=kv, config=config, lost=ab.lost)
+    basis: Literal["measured", "undecided", "unmeasured"] = "measured"
+    if ab.error:
+        decision, basis = "exclude", "unmeasured"
+        reasons.insert(0, f"could not measure: {ab.error}")
+    elif decision == "exclude" and _undecided(ab, kv_change_pct=kv, config=config):
+        basis = "undecided"
     patchset = None
     if decision == "include" and patch_dir is not None:
         patchset = str(write_patchset(trees.candidate, trees.candidate.head(), sha, reasons, patch_dir))
     return BackportDecision(
-        decision=decision, reasons=tuple(reasons), kv_change_pct=kv, ab=ab, patchset=patchset, **common
+        decision=decision, basis=basis, reasons=tuple(reasons), kv_change_pct=kv, ab=ab, patchset=patchset, **common
     )
+
+
+def _undecided(ab: ABResult, *, kv_change_pct: float | None, config: BackportConfig) -> bool:
+    """Whether an exclusion rests only on intervals that decided nothing (no measured harm)."""
+    perf = [r for r in ab.rows if r.metric != KV_METRIC]
+    harm = (
+        ab.lost.get("candidate", 0) > ab.lost.get("baseline", 0)
+        or (kv_change_pct is not None and kv_change_pct < -config.kv_tolerance_pct)
+        or any(r.verdict == "regression" for r in perf)
+    )
+    return not harm and any(r.verdict == "inconclusive" for r in perf)
 
 
 def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Sequence[str], patch_dir: Path) -> Path:

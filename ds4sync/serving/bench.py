@@ -8,7 +8,8 @@ allowed. Keys are those of ``vllm/benchmarks/serve.py``'s result JSON: ``complet
 ``failed``, ``num_prompts``, ``request_throughput``, ``request_goodput`` (with ``--goodput``),
 ``output_throughput``, ``{mean,median,std,p50,p90,p95,p99}_{ttft,tpot,itl,e2el}_ms`` and, with
 speculative decoding, ``spec_decode_*``; ds4sync adds ``lost_requests`` and the /metrics values
-``preemptions``, ``running_max``, ``waiting_max``, ``kv_usage_max_pct``.
+``preemptions``, ``running_max``, ``waiting_max``, ``kv_usage_max_pct`` and ``max_gap_s`` (the longest
+time the server left /metrics unanswered during the row: a stall).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def row_values(data: dict[str, Any], summary: MetricsSummary | None, *, num_prom
     if summary is not None:
         if "preemptions" in summary.deltas:
             kept["preemptions"] = summary.deltas["preemptions"]
-        for key in ("running_max", "waiting_max", "kv_usage_max_pct"):
+        for key in ("running_max", "waiting_max", "kv_usage_max_pct", "max_gap_s"):
             if (value := getattr(summary, key)) is not None:
                 kept[key] = float(value)
     return kept
@@ -175,6 +176,7 @@ def run_row(
 
     The run is cut to the client's overall deadline, if it has one.
     """
+    out_dir = out_dir.resolve()  # the bench runs with cwd=out_dir: a relative --result-dir would nest
     out_dir.mkdir(parents=True, exist_ok=True)
     seed = config.seed if seed is None else seed
     argv = bench_argv(config, row, base_url=client.base_url, model=client.model, result_dir=out_dir, seed=seed)

@@ -57,12 +57,25 @@ class Deadline:
 
 
 class RequestFailed(Exception):
-    """One request that did not give a usable answer; ``kind`` says how."""
+    """One request that did not give a usable answer; ``kind`` says how, ``status`` the HTTP status
+    (kind ``http``) and ``server_message`` what the server said about it (its JSON error's
+    ``message``, else the start of its body)."""
 
-    def __init__(self, kind: FailureKind, message: str, *, status: int | None = None) -> None:
+    def __init__(self, kind: FailureKind, message: str, *, status: int | None = None, server_message: str = "") -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.server_message = server_message
+
+    def brief(self) -> dict[str, Any]:
+        """``{"kind", "status", "message"}``: the JSON form a probe result carries."""
+        return {"kind": self.kind, "status": self.status, "message": self.server_message or str(self)}
+
+    def line(self) -> str:
+        """``HTTP 400 from POST /v1/chat/completions: <the server's message>`` or the transport failure."""
+        if self.kind == "http":
+            return f"{self}"
+        return f"{self.kind}: {self}"
 
 
 @dataclass(frozen=True)
@@ -252,12 +265,32 @@ class OpenAIClient:
     @staticmethod
     def _ok(resp: httpx.Response) -> httpx.Response:
         if resp.status_code >= 400:
+            said = server_message(resp.text)
             raise RequestFailed(
                 "http",
-                f"{resp.request.method} {resp.request.url.path}: HTTP {resp.status_code} {resp.text[:200]}",
+                f"HTTP {resp.status_code} from {resp.request.method} {resp.request.url.path}: {said}",
                 status=resp.status_code,
+                server_message=said,
             )
         return resp
+
+
+def server_message(body: str, limit: int = 300) -> str:
+    """What an error answer says: the OpenAI-style ``{"error": {"message": ...}}`` (vLLM), a top-level
+    ``message`` or ``detail``, else the body's start (``limit`` characters)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip()[:limit]
+    if isinstance(data, dict):
+        inner = data.get("error")
+        for source in (inner if isinstance(inner, dict) else {}, data):
+            for key in ("message", "detail"):
+                if isinstance(source.get(key), str) and source[key]:
+                    return source[key][:limit]
+        if isinstance(inner, str) and inner:
+            return inner[:limit]
+    return body.strip()[:limit]
 
 
 def _loads(text: str, what: str) -> dict[str, Any]:

@@ -180,6 +180,7 @@ ROW_EXTRA_KEYS: dict[str, str] = {
     "running_max": "requests",
     "waiting_max": "requests",
     "kv_usage_max_pct": "%",
+    "max_gap_s": "s",
 }
 # Metrics an A/B measures besides the rows' keys.
 AB_EXTRA_METRICS = ("kv_cache_tokens", "boot_s")

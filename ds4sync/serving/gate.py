@@ -1,15 +1,21 @@
 """The serving gate: start (or attach to) the server, run the probes in order, guard, stop.
 
-After any failed probe the guard runs (process alive and not stopped, /health 200, a 1-token
-completion); when it fails the server counts as wedged and every later probe is skipped with
-that reason instead of hanging on it. All probes share one overall deadline
+While a probe runs, a watch polls the server every second (:class:`~ds4sync.serving.server.Watch`:
+the process group's states, then ``/health``), so a stopped (SIGSTOP, state ``T``), zombie or
+exited server is named within seconds whatever the request timeouts: that probe is an ``error``
+naming the wedge, and the rest are skipped. After any failed probe the guard runs too (process
+alive and not stopped, /health 200, a 1-token completion). All probes share one overall deadline
 (``serving.deadline_s``) besides their per-request timeouts: past it, the probe in progress
-fails and the rest are skipped. Ctrl-C stops the probes and the server, then propagates. The
-server log is kept beside the run's other logs.
+fails and the rest are skipped. Ctrl-C stops the server (within the grace it prints) and raises
+:class:`GateInterrupted` with the probes measured so far. The server log is kept beside the run's
+other logs.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -23,6 +29,7 @@ from ds4sync.serving.results import ProbeResult, ServingResult, StartupOutcome
 from ds4sync.serving.server import (
     ServerHandle,
     ServerStartError,
+    Watch,
     attach,
     guard,
     outcome,
@@ -32,6 +39,59 @@ from ds4sync.serving.server import (
 )
 
 Progress = Callable[[str], None]
+WATCH_EVERY_S = 1.0
+
+
+class GateInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the serving gate, raised after the server was stopped; ``results`` holds the probes
+    that finished before it."""
+
+    def __init__(self, results: Sequence[ProbeResult]) -> None:
+        super().__init__(f"interrupted after {len(results)} probe(s)")
+        self.results = list(results)
+
+
+def watched(
+    name: str, run: Callable[[], ProbeResult], handle: ServerHandle, *, every_s: float = WATCH_EVERY_S
+) -> tuple[ProbeResult, threading.Thread | None]:
+    """Run one probe in a worker thread while :class:`Watch` polls the server every ``every_s`` seconds.
+
+    Returns the probe's result, or, when the watch names a wedge first, an ``error`` result naming it
+    (``details.wedged``) and the worker left behind (it ends once the server is stopped).
+    """
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = run()
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    start = time.monotonic()
+    worker = threading.Thread(target=work, name=f"probe-{name}", daemon=True)
+    worker.start()
+    watch = Watch(handle)
+    while worker.is_alive():
+        worker.join(every_s)
+        sign = watch.check() if worker.is_alive() else None
+        if sign is not None:
+            waited = time.monotonic() - start
+            summary = f"error: server wedged during {name}, named after {waited:.1f} s: {sign}"
+            result = ProbeResult(
+                name=name,
+                status="error",
+                summary=summary,
+                duration_s=waited,
+                details={
+                    "wedged": sign,
+                    "reason": summary,
+                    "error": {"kind": "wedged", "status": None, "message": sign},
+                },
+            )
+            return result, worker
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["result"], None  # type: ignore[return-value]
 
 
 def _dead(handle: ServerHandle) -> str | None:
@@ -89,12 +149,17 @@ def run_probes(
     *,
     out_dir: Path,
     progress: Progress = lambda _m: None,
+    results: list[ProbeResult] | None = None,
+    left_behind: list[threading.Thread] | None = None,
 ) -> tuple[list[ProbeResult], str | None]:
-    """Run ``names`` in order with the guard after each failure; returns the results and the wedge reason.
+    """Run ``names`` in order, each :func:`watched`, with the guard after each failure; returns the results
+    and the wedge reason.
 
-    Probes after a wedge, or after the handle's deadline passed, are skipped with the reason.
+    Probes after a wedge, or after the handle's deadline passed, are skipped with the reason. ``results``
+    (when given) is filled as probes finish, so a caller keeps them through an interrupt; workers of wedged
+    probes go to ``left_behind``.
     """
-    results: list[ProbeResult] = []
+    results = [] if results is None else results
     wedged: str | None = None
     for name in names:
         if wedged:
@@ -106,14 +171,16 @@ def run_probes(
             )
             continue
         progress(f"probe {name}")
-        result = run_probe(name, config, handle, out_dir=out_dir)
+        result, worker = watched(name, functools.partial(run_probe, name, config, handle, out_dir=out_dir), handle)
+        if worker is not None and left_behind is not None:
+            left_behind.append(worker)
         results.append(result)
         progress(f"probe {name}: {result.status}: {result.summary[:200]}")
-        if result.status == "failed":
+        if result.status in ("failed", "error"):
             found = result.details.get("wedged")
-            check = guard(handle)
-            if found or not check.ok:
-                wedged = f"after {name}: {found or check.reason}"
+            check = guard(handle) if not found else None
+            if found or (check is not None and not check.ok):
+                wedged = f"after {name}: {found or (check.reason if check else '')}"
                 progress(f"server unresponsive {wedged}; later probes skipped")
     return results, wedged
 
@@ -133,13 +200,15 @@ def run_serving_gate(
     server is registered in ``registry`` and its process group id given to ``on_start``.
 
     Raises:
-        KeyboardInterrupt: after the server was stopped.
+        GateInterrupted: Ctrl-C, after the server was stopped; it holds the probes that finished.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = [n for n in config.probes if names is None or n in names]
     log_path = out_dir / "server.log"
     started = config.server.command is not None
     handle = attach(config.server)
+    results: list[ProbeResult] = []
+    left_behind: list[threading.Thread] = []
     base = {"base_url": config.server.url, "started": started, "server_log": str(log_path) if started else None}
     try:
         if started:
@@ -151,8 +220,14 @@ def run_serving_gate(
         wait_ready(handle, progress=progress)
         progress(f"ready after {handle.ready_s:.1f} s")
         handle.deadline = Deadline(config.deadline_s)
-        results, wedged = run_probes(config, handle, wanted, out_dir=out_dir, progress=progress)
+        results, wedged = run_probes(
+            config, handle, wanted, out_dir=out_dir, progress=progress, results=results, left_behind=left_behind
+        )
         ready = outcome(handle, kind="ready")
+    except KeyboardInterrupt:
+        grace = 3 * config.server.stop_grace_s if handle.started else 0
+        progress(f"interrupted after {len(results)} probe(s); stopping the server (at most {grace:g} s)")
+        raise GateInterrupted(results) from None
     except (ServerStartError, ToolMissingError) as exc:
         kind = exc.kind if isinstance(exc, ServerStartError) else "tool-missing"
         found = exc.outcome if isinstance(exc, ServerStartError) else None
@@ -168,7 +243,9 @@ def run_serving_gate(
         )
     finally:
         code = stop_server(handle)
-    failed = any(r.status == "failed" for r in results)
+        for worker in left_behind:
+            worker.join(10.0)  # its requests fail once the server is gone
+    failed = any(r.status in ("failed", "error") for r in results)
     deadline = handle.deadline
     return ServingResult(
         status="failed" if failed else "passed",

@@ -114,11 +114,11 @@ def probe_recall(client: OpenAIClient, config: RecallConfig) -> ProbeResult:
     except RequestFailed as exc:
         return ProbeResult(
             name="recall",
-            status="failed",
+            status="error",
             unit="s",
-            summary=f"recall request failed ({exc.kind}): {exc}",
+            summary=f"error: {exc.line()}",
             duration_s=time.monotonic() - start,
-            details={"error": exc.kind, "expected_prompt_tokens": expected_tokens},
+            details={"error": exc.brief(), "reason": f"error: {exc.line()}", "expected_prompt_tokens": expected_tokens},
         )
     correct = prompt.answer in reply.content and not any(d in reply.content for d in prompt.distractors)
     truncated = (

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from ds4sync.core.model import FrozenModel
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -68,6 +70,9 @@ class MetricsSummary(FrozenModel):
     waiting_max: float | None = None
     spec_acceptance_rate: float | None = None
     spec_acceptance_length: float | None = None
+    max_gap_s: float | None = Field(
+        default=None, description="longest time between answered scrapes, s: a stopped or starved server shows here"
+    )
 
 
 def parse(text: str, *, at_s: float | None = None) -> Snapshot:
@@ -151,12 +156,14 @@ class MetricsSampler:
         self.interval_s = interval_s
         self.snapshots: list[Snapshot] = []
         self.errors: list[str] = []
+        self.answered_at: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _scrape(self) -> None:
         try:
             self.snapshots.append(parse(self._fetch()))
+            self.answered_at.append(time.monotonic())
         except Exception as exc:  # a failed scrape is data, never a crash of the run
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -178,5 +185,6 @@ class MetricsSampler:
             self._scrape()
 
     def summary(self) -> MetricsSummary:
-        """The summary of what was sampled so far."""
-        return summarize(self.snapshots)
+        """The summary of what was sampled so far, with the longest gap between answered scrapes."""
+        gaps = [b - a for a, b in zip(self.answered_at, self.answered_at[1:], strict=False)]
+        return summarize(self.snapshots).model_copy(update={"max_gap_s": max(gaps) if gaps else None})

@@ -1,8 +1,10 @@
 """Correctness probes against a live server: health, exact answers, tool call, reasoning routing.
 
 Each probe takes an :class:`~ds4sync.serving.client.OpenAIClient` and its settings and returns a
-:class:`~ds4sync.serving.results.ProbeResult` with a number; transport failures become failed
-results with the failure kind in ``details``, never exceptions.
+:class:`~ds4sync.serving.results.ProbeResult` with a number. A request that got no answer (an HTTP
+error such as a chat template's 400, a server-side exception's 500, a timeout, a broken connection)
+is an ``error`` result naming the status and the server's message, never a wrong answer and never
+an exception.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def probe_health(client: OpenAIClient) -> ProbeResult:
         status = client.health()
         models = client.models() if status == 200 else []
     except RequestFailed as exc:
-        return _failed("health", f"{exc.kind}: {exc}", start, kind=exc.kind)
+        return request_error("health", exc, start)
     ok = status == 200 and client.model in models
     summary = f"health {status}; model {client.model!r} {'listed' if client.model in models else 'not listed'}"
     return ProbeResult(
@@ -48,9 +50,14 @@ def check_exact(case: ExactCase, content: str) -> bool:
 
 
 def probe_exact(client: OpenAIClient, cases: Sequence[ExactCase]) -> ProbeResult:
-    """Known-answer cases; value = cases answered exactly, baseline = number of cases."""
+    """Known-answer cases; value = cases answered exactly, baseline = number of cases.
+
+    A case whose request failed is no wrong answer: the probe is then an ``error`` naming the first
+    failure (HTTP status and the server's message) and how many cases got no answer.
+    """
     start = time.monotonic()
     rows: list[dict[str, Any]] = []
+    errors: list[RequestFailed] = []
     for case in cases:
         try:
             reply = client.chat(list(case.messages), extra=case.sampling)
@@ -59,19 +66,22 @@ def probe_exact(client: OpenAIClient, cases: Sequence[ExactCase]) -> ProbeResult
                 {"case": case.name, "ok": ok, "content": reply.content[:500], "finish_reason": reply.finish_reason}
             )
         except RequestFailed as exc:
-            rows.append({"case": case.name, "ok": False, "error": exc.kind, "message": str(exc)[:300]})
+            errors.append(exc)
+            rows.append({"case": case.name, "ok": False, "error": exc.brief()})
     passed = sum(row["ok"] for row in rows)
-    failed = [row["case"] for row in rows if not row["ok"]]
-    summary = f"{passed}/{len(rows)} exact" + (f"; wrong: {', '.join(failed)}" if failed else "")
+    wrong = [row["case"] for row in rows if not row["ok"] and "error" not in row]
+    summary = f"{passed}/{len(rows)} exact" + (f"; wrong: {', '.join(wrong)}" if wrong else "")
+    if errors:
+        summary = f"error: {errors[0].line()} ({len(errors)}/{len(rows)} case(s) got no answer); {summary}"
     return ProbeResult(
         name="exact",
-        status="passed" if rows and not failed else "failed",
+        status="error" if errors else "passed" if rows and not wrong else "failed",
         value=float(passed),
         baseline=float(len(rows)),
         unit="cases",
         summary=summary,
         duration_s=time.monotonic() - start,
-        details={"cases": rows},
+        details={"cases": rows, **({"error": errors[0].brief()} if errors else {})},
     )
 
 
@@ -81,7 +91,7 @@ def probe_tool_call(client: OpenAIClient, case: ToolCallCase) -> ProbeResult:
     try:
         reply = client.chat(list(case.messages), extra={"tools": list(case.tools), **case.sampling})
     except RequestFailed as exc:
-        return _failed("tool_call", f"{exc.kind}: {exc}", start, kind=exc.kind)
+        return request_error("tool_call", exc, start)
     problems, call = _tool_problems(reply, case)
     ok = not problems
     summary = (
@@ -126,7 +136,7 @@ def probe_reasoning(client: OpenAIClient, case: ReasoningCase) -> ProbeResult:
     try:
         reply = client.chat(list(case.messages), extra=case.sampling)
     except RequestFailed as exc:
-        return _failed("reasoning", f"{exc.kind}: {exc}", start, kind=exc.kind)
+        return request_error("reasoning", exc, start)
     finally:
         client.reasoning_fields = client_fields
     problems = []
@@ -161,14 +171,16 @@ def skipped(name: str, reason: str) -> ProbeResult:
     return ProbeResult(name=name, status="skipped", summary=reason, details={"reason": reason})
 
 
-def _failed(name: str, reason: str, start: float, *, kind: str) -> ProbeResult:
+def request_error(name: str, exc: RequestFailed, start: float) -> ProbeResult:
+    """The ``error`` result of a probe whose request got no answer: ``error: HTTP 400 from POST ...: <message>``;
+    ``details.error`` holds kind, status and the server's message."""
     return ProbeResult(
         name=name,
-        status="failed",
+        status="error",
         value=0.0,
         baseline=1.0,
         unit="ok",
-        summary=reason,
+        summary=f"error: {exc.line()}",
         duration_s=time.monotonic() - start,
-        details={"error": kind},
+        details={"error": exc.brief(), "reason": f"error: {exc.line()}"},
     )

@@ -14,7 +14,8 @@ from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
 
-ProbeStatus = Literal["passed", "failed", "skipped"]
+#: ``error``: the probe's requests got no answer (HTTP error, server exception, timeout), so it measured nothing.
+ProbeStatus = Literal["passed", "failed", "error", "skipped"]
 StartupKind = Literal["ready", "died", "still-loading", "unreachable", "port-busy", "tool-missing"]
 SCHEMA_VERSION = 2
 
@@ -80,7 +81,7 @@ class ProbeResult(FrozenModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return self.status != "failed"
+        return self.status not in ("failed", "error")
 
     @property
     def reason(self) -> str:
@@ -90,8 +91,10 @@ class ProbeResult(FrozenModel):
         return str(self.details.get("reason") or self.summary)
 
     def brief(self) -> dict[str, Any]:
-        """The documented JSON contract of a probe in ``serving gate --json``: numbers, summary and reason."""
-        return {
+        """The documented JSON contract of a probe in ``serving gate --json``: numbers, summary and reason;
+        an ``error`` (kind, HTTP status, the server's message) when a request failed; for bench rows every
+        measured number (``rows``: name, ok, metrics with every percentile and the /metrics values)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "status": self.status,
             "value": self.value,
@@ -101,13 +104,21 @@ class ProbeResult(FrozenModel):
             "reason": self.reason,
             "duration_s": round(self.duration_s, 3),
         }
+        if isinstance(self.details.get("error"), dict):
+            out["error"] = self.details["error"]
+        if self.details.get("rows"):
+            out["rows"] = [
+                {"name": r.get("name"), "ok": r.get("ok"), "metrics": r.get("metrics") or {}}
+                for r in self.details["rows"]
+            ]
+        return out
 
 
 class ServingResult(FrozenModel):
     """A serving gate run: the server it used, how it started, each probe's result, and why later probes
     were skipped (``wedged``: the server stopped answering; ``deadline``: the overall limit passed).
 
-    ``status`` is ``failed`` when the server did not start or any probe failed.
+    ``status`` is ``failed`` when the server did not start or any probe failed or erred.
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -128,7 +139,7 @@ class ServingResult(FrozenModel):
 
     def counts(self) -> dict[str, int]:
         """Probes per status."""
-        out = {"passed": 0, "failed": 0, "skipped": 0}
+        out = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
         for probe in self.probes:
             out[probe.status] += 1
         return out
@@ -155,8 +166,10 @@ class MetricComparison(FrozenModel):
     """The A/B verdict of one metric; the JSON shape of ``ds4sync ab --json`` rows.
 
     Percentages are of the baseline. ``mean_delta_pct`` is the geometric mean of the per-pair
-    ratios minus 1; the interval is of that, at ``confidence`` (already adjusted for the number
-    of metrics judged together). ``reason`` says why the verdict is what it is.
+    ratios minus 1; the interval is of that, at ``confidence`` (already adjusted for
+    the number of metrics judged together). ``reason`` says why the verdict is what it is;
+    ``pairs_needed`` (inconclusive rows) how many pairs the measured spread would need to decide
+    (None: more than 500, or a verdict was reached).
     """
 
     metric: str
@@ -174,6 +187,7 @@ class MetricComparison(FrozenModel):
     method: str = METHOD
     verdict: Verdict
     reason: str = ""
+    pairs_needed: int | None = None
     baseline: tuple[float, ...] = ()
     candidate: tuple[float, ...] = ()
 
@@ -196,6 +210,7 @@ class MetricComparison(FrozenModel):
                 "threshold_pct",
                 "verdict",
                 "reason",
+                "pairs_needed",
             )
         }
 
@@ -211,10 +226,18 @@ class MetricComparison(FrozenModel):
 
 
 class StepRecord(FrozenModel):
-    """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values."""
+    """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values.
+
+    ``pair`` is the pair it belongs to (the k-th A and k-th B runs form pair k); ``replaced`` marks a run
+    whose pair was re-run (an outlier, :func:`ds4sync.serving.abstats.outlying_pairs`): it is kept, not
+    judged; ``unreadable`` names the bench rows of the run that gave no readable result.
+    """
 
     step: int
     side: Side
+    pair: int | None = None
+    replaced: bool = False
+    unreadable: tuple[str, ...] = ()
     seed: int | None = None
     prefix_cache: str | None = None
     boot_s: float | None = None
@@ -228,7 +251,10 @@ class ABResult(FrozenModel):
 
     ``confidence`` is the family-wise level of the whole verdict; each row's interval is at
     ``row.confidence`` (Bonferroni over the judged metrics). ``lost`` counts requests each side
-    lost; ``reported`` holds unjudged metrics' rows.
+    lost; ``reported`` holds unjudged metrics' rows. ``error`` says why nothing could be measured
+    (a server that did not start, a baseline that lost requests, a run without a readable result):
+    then the verdict is no verdict, whatever the rows say. ``reruns`` names each pair re-run as an
+    outlier and why.
     """
 
     schema_version: int = 2
@@ -249,12 +275,22 @@ class ABResult(FrozenModel):
     reported: tuple[MetricComparison, ...] = ()
     steps: tuple[StepRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    error: str | None = None
+    reruns: tuple[str, ...] = ()
+
+    @property
+    def measured(self) -> bool:
+        """Whether both sides were measured (no :attr:`error`)."""
+        return self.error is None
 
     def brief(self) -> dict[str, Any]:
-        """``ds4sync ab --json``: the overall verdict, pairs, order, seed, levels and every judged row."""
+        """``ds4sync ab --json``: the overall verdict, pairs, order, seed, levels, every judged and reported row,
+        and every measured run (its values: percentiles, /metrics, boot time)."""
         return {
             "verdict": self.verdict,
+            "error": self.error,
             "reasons": list(self.reasons),
+            "reruns": list(self.reruns),
             "baseline": self.baseline,
             "candidate": self.candidate,
             "mode": self.mode,
@@ -266,6 +302,8 @@ class ABResult(FrozenModel):
             "method": self.method,
             "lost": self.lost,
             "rows": [row.brief() for row in self.rows],
+            "reported": [row.brief() for row in self.reported],
+            "steps": [step.model_dump(mode="json") for step in self.steps],
             "notes": list(self.notes),
         }
 
@@ -274,8 +312,11 @@ class ABResult(FrozenModel):
         return [row.line() for row in self.rows]
 
     def summary(self) -> str:
-        """``verdict: regression (6 pairs, 99% family-wise; candidate lost 2 of 16 requests)``."""
+        """``verdict: regression (6 pairs, 99% family-wise; candidate lost 2 of 16 requests)``, or
+        ``could not measure: ...``."""
         why = "; ".join(self.reasons)
+        if self.error:
+            return f"could not measure: {self.error} ({self.pairs} pair(s) measured, {self.mode})"
         return (
             f"verdict: {self.verdict} ({self.pairs} pairs, {100 * self.confidence:g}% family-wise over "
             f"{len(self.rows)} metric(s), {self.mode}" + (f"; {why}" if why else "") + ")"
@@ -283,13 +324,19 @@ class ABResult(FrozenModel):
 
 
 class BackportDecision(FrozenModel):
-    """Include or exclude, the measured reasons, and the evidence (A/B rows, KV change in percent)."""
+    """Include or exclude, the measured reasons, and the evidence (A/B rows, KV change in percent).
+
+    ``basis`` says what the decision rests on: ``measured`` (a verdict), ``undecided`` (the interval of a
+    metric decided nothing: excluded, with the pairs it would need) or ``unmeasured`` (nothing could be
+    measured: it did not apply, build or start, or the A/B was an error).
+    """
 
     schema_version: int = 1
     upstream_sha: str
     base_sha: str | None = None
     candidate_sha: str | None = None
     decision: Literal["include", "exclude"]
+    basis: Literal["measured", "undecided", "unmeasured"] = "measured"
     reasons: tuple[str, ...]
     kv_change_pct: float | None = None
     ab: ABResult | None = None

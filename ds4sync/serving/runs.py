@@ -30,27 +30,39 @@ def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
 
 
 def output_dir(ws: Workspace, kind: str, explicit: Path | None = None) -> Path:
-    """``explicit``, else ``<run logs>/<kind>-<time>`` of the active run, else ``<state>/<kind>/<time>``."""
+    """``explicit``, else ``<run logs>/<kind>-<time>`` of the active run, else ``<state>/<kind>/<time>``;
+    always an absolute path (children run in other folders)."""
     if explicit is not None:
+        explicit = explicit.expanduser().resolve()
         explicit.mkdir(parents=True, exist_ok=True)
         return explicit
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     record = ws.store.current()
     path = (ws.store.log_dir(record.run_id) / f"{kind}-{stamp}") if record else ws.store.root / kind / stamp
+    path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def children(ws: Workspace) -> Any:
-    """The registry of servers this state dir's commands started; orphans of a killed command are ended first.
+def children(ws: Workspace, *, announce: Any = lambda _m: None) -> Any:
+    """The registry of servers this state dir's commands started; orphans of a killed command are ended first,
+    each announced in one line through ``announce`` (:func:`reap_line`).
 
     Returns a :class:`~ds4sync.core.children.ChildRegistry` under ``<state>/children``.
     """
     from ds4sync.core.children import ChildRegistry
 
     registry = ChildRegistry(ws.store.root / "children")
-    registry.reap_orphans()
+    ended = registry.reap_orphans()
+    if ended:
+        announce(reap_line(ended))
     return registry
+
+
+def reap_line(ended: Any) -> str:
+    """``ended 1 orphaned server group(s) left by a killed ds4sync: pgid 4242 (server http://...)``."""
+    names = ", ".join(f"pgid {e.pgid} ({e.label or ' '.join(e.argv[:2])})" for e in ended)
+    return f"ended {len(ended)} orphaned server group(s) left by a killed ds4sync: {names}"
 
 
 def record_ab(ws: Workspace, result: Any, *, out_dir: Path) -> dict[str, Any]:
@@ -108,7 +120,14 @@ def record_result(ws: Workspace, key: str, result: Any) -> str | None:
     return record.run_id
 
 
-def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, serving_path: Path | None = None) -> Any:
+def evaluate_backport_in(
+    ws: Workspace,
+    ref: str,
+    *,
+    onto: str | None = None,
+    serving_path: Path | None = None,
+    progress: Any = lambda _m: None,
+) -> Any:
     """``ds4sync backport evaluate``: measure upstream ``ref`` on the sync branch (or ``onto``) and record it.
 
     Returns the :class:`~ds4sync.serving.results.BackportDecision`.
@@ -137,7 +156,7 @@ def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, se
             f"'{ref}' is not a commit here", where=str(ws.repo.path), fix="fetch it first (`git fetch upstream`)"
         )
     cfg = load_serving_config(ws, serving_path)
-    registry = children(ws)
+    registry = children(ws, announce=progress)
     decision = evaluate_backport(
         ws.repo,
         sha,
@@ -148,6 +167,7 @@ def evaluate_backport_in(ws: Workspace, ref: str, *, onto: str | None = None, se
         python=sys.executable,
         patch_dir=ws.profile / "patches",
         registry=registry,
+        progress=progress,
     )
     record_result(ws, "backports", decision)
     return decision

@@ -22,7 +22,7 @@ from pathlib import Path
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.files import tail_lines
-from ds4sync.core.proc import group_members, process_state, spawn, stop_process_group
+from ds4sync.core.proc import group_members, group_states, process_state, spawn, stop_process_group
 from ds4sync.serving.client import Deadline, OpenAIClient, RequestFailed
 from ds4sync.serving.config import ServerConfig
 from ds4sync.serving.results import StartupKind, StartupOutcome
@@ -314,3 +314,55 @@ def guard(handle: ServerHandle) -> GuardResult:
             word = "wedged: " if exc.kind == "timeout" else ""
             return GuardResult(False, f"{word}guard failed ({exc.kind}): {exc}")
     return GuardResult(True, "/health 200 and a 1-token completion answered")
+
+
+def process_sign(handle: ServerHandle) -> str | None:
+    """What the started server's process group says at a glance (no request): it exited, a member is
+    stopped (state ``T``, e.g. SIGSTOP) or a zombie (state ``Z``); None when nothing is wrong or attached."""
+    if handle.proc is None:
+        return None
+    if handle.proc.poll() is not None:
+        return f"server process exited with code {handle.proc.returncode}"
+    states = group_states(handle.proc.pid)
+    stopped = sorted(pid for pid, state in states.items() if state in ("T", "t"))
+    if stopped:
+        return f"server processes stopped (state T, e.g. SIGSTOP): pid {', '.join(map(str, stopped))}"
+    zombies = sorted(pid for pid, state in states.items() if state == "Z")
+    if zombies:
+        return f"server process(es) {', '.join(map(str, zombies))} are zombies (state Z: exited, never reaped)"
+    return None
+
+
+class Watch:
+    """Signs that a server stopped serving, polled (:meth:`check`) while a probe runs, whatever its
+    request timeouts: the process group's states (:func:`process_sign`; an exit at once, a stopped or
+    zombie member when two polls in a row see it) and ``/health`` (not 200 for ``guard_timeout_s``)."""
+
+    def __init__(self, handle: ServerHandle, *, health_timeout_s: float = 5.0) -> None:
+        self.handle = handle
+        self.health_timeout_s = min(health_timeout_s, handle.config.guard_timeout_s)
+        self._pending: str | None = None
+        self._failing_since: float | None = None
+
+    def check(self) -> str | None:
+        """The wedge, named (``server processes stopped (state T ...)``), or None while it still serves."""
+        sign = process_sign(self.handle)
+        if sign is not None:
+            if sign.startswith("server process exited") or sign == self._pending:
+                return sign
+            self._pending = sign
+            return None
+        self._pending = None
+        with self.handle.client(timeout_s=self.health_timeout_s, deadline=False) as client:
+            try:
+                ok = client.health() == 200
+            except RequestFailed:
+                ok = False
+        now = time.monotonic()
+        if ok:
+            self._failing_since = None
+            return None
+        self._failing_since = self._failing_since or now
+        if now - self._failing_since >= self.handle.config.guard_timeout_s:
+            return f"/health has not answered 200 for {now - self._failing_since:.0f} s"
+        return None

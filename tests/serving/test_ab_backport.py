@@ -178,7 +178,7 @@ def test_ab_cli_refuses_unpaired_runs(builder: RepoBuilder, tmp_path: Path, caps
             [
                 "reduced KV capacity by 3.80%",
                 "slowed c1.output_throughput by 3.00%",
-                "no repeatable c8.output_throughput benefit",
+                "undecided c8.output_throughput",
             ],
         ),
         (0.0, [("c1.output_throughput", [300] * 5, [309] * 5)], "include", ["improved c1.output_throughput by 3.00%"]),

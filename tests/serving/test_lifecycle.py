@@ -97,11 +97,11 @@ def test_cli_text_shows_the_log_tail_and_json_the_outcome(
         "--state-dir",
         str(tmp_path / "s"),
     ]
-    assert main(args) == 1
+    assert main(args) == 7  # nothing measured: not a probe's failure
     text = capsys.readouterr().out
     assert "start-up: died, exit code 3" in text
     assert "  | line one\n  | CUDA out of memory" in text  # the tail itself, not just "log tail:"
-    assert main([*args, "--json"]) == 1
+    assert main([*args, "--json"]) == 7
     data = cli_data(capsys.readouterr().out)
     assert data["startup"]["kind"] == "died" and data["startup"]["exit_code"] == 3
     assert data["startup"]["log_tail"][-1] == "CUDA out of memory" and data["startup"]["ready_s"] is None
@@ -157,7 +157,7 @@ def test_the_overall_deadline_bounds_all_probes(scripted: ScriptedServer, tmp_pa
     start = time.monotonic()
     result = run_serving_gate(config, out_dir=tmp_path)
     assert time.monotonic() - start < 6
-    assert result.probes[0].status == "failed" and "deadline" in result.probes[0].details["cases"][0]["message"]
+    assert result.probes[0].status == "error" and "deadline" in result.probes[0].details["cases"][0]["error"]["message"]
     assert [p.status for p in result.probes[1:]] == ["skipped", "skipped"]
     assert result.deadline_passed and "deadline of 1.5 s passed" in result.probes[-1].summary
 

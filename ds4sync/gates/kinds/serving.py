@@ -87,7 +87,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     )
     counts = result.counts()
     failures = tuple(
-        TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary) for p in result.probes if p.status == "failed"
+        TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary)
+        for p in result.probes
+        if p.status in ("failed", "error")
     )
     details = {
         "probes": [p.brief() for p in result.probes],
@@ -99,16 +101,18 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         log_path=result.server_log,
         details=details,
         duration_s=time.monotonic() - start,
-        counts=TestCounts(passed=counts["passed"], failed=counts["failed"], skipped=counts["skipped"]),
+        counts=TestCounts(
+            passed=counts["passed"], failed=counts["failed"], errors=counts["error"], skipped=counts["skipped"]
+        ),
         failures=failures,
     )
     if result.startup_error:
         return GateResult(status="error", reason=result.startup_error.splitlines()[0], **common)
-    reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status == "failed")
+    reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status in ("failed", "error"))
     if result.wedged:
         reason = f"{reason}; server unresponsive {result.wedged}"
     return GateResult(
-        status="failed" if counts["failed"] else "passed",
+        status="failed" if counts["failed"] or counts["error"] else "passed",
         reason=reason or f"{counts['passed']} probes passed",
         **common,
     )
