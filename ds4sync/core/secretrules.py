@@ -17,7 +17,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 #: detect-secrets plugins whose findings are not credentials (a public IP address), or that only
 #: name a header (private keys: the PEM rule below takes the whole block).
@@ -80,9 +80,10 @@ def _denylist() -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...
 
     keyed: list[re.Pattern[str]] = []
     plain: list[re.Pattern[str]] = []
-    for plugin in get_mapping_from_secret_type_to_class().values():
+    plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
         if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _NOT_SECRETS:
-            denylist: Iterable[re.Pattern[str]] = plugin.denylist  # type: ignore[attr-defined]
+            denylist = cast("Iterable[re.Pattern[str]]", plugin.denylist)  # a class attribute of regex plugins
             for pattern in denylist:
                 (keyed if pattern.pattern.startswith(r"(?:(?<=\W)|(?<=^))") else plain).append(pattern)
     return tuple(keyed), tuple(plain)
