@@ -78,13 +78,17 @@ def resume(
     config: ConfigOpt = None,
     state_dir: StateOpt = None,
     profile: ProfileOpt = None,
+    accept_proposals: Annotated[
+        bool, typer.Option("--accept-proposals", help="Stage the validated model proposals you reviewed.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
 
     ws = _workspace(repo, config, None, state_dir, profile)
-    _finish(ws, sync.resume(ws, progress=_progress(json_out)), json_out=json_out)
+    outcome = sync.resume(ws, progress=_progress(json_out), accept_proposals=accept_proposals)
+    _finish(ws, outcome, json_out=json_out)
 
 
 @app.command()

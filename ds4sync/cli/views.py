@@ -45,13 +45,17 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
     console.print(head)
     if summary.conflicts:
         table = Table(title="Conflicts")
-        for column in ("path", "kind", "resolution"):
+        for column in ("path", "kind", "resolution", "upstream PRs", "patch-sets"):
             table.add_column(column)
         for conflict in summary.conflicts[:MAX_ROWS]:
             how: str = conflict.resolution or "-"
             if conflict.rule:
                 how += f" ({conflict.rule})"
-            table.add_row(conflict.path, conflict.kind, how)
+            if conflict.proposal:
+                how += f" ({conflict.proposal})"
+            prs = ", ".join(dict.fromkeys(f"#{n}" for h in conflict.hunks for n in h.upstream_prs))
+            owners = ", ".join(dict.fromkeys(o.patchset for h in conflict.hunks for o in h.owners))
+            table.add_row(conflict.path, conflict.kind, how, prs or "-", owners or "-")
         _more(table, len(summary.conflicts))
         console.print(table)
     if summary.overlaps:

@@ -12,6 +12,7 @@ from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
+from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.results import MergeSummary
 from ds4sync.runner import (
     Phase,
@@ -105,6 +106,7 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         fork_sha=fork_sha,
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
+        patchsets=load_owners(ws.profile / "patches"),
     )
     return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used})
 
@@ -233,6 +235,7 @@ def resume(
     phases: Sequence[Phase] | None = None,
     stop_after: str | None = None,
     deadline: float | None = None,
+    accept_proposals: bool = False,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -242,7 +245,7 @@ def resume(
     When the sync branch moved since verify or the gates ran (a fix committed in the worktree),
     the proving phases (verify, build, gate, report) run again on the new head. A run waiting
     in ``resolve`` first has the person's resolutions accepted (refused while conflict markers
-    remain).
+    remain; validated proposals are staged only with ``accept_proposals``).
 
     Raises:
         StateError: no active or failed run.
@@ -263,7 +266,7 @@ def resume(
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
-            accept_person_resolutions(ctx)
+            accept_person_resolutions(ctx, accept_proposals=accept_proposals)
             ws.store.save(record)
         return _run(ctx, phases or _phases(), stop_after=stop_after)
 

@@ -20,6 +20,8 @@ from ds4sync.core.errors import GitError, NeedsPersonError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.words import many
 from ds4sync.merge.plan import merge_message, plan_merge
+from ds4sync.merge.proposals import propose, with_sources
+from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
 from ds4sync.record import RunRecord
@@ -43,7 +45,12 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     worktree = Path(record.worktree)
     with ThreadPoolExecutor(max_workers=1) as pool:
         planned = pool.submit(
-            plan_merge, repo, fork_sha=record.fork.head_before, upstream_sha=record.upstream.sha, merge_base=base
+            plan_merge,
+            repo,
+            fork_sha=record.fork.head_before,
+            upstream_sha=record.upstream.sha,
+            merge_base=base,
+            patchsets=load_owners(ctx.ws.profile / "patches"),
         )
         if not (worktree / ".git").exists():
             repo.worktree_remove(worktree)
@@ -143,12 +150,23 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
-        entries.append(_resolve_one(ctx, wt, conflict, unmerged))
-    waiting = [e for e in entries if e.resolution == "unresolved"]
+        entries.append(with_sources(_resolve_one(ctx, wt, conflict, unmerged)))
+    proposed = propose(ctx, wt, entries)
+    entries = list(proposed.entries)
+    waiting = [e for e in entries if e.resolution == "unresolved" or (e.resolution == "proposed" and not e.accepted_by)]
     summary = summary.model_copy(update={"conflicts": tuple(entries)})
     if not waiting:
         return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
-    details = tuple(f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}" for e in waiting)
+    details = (
+        tuple(
+            f"{e.path}: proposed ({e.proposal}) in the worktree, not staged: review it, then"
+            " `ds4sync resume --accept-proposals` (or edit it and `ds4sync resume`)"
+            if e.resolution == "proposed"
+            else f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}"
+            for e in waiting
+        )
+        + proposed.notes
+    )
     return PhaseOutcome(
         "needs-person",
         f"{many(len(waiting), 'conflicted file')} {'needs' if len(waiting) == 1 else 'need'} a person"
@@ -163,7 +181,7 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
 
 
 def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged: set[str]) -> ConflictEntry:
-    if conflict.resolution in ("recorded", "rule", "person"):
+    if conflict.resolution in ("recorded", "rule", "person", "proposed"):
         return conflict
     if not conflict.in_index:
         return conflict.model_copy(update={"resolution": "unresolved"})  # only a person can look at it
@@ -191,7 +209,7 @@ def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
     return True
 
 
-def accept_person_resolutions(ctx: RunContext) -> list[str]:
+def accept_person_resolutions(ctx: RunContext, *, accept_proposals: bool = False) -> list[str]:
     """On resume: accept what a person resolved, as git sees it; refuse (changing nothing) otherwise.
 
     A conflict with markers (content, add/add) is accepted once git finds no conflict hunk
@@ -199,6 +217,10 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     marker: it is accepted only when the person staged it (``git add``/``git rm``), i.e. when
     ``git ls-files -u`` no longer lists it. Unstaged edits to other files are refused too:
     they would silently miss the merge commit.
+
+    A file holding a validated proposal (resolution ``proposed``) is staged only with
+    ``accept_proposals`` (a person's ``resume --accept-proposals``) and stays ``proposed``; one the
+    person edited after it was written is the person's resolution.
 
     Returns the paths accepted.
 
@@ -209,16 +231,24 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
     """
     summary = _summary(ctx.record)
     wt = ctx.worktree
-    waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
+    proposals = [c for c in summary.conflicts if c.resolution == "proposed" and not c.accepted_by]
+    edited = {c.path for c in proposals if _worktree_blob(wt, c.path) != c.proposed_blob}
+    untouched = [c.path for c in proposals if c.path not in edited]
+    waiting = [c for c in summary.conflicts if c.resolution == "unresolved" or c.path in edited]
     unmerged = set(wt.unmerged_paths())
     marked = wt.paths_with_markers([c.path for c in waiting if c.has_markers_kind])
     to_stage = [c.path for c in waiting if c.has_markers_kind and c.path in unmerged]
     unstaged_marker_less = sorted(
         {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
     )
-    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less))
+    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less) - set(untouched))
     unstaged = [p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged]
     problems: list[str] = []  # every one at once: a person fixes them all before the next resume
+    if untouched and not accept_proposals:
+        problems.append(
+            f"{len(untouched)} file(s) hold a validated model proposal that no person accepted: {', '.join(untouched)}"
+            " (review each with `git diff`; accept with `ds4sync resume --accept-proposals`)"
+        )
     if marked:
         problems.append(f"conflict markers remain in {len(marked)} file(s): {', '.join(marked)}")
     if unstaged_marker_less:
@@ -241,16 +271,38 @@ def accept_person_resolutions(ctx: RunContext) -> list[str]:
             "in the worktree (see `ds4sync status`), then `ds4sync resume`"
         )
         raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
-    for path in to_stage:
+    for path in [*to_stage, *untouched]:
         wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
+    by_person = "person (resume --accept-proposals)"
     entries = tuple(
-        c.model_copy(update={"resolution": "person"}) if c.path in accepted else c for c in summary.conflicts
+        _by_person(c)
+        if c.path in accepted
+        else c.model_copy(update={"accepted_by": by_person})
+        if c.path in untouched
+        else c
+        for c in summary.conflicts
     )
     ctx.record.results.merge = summary.model_copy(update={"conflicts": entries})
     ctx.record.phases["resolve"].status = "done"
-    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person"
-    return sorted(accepted)
+    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person" + (
+        f", {len(untouched)} validated proposals accepted" if untouched else ""
+    )
+    return sorted(accepted | set(untouched))
+
+
+def _worktree_blob(wt: GitRepo, path: str) -> str | None:
+    """The blob id of the worktree file (None when it is gone)."""
+    file = wt.path / path
+    return wt.blob_id(file.read_bytes()) if file.is_file() else None
+
+
+def _by_person(conflict: ConflictEntry) -> ConflictEntry:
+    """A conflict a person resolved: a proposal they edited is theirs now, its hunks too."""
+    if conflict.resolution != "proposed":
+        return conflict.model_copy(update={"resolution": "person"})
+    hunks = tuple(h.model_copy(update={"source": "person"}) for h in conflict.hunks)
+    return conflict.model_copy(update={"resolution": "person", "proposal": None, "hunks": hunks})
 
 
 def commit(ctx: RunContext) -> PhaseOutcome:
