@@ -257,6 +257,11 @@ def test_each_endpoint_reply_ends_as_it_must(
     if case == "right":
         assert (conflict["resolution"], conflict["proposal"]) == ("proposed", "model, validated")
         assert (worktree / "feature.py").read_text() == FORK.replace("    return fork_feature()\n", RIGHT)
+        code, status, _ = run_cli(capsys, "status", *args)
+        assert "conflict feature.py: proposed (model, validated); upstream PRs #77; patch-sets the-feature" in status
+        code, markdown, err = run_cli(capsys, "report", *args)
+        assert code == 0, err
+        assert "| `feature.py` | content | proposed (model, validated) | #77 | the-feature |" in markdown
         code, _, err = run_cli(capsys, "resume", *args)
         assert code == 4 and "validated model proposal that no person accepted" in err
         assert git(worktree, "ls-files", "-u", "--", "feature.py")  # still not staged

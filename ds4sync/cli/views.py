@@ -111,6 +111,12 @@ def run_status(
     )
     for tier, result in record.results.gates.items():  # the same line the gate phase and the report print
         console.print(f"tier {tier}: {result.line()}", markup=False)
+    for conflict in record.results.merge.conflicts if record.results.merge else ():
+        if conflict.hunks:  # provenance: `ds4sync conflicts` shows the texts
+            prs = ", ".join(dict.fromkeys(f"#{n}" for h in conflict.hunks for n in h.upstream_prs)) or "-"
+            owners = ", ".join(dict.fromkeys(o.patchset for h in conflict.hunks for o in h.owners)) or "-"
+            how = f"{conflict.resolution or 'unresolved'}{f' ({conflict.proposal})' if conflict.proposal else ''}"
+            console.print(f"conflict {conflict.path}: {how}; upstream PRs {prs}; patch-sets {owners}", markup=False)
     gone = " (removed by the abort)" if record.status == "aborted" else ""
     absent = "" if (Path(record.worktree) / ".git").exists() else gone or " (not there)"
     console.print(f"worktree: {record.worktree}{absent}", markup=False)
