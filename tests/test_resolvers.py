@@ -294,3 +294,23 @@ def test_a_proposal_the_person_edits_is_theirs(
     assert code == 0, out
     [done] = cli_data(out)["conflicts"]
     assert done["resolution"] == "person" and "proposal" not in done
+
+
+@pytest.mark.parametrize(
+    ("resolved", "expected"),
+    [
+        # both hunks resolved, nothing else touched
+        ("top\nR1\nmiddle\nR2\nend\n", ["R1\n", "R2\n"]),
+        # the person changed the line before hunk 1: hunk 1 is unknown, hunk 2 still read by its neighbours
+        ("TOP CHANGED\nR1\nmiddle\nR2\nend\n", [None, "R2\n"]),
+        # a hunk resolved to nothing (deleted)
+        ("top\nmiddle\nR2\nend\n", ["", "R2\n"]),
+        # the lines after hunk 2 were changed too: hunk 2 cannot be told apart
+        ("top\nR1\nmiddle\nR2\nEND\n", ["R1\n", None]),
+    ],
+)
+def test_the_persons_text_of_each_hunk_is_read_between_its_neighbouring_lines(resolved, expected) -> None:
+    from ds4sync.merge.hunks import hunk_resolutions
+
+    split = split_diff3(MERGED)
+    assert hunk_resolutions(split, resolved) == expected

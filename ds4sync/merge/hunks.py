@@ -206,36 +206,49 @@ def locate(side: list[str], section: list[str], cursor: int, anchor: str | None)
 def hunk_resolutions(split: Diff3, resolved: str) -> list[str | None]:
     """Each hunk's text in ``resolved``, a resolution of the file ``split`` came from (None where unknown).
 
-    The common text around each hunk anchors it: what ``resolved`` holds between the end of the
-    common text before the hunk and the start of the one after is that hunk's resolution. A
-    common text not found in order (the person changed lines outside the hunks) leaves its
-    neighbouring hunks unknown.
+    The merged lines nearest each hunk anchor it: what ``resolved`` holds between the lines just before
+    the hunk and the lines just after it (found in order, each anchor grown until it holds at least
+    :data:`ANCHOR_CHARS` non-blank characters) is that hunk's resolution. A hunk whose anchors are not
+    found (the person changed the lines around it) or that touches another hunk is unknown.
     """
     found: list[str | None] = []
     pos = 0
-    first = split.common[0]
-    if not resolved.startswith(first):
-        return [None] * len(split.hunks)
-    pos = len(first)
+    last = len(split.hunks) - 1
     for i in range(len(split.hunks)):
-        after = split.common[i + 1]
-        last = i == len(split.hunks) - 1
-        if last:
-            if after and not resolved.endswith(after):
-                found.append(None)
-                continue
-            end = len(resolved) - len(after)
-            found.append(resolved[pos:end] if end >= pos else None)
+        before = _anchor(split.common[i], tail=True)
+        after = _anchor(split.common[i + 1], tail=False)
+        if before:
+            at = resolved.find(before, pos)
+            start = at + len(before) if at >= 0 else -1
+        else:
+            start = 0 if i == 0 else -1  # no line between two hunks: nothing tells them apart
+        if start < 0:
+            found.append(None)
             continue
-        if not after:
-            found.append(None)  # two hunks touch: no anchor between them
-            pos = -1
-            break
-        end = resolved.find(after, pos)
+        if after:
+            end = resolved.find(after, start)
+        elif i == last:
+            end = len(resolved)
+        else:
+            end = -1
         if end < 0:
             found.append(None)
-            break
-        found.append(resolved[pos:end])
-        pos = end + len(after)
-    found += [None] * (len(split.hunks) - len(found))
+            continue
+        found.append(resolved[start:end])
+        pos = end
     return found
+
+
+#: Non-blank characters an anchor needs before it is trusted (a lone blank line or ``)`` matches anywhere).
+ANCHOR_CHARS = 24
+
+
+def _anchor(common: str, *, tail: bool) -> str:
+    """The lines of ``common`` nearest the hunk (its end when ``tail``), as few as hold ``ANCHOR_CHARS``."""
+    lines = common.splitlines(keepends=True)
+    taken: list[str] = []
+    for line in reversed(lines) if tail else lines:
+        taken.append(line)
+        if sum(len(x.strip()) for x in taken) >= ANCHOR_CHARS:
+            break
+    return "".join(reversed(taken) if tail else taken)
