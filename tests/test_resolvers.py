@@ -269,6 +269,7 @@ def test_each_endpoint_reply_ends_as_it_must(
         assert code == 0, out
         [done] = cli_data(out)["conflicts"]
         assert (done["resolution"], done["proposal"]) == ("proposed", "model, validated")
+        assert done["accepted_by"] == "person (resume --accept-proposals)"
         assert done.get("stored_as") is None  # a proposal is never recorded to the store as a person's
         assert (
             git(pair.repo, "show", f"{cli_data(out)['merge_commit']}:feature.py")
@@ -314,3 +315,20 @@ def test_the_persons_text_of_each_hunk_is_read_between_its_neighbouring_lines(re
 
     split = split_diff3(MERGED)
     assert hunk_resolutions(split, resolved) == expected
+
+
+def test_a_profile_rule_stages_validated_proposals_for_its_paths_and_they_stay_proposals(
+    tmp_path: Path, httpserver: HTTPServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODER_API_KEY", "sk-test-secret-value")
+    _pair, args, _ = setup_run(tmp_path, httpserver, "reply", RIGHT)
+    config = Path(args[args.index("--config") + 1])
+    data = yaml.safe_load(config.read_text())
+    data["merge"]["endpoint"]["accept_paths"] = ["feature.py"]
+    config.write_text(yaml.safe_dump(data))
+    code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
+    assert code == 0, out  # nothing waits for a person: the profile allowed this path
+    [done] = cli_data(out)["conflicts"]
+    assert (done["resolution"], done["proposal"]) == ("proposed", "model, validated")
+    assert done["accepted_by"] == "rule merge.endpoint.accept_paths feature.py"
+    assert done.get("stored_as") is None

@@ -138,6 +138,7 @@ class MergeSummary(BaseModel):
                 | ({"store_entry": c.store_entry} if c.store_entry else {})
                 | ({"hint": c.hint} if c.hint else {})
                 | ({"proposal": c.proposal} if c.proposal else {})
+                | ({"accepted_by": c.accepted_by} if c.accepted_by else {})
                 | ({"hunks": [h.brief() for h in c.hunks]} if c.hunks else {})
                 for c in self.conflicts
             ],
