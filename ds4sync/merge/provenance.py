@@ -9,6 +9,7 @@ commit is a merged PR, renames followed by git); the owner is read from the prof
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -185,7 +186,7 @@ def owners_of(
         matched: list[str] = []
         files = ps.patch_files() if ps.folder is not None else []
         if files:
-            touched = repo.patch_paths(files)
+            touched = _patch_paths(repo, tuple(files))
             if names & touched:
                 added = _added_lines(files, names)
                 if added & fork_lines:
@@ -204,6 +205,12 @@ def owners_of(
                 )
             )
     return tuple(owner for _, owner in sorted(found, key=lambda f: (f[0], f[1].patchset)))
+
+
+@functools.lru_cache(maxsize=256)
+def _patch_paths(repo: GitRepo, patches: tuple[Path, ...]) -> frozenset[str]:
+    """The paths ``patches`` touch, read once per plan (every hunk of every conflict asks)."""
+    return frozenset(repo.patch_paths(patches))
 
 
 _DIFF_FILE = re.compile(r"^\+\+\+ b/(.+)$")
