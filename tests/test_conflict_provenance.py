@@ -118,6 +118,29 @@ def test_hunks_apart_in_one_file_each_have_their_own_history(tmp_path: Path) -> 
     assert (top.base_start, bottom.base_start) == (4, 26)
 
 
+@pytest.mark.parametrize("gap", [3, 6])
+def test_each_hunk_of_a_file_keeps_its_own_prs_when_one_pr_spans_two_hunks(tmp_path: Path, gap: int) -> None:
+    """Three hunks in one file: PR #21 rewrites the lines of the first two and all between them (one diff run
+    over both hunks), #22 puts the lines between back and changes the second hunk's line again, #23 changes the
+    third. Each hunk names exactly the PRs that changed its lines, the oldest too."""
+    from ds4sync.demo.repobuild import RepoBuilder
+
+    a, b, c = 3, 3 + gap, 24
+    up = RepoBuilder(tmp_path / "repo")
+    base = up.commit({"mod.py": body()}, "base")
+    span = {f"l{i}": f"pr21 {i}" for i in range(a, b + 1)}
+    up.commit({"mod.py": body(**span)}, "Rewrite a block (#21)")
+    kept = {f"l{a}": span[f"l{a}"], f"l{b}": "pr22"}
+    up.commit({"mod.py": body(**kept)}, "Second again (#22)")
+    upstream = up.commit({"mod.py": body(**kept, **{f"l{c}": "pr23"})}, "Third (#23)")
+    up.branch(BRANCH, base)
+    fork_sha = up.commit({"mod.py": body(**{f"l{a}": "fork a", f"l{b}": "fork b", f"l{c}": "fork c"})}, "fork: three")
+    summary = plan_merge(GitRepo(up.path), fork_sha=fork_sha, upstream_sha=upstream, merge_base=base, patchsets=[])
+    hunks = summary.conflicts[0].hunks
+    assert [h.upstream_prs for h in hunks] == [(21,), (22, 21), (23,)]
+    assert all([x.subject for x in h.fork_commits] == ["fork: three"] for h in hunks)
+
+
 def test_a_deletion_on_one_side_still_finds_the_commit_that_deleted(tmp_path: Path) -> None:
     from ds4sync.demo.repobuild import RepoBuilder
 
