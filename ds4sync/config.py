@@ -17,6 +17,7 @@ from ds4sync.core.model import FrozenModel, not_a_file, read_yaml, validate
 from ds4sync.core.paths import path_matches
 from ds4sync.gates.settings import GatesConfig
 from ds4sync.loop.settings import DeployConfig, NightlyConfig
+from ds4sync.merge.settings import EndpointConfig
 from ds4sync.native.profile import BuildConfig
 from ds4sync.publish.settings import NotifyConfig, PublishConfig, checked_remote_name
 from ds4sync.serving.config import ServingConfig
@@ -87,6 +88,7 @@ class MergeConfig(FrozenModel):
     )
     rules: tuple[ResolutionRule, ...] = ()
     resolutions_dir: str = "patches/resolutions"
+    endpoint: EndpointConfig | None = None
 
     @field_validator("sync_branch")
     @classmethod

@@ -6,7 +6,7 @@ on the one typer app; the import order below is the order of ``ds4sync --help``.
 """
 # ruff: noqa: I001 - the order of these imports is the order of the commands in --help
 
-from ds4sync.cli import run, loop, bisect, drift, patches, build, gates, report, serving, ci  # noqa: F401
+from ds4sync.cli import run, conflicts, loop, bisect, drift, patches, build, gates, report, serving, ci  # noqa: F401
 from ds4sync.cli._app import app, main
 
 __all__ = ["app", "main"]

@@ -87,13 +87,21 @@ def resume(
             "recorded on its conflict. Repeatable.",
         ),
     ] = None,
+    accept_proposals: Annotated[
+        bool, typer.Option("--accept-proposals", help="Stage the validated model proposals you reviewed.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
 
     ws = _workspace(repo, config, None, state_dir, profile)
-    outcome = sync.resume(ws, progress=_progress(json_out), accept_markers=tuple(accept_markers or ()))
+    outcome = sync.resume(
+        ws,
+        progress=_progress(json_out),
+        accept_markers=tuple(accept_markers or ()),
+        accept_proposals=accept_proposals,
+    )
     _finish(ws, outcome, json_out=json_out)
 
 

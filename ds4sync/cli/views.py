@@ -46,13 +46,17 @@ def merge_summary(console: Console, summary: MergeSummary, *, title: str) -> Non
     console.print(head)
     if summary.conflicts:
         table = Table(title="Conflicts")
-        for column in ("path", "kind", "resolution"):
+        for column in ("path", "kind", "resolution", "upstream PRs", "patch-sets"):
             table.add_column(column)
         for conflict in summary.conflicts[:MAX_ROWS]:
             how: str = conflict.resolution or "-"
             if conflict.rule:
                 how += f" ({conflict.rule})"
-            table.add_row(conflict.path, conflict.kind, how)
+            if conflict.proposal:
+                how += f" ({conflict.proposal})"
+            prs = ", ".join(dict.fromkeys(f"#{n}" for h in conflict.hunks for n in h.upstream_prs))
+            owners = ", ".join(dict.fromkeys(o.patchset for h in conflict.hunks for o in h.owners))
+            table.add_row(conflict.path, conflict.kind, how, prs or "-", owners or "-")
         _more(table, len(summary.conflicts))
         console.print(table)
     if summary.overlaps:
@@ -108,6 +112,12 @@ def run_status(
     )
     for tier, result in record.results.gates.items():  # the same line the gate phase and the report print
         console.print(f"tier {tier}: {result.line()}", markup=False)
+    for conflict in record.results.merge.conflicts if record.results.merge else ():
+        if conflict.hunks:  # provenance: `ds4sync conflicts` shows the texts
+            prs = ", ".join(dict.fromkeys(f"#{n}" for h in conflict.hunks for n in h.upstream_prs)) or "-"
+            owners = ", ".join(dict.fromkeys(o.patchset for h in conflict.hunks for o in h.owners)) or "-"
+            how = f"{conflict.resolution or 'unresolved'}{f' ({conflict.proposal})' if conflict.proposal else ''}"
+            console.print(f"conflict {conflict.path}: {how}; upstream PRs {prs}; patch-sets {owners}", markup=False)
     gone = " (removed by the abort)" if record.status == "aborted" else ""
     absent = "" if (Path(record.worktree) / ".git").exists() else gone or " (not there)"
     console.print(f"worktree: {record.worktree}{absent}", markup=False)

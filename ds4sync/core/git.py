@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ds4sync.core.errors import GitError
+from ds4sync.core.gitlines import LineVerbs
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
 from ds4sync.core.proc import not_started
@@ -235,7 +236,7 @@ class FileChange:
         return (self.added or 0) + (self.deleted or 0)
 
 
-class GitRepo(PatchVerbs):
+class GitRepo(PatchVerbs, LineVerbs):
     """A git repository or worktree (its top-level folder).
 
     With ``search_parents``, ``path`` may be any folder inside the checkout and the

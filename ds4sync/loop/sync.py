@@ -13,6 +13,7 @@ from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.model import updated
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.merge.plan import plan_merge
+from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.results import MergeSummary
 from ds4sync.runner import (
     Phase,
@@ -107,6 +108,7 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         fork_sha=fork_sha,
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
+        patchsets=load_owners(ws.profile / "patches"),
     )
     return updated(summary, fork_branch=branch, upstream_resolved_from=used)
 
@@ -273,6 +275,7 @@ def resume(
     stop_after: str | None = None,
     deadline: float | None = None,
     accept_markers: Sequence[str] = (),
+    accept_proposals: bool = False,
 ) -> RunOutcome:
     """Go on with the active run from its first unfinished phase.
 
@@ -282,7 +285,8 @@ def resume(
     When the sync branch moved since verify or the gates ran (a fix committed in the worktree),
     the proving phases (verify, build, gate, report) run again on the new head. A run waiting
     in ``resolve`` first has the person's resolutions accepted (refused while conflict markers
-    remain, except in the paths named in ``accept_markers``, recorded as kept on purpose).
+    remain, except in the paths named in ``accept_markers``, recorded as kept on purpose; validated proposals
+    are staged only with ``accept_proposals``).
 
     Raises:
         StateError: no active or failed run, or ``accept_markers`` given while no conflict waits.
@@ -310,7 +314,7 @@ def resume(
         if record.phase("resolve").status == "needs-person":
             from ds4sync.merge.phases import accept_person_resolutions
 
-            accept_person_resolutions(ctx, accept_markers=accept_markers)
+            accept_person_resolutions(ctx, accept_markers=accept_markers, accept_proposals=accept_proposals)
             ws.store.save(record)
         return _run(ctx, phases or _phases(), stop_after=stop_after)
 

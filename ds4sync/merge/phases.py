@@ -24,6 +24,8 @@ from ds4sync.core.words import many
 from ds4sync.merge import markers
 from ds4sync.merge.kept import with_review_facts
 from ds4sync.merge.plan import merge_message, plan_merge
+from ds4sync.merge.proposals import propose, with_sources
+from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
 from ds4sync.merge.results import ConflictEntry, MergeSummary
 from ds4sync.record import RunRecord
@@ -47,7 +49,12 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     worktree = Path(record.worktree)
     with ThreadPoolExecutor(max_workers=1) as pool:
         planned = pool.submit(
-            plan_merge, repo, fork_sha=record.fork.head_before, upstream_sha=record.upstream.sha, merge_base=base
+            plan_merge,
+            repo,
+            fork_sha=record.fork.head_before,
+            upstream_sha=record.upstream.sha,
+            merge_base=base,
+            patchsets=load_owners(ctx.ws.profile / "patches"),
         )
         if not (worktree / ".git").exists():
             repo.worktree_remove(worktree)
@@ -153,12 +160,23 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
     unmerged = set(wt.unmerged_paths())
     entries = []
     for conflict in summary.conflicts:
-        entries.append(_resolve_one(ctx, wt, conflict, unmerged))
-    waiting = [e for e in entries if e.resolution == "unresolved"]
+        entries.append(with_sources(_resolve_one(ctx, wt, conflict, unmerged)))
+    proposed = propose(ctx, wt, entries)
+    entries = list(proposed.entries)
+    waiting = [e for e in entries if e.resolution == "unresolved" or (e.resolution == "proposed" and not e.accepted_by)]
     summary = updated(summary, conflicts=tuple(entries))
     if not waiting:
         return PhaseOutcome("done", f"{many(len(entries), 'conflict')} resolved", result=summary)
-    details = tuple(f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}" for e in waiting)
+    details = (
+        tuple(
+            f"{e.path}: proposed ({e.proposal}) in the worktree, not staged: review it, then"
+            " `ds4sync resume --accept-proposals` (or edit it and `ds4sync resume`)"
+            if e.resolution == "proposed"
+            else f"{e.path} ({e.kind}{', eol-only' if e.eol_only else ''}): {e.hint}"
+            for e in waiting
+        )
+        + proposed.notes
+    )
     return PhaseOutcome(
         "needs-person",
         f"{many(len(waiting), 'conflicted file')} {'needs' if len(waiting) == 1 else 'need'} a person"
@@ -173,7 +191,7 @@ def resolve(ctx: RunContext) -> PhaseOutcome:
 
 
 def _resolve_one(ctx: RunContext, wt: GitRepo, conflict: ConflictEntry, unmerged: set[str]) -> ConflictEntry:
-    if conflict.resolution in ("recorded", "rule", "person"):
+    if conflict.resolution in ("recorded", "rule", "person", "proposed"):
         return conflict
     if not conflict.in_index:
         return updated(conflict, resolution="unresolved")  # only a person can look at it
@@ -203,7 +221,9 @@ def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
     return True
 
 
-def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] = ()) -> list[str]:
+def accept_person_resolutions(
+    ctx: RunContext, *, accept_markers: Sequence[str] = (), accept_proposals: bool = False
+) -> list[str]:
     """On resume: accept what a person resolved, as git sees it; refuse (changing nothing) otherwise.
 
     No path a waiting conflict touched (its path, its related paths, the copies git wrote beside
@@ -216,6 +236,10 @@ def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] 
     no longer lists it. Unstaged edits to other files are refused too: they would silently miss
     the merge commit.
 
+    A file holding a validated proposal (resolution ``proposed``) is staged only with
+    ``accept_proposals`` (a person's ``resume --accept-proposals``) and stays ``proposed``; one the
+    person edited after it was written is the person's resolution.
+
     Returns the paths accepted.
 
     Raises:
@@ -226,7 +250,10 @@ def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] 
     """
     summary = _summary(ctx.record)
     wt = ctx.worktree
-    waiting = [c for c in summary.conflicts if c.resolution == "unresolved"]
+    proposals = [c for c in summary.conflicts if c.resolution == "proposed" and not c.accepted_by]
+    edited = {c.path for c in proposals if _worktree_blob(wt, c.path) != c.proposed_blob}
+    untouched = [c.path for c in proposals if c.path not in edited]
+    waiting = [c for c in summary.conflicts if c.resolution == "unresolved" or c.path in edited]
     unmerged = set(wt.unmerged_paths())
     marks = markers_left(ctx, waiting)
     not_marked = sorted(set(accept_markers) - set(marks))
@@ -235,11 +262,16 @@ def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] 
     unstaged_marker_less = sorted(
         {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
     )
-    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less))
+    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less) - set(untouched))
     unstaged = [p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged]
     problems: list[str] = []  # every one at once: a person fixes them all before the next resume
     if not_marked:
         problems.append(f"--accept-markers names paths without conflict markers of this merge: {', '.join(not_marked)}")
+    if untouched and not accept_proposals:
+        problems.append(
+            f"{len(untouched)} file(s) hold a validated model proposal that no person accepted: {', '.join(untouched)}"
+            " (review each with `git diff`; accept with `ds4sync resume --accept-proposals`)"
+        )
     if marked:
         named = ", ".join(f"{p} ({marks[p]})" for p in marked)
         problems.append(f"conflict markers remain in {len(marked)} file(s): {named}")
@@ -264,18 +296,39 @@ def accept_person_resolutions(ctx: RunContext, *, accept_markers: Sequence[str] 
             "in the worktree (see `ds4sync status`), then `ds4sync resume`"
         )
         raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
-    for path in to_stage:
+    for path in [*to_stage, *untouched]:
         wt.stage_resolved(path)
     accepted = {c.path for c in waiting}
+    by_person = "person (resume --accept-proposals)"
     entries = tuple(
-        updated(c, resolution="person", **_accepted_markers(c, accept_markers)) if c.path in accepted else c
+        updated(_by_person(c), **_accepted_markers(c, accept_markers))
+        if c.path in accepted
+        else updated(c, accepted_by=by_person)
+        if c.path in untouched
+        else c
         for c in summary.conflicts
     )
     ctx.record.results.merge = updated(summary, conflicts=entries)
     ctx.record.phases["resolve"].status = "done"
     kept = f"; conflict markers kept on purpose in {', '.join(sorted(accept_markers))}" if accept_markers else ""
-    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person{kept}"
-    return sorted(accepted)
+    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person{kept}" + (
+        f", {len(untouched)} validated proposals accepted" if untouched else ""
+    )
+    return sorted(accepted | set(untouched))
+
+
+def _worktree_blob(wt: GitRepo, path: str) -> str | None:
+    """The blob id of the worktree file (None when it is gone)."""
+    file = wt.path / path
+    return wt.blob_id(file.read_bytes()) if file.is_file() else None
+
+
+def _by_person(conflict: ConflictEntry) -> ConflictEntry:
+    """A conflict a person resolved: a proposal they edited is theirs now, its hunks too."""
+    if conflict.resolution != "proposed":
+        return updated(conflict, resolution="person")
+    hunks = tuple(updated(h, source="person") for h in conflict.hunks)
+    return updated(conflict, resolution="person", proposal=None, hunks=hunks)
 
 
 def markers_left(ctx: RunContext, conflicts: Iterable[ConflictEntry]) -> dict[str, str]:

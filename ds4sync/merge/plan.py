@@ -7,13 +7,16 @@ touched); the merge phase records the same shape, with each conflict's resolutio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ds4sync.core.git import Conflict, FileChange, GitRepo
 from ds4sync.core.mergetree import MergeTreeResult
+from ds4sync.merge.hunks import ConflictHunk
+from ds4sync.merge.provenance import Sides, conflict_hunks
 from ds4sync.merge.results import ConflictEntry, MergeSummary, Overlap
+from ds4sync.patchsets.model import PatchSet
 
 EOL_HINT = (
     "the sides differ only in line endings (one side renormalised them): set a `text`/`eol` attribute in "
@@ -21,7 +24,14 @@ EOL_HINT = (
 )
 
 
-def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: str | Callable[[], str]) -> MergeSummary:
+def plan_merge(
+    repo: GitRepo,
+    *,
+    fork_sha: str,
+    upstream_sha: str,
+    merge_base: str | Callable[[], str],
+    patchsets: Sequence[PatchSet] = (),
+) -> MergeSummary:
     """Predict merging ``upstream_sha`` into ``fork_sha`` without touching a work tree.
 
     Conflicts and their kinds come from ``git merge-tree --write-tree``, named with the
@@ -29,7 +39,9 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
     that merge merged three-way and cleanly (its ``Auto-merging`` messages, renames followed
     by git), with the lines of the real change on each side since the merge-base. The
     independent git queries run concurrently; ``merge_base`` may be a function that finds it
-    (and raises for unrelated histories), which then runs beside ``git merge-tree``.
+    (and raises for unrelated histories), which then runs beside ``git merge-tree``. Each content
+    conflict carries its hunks with their provenance (:mod:`ds4sync.merge.provenance`; owners from
+    ``patchsets``).
     """
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -48,6 +60,7 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
         overlaps = _overlaps(pool, sides, result, (up_lines.result(), fork_lines.result()))
         upstream_commits, fork_commits = counts.result()
         eol_paths = eol.result()
+        hunks = _hunks(repo, result, Sides(merge_base, fork_sha, upstream_sha), patchsets, pool)
     return MergeSummary(
         upstream_sha=upstream_sha,
         fork_sha=fork_sha,
@@ -65,12 +78,27 @@ def plan_merge(repo: GitRepo, *, fork_sha: str, upstream_sha: str, merge_base: s
                 eol_only=c.path in eol_paths,
                 in_index=bool(c.stages),
                 hint=EOL_HINT if c.path in eol_paths else kind_hint(c),
+                hunks=hunks.get(c.path, ()),
             )
             for c in result.conflicts
         ),
         overlaps=overlaps,
         plan_seconds=round(time.perf_counter() - start, 3),
     )
+
+
+def _hunks(
+    repo: GitRepo, result: MergeTreeResult, sides: Sides, patchsets: Sequence[PatchSet], pool: ThreadPoolExecutor
+) -> dict[str, tuple[ConflictHunk, ...]]:
+    """Each content conflict's hunks with their provenance, by path."""
+    wanted = [c for c in result.conflicts if c.kind == "content"]
+    if not wanted:
+        return {}
+    sizes = repo.marker_sizes([c.path for c in wanted])
+    return {
+        c.path: conflict_hunks(repo, c, sides, patchsets=patchsets, marker_size=sizes.get(c.path, 7), pool=pool)
+        for c in wanted
+    }
 
 
 @dataclass(frozen=True)

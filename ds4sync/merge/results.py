@@ -13,8 +13,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ds4sync.core.mergetree import MARKER_KINDS
+from ds4sync.merge.hunks import ConflictHunk
 
-Resolution = Literal["recorded", "rule", "person", "unresolved"]
+Resolution = Literal["recorded", "rule", "proposed", "person", "unresolved"]
 #: What a committed resolution kept (:func:`ds4sync.merge.kept.sides_kept`).
 Kept = Literal["ours", "theirs", "both", "new text", "deleted"]
 
@@ -35,7 +36,11 @@ class ConflictEntry(BaseModel):
     ``new text`` or the file ``deleted`` (from the blobs; see :func:`ds4sync.merge.kept.sides_kept`).
     ``in_index``: False for a conflict git reports only in its messages (nothing in ``git ls-files -u``; a
     person must look). ``eol_only``: the sides differ only in line endings;
-    ``hint`` says what git needs from a person for this kind.
+    ``hint`` says what git needs from a person for this kind. ``hunks``: a content conflict's hunks
+    with their provenance and per-hunk resolution source. ``proposed``: every hunk has a validated
+    proposal written to the worktree (``proposal`` names its resolvers, e.g. ``model, validated``);
+    never a person's resolution, staged only by ``resume --accept-proposals`` or a profile rule
+    (``accepted_by``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,6 +61,10 @@ class ConflictEntry(BaseModel):
     replay_changed: Literal["edited", "deleted"] | None = None
     markers_accepted: tuple[str, ...] = ()
     kept: Kept | None = None
+    hunks: tuple[ConflictHunk, ...] = ()
+    proposal: str | None = None
+    proposed_blob: str | None = None
+    accepted_by: str | None = None
 
     @property
     def has_markers_kind(self) -> bool:
@@ -139,6 +148,9 @@ class MergeSummary(BaseModel):
                 | ({"store_entry": c.store_entry} if c.store_entry else {})
                 | ({"hint": c.hint} if c.hint else {})
                 | ({"kept": c.kept} if c.kept else {})
+                | ({"proposal": c.proposal} if c.proposal else {})
+                | ({"accepted_by": c.accepted_by} if c.accepted_by else {})
+                | ({"hunks": [h.brief() for h in c.hunks]} if c.hunks else {})
                 for c in self.conflicts
             ],
             "overlaps": [o.model_dump(exclude_none=True) for o in self.overlaps],

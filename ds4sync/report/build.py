@@ -153,6 +153,9 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
             store_entry=c.store_entry,
             replay_changed=c.replay_changed,
             kept=c.kept,
+            proposal=c.proposal,
+            upstream_prs=tuple(dict.fromkeys(n for h in c.hunks for n in h.upstream_prs)),
+            patchsets=tuple(dict.fromkeys(o.patchset for h in c.hunks for o in h.owners)),
         )
         for c in summary.conflicts
     )

@@ -83,6 +83,8 @@ class ConflictView(View):
     rerere keeps no record of that kind, e.g. modify/delete); ``store_entry``: the entry a
     ``recorded`` resolution was replayed from; ``replay_changed``: ``edited``/``deleted`` when a
     person changed a replayed resolution before the commit (then the resolution is ``person``).
+    ``proposal``: the validated proposal's sources (``proposed (model, validated)``); ``upstream_prs``
+    and ``patchsets``: the provenance of its hunks (PRs that changed those lines, owning patch-sets).
     """
 
     path: str
@@ -93,6 +95,9 @@ class ConflictView(View):
     store_entry: str | None = None
     replay_changed: str | None = None
     kept: str | None = None
+    proposal: str | None = None
+    upstream_prs: tuple[int, ...] = ()
+    patchsets: tuple[str, ...] = ()
 
 
 class OverlapView(View):
