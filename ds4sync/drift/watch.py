@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from ds4sync.core.errors import ConfigError, Ds4syncError, GitError
 from ds4sync.core.files import write_json_atomic
+from ds4sync.core.model import updated
 from ds4sync.core.record import now_iso
 from ds4sync.drift.evaluate import ForkContext, evaluate_pull
 from ds4sync.drift.results import DriftEntry, DriftFindings, DriftResult, PullState, Unfetched
@@ -282,7 +283,7 @@ def run_drift(
         seconds=round(time.monotonic() - start, 3),
     )
     previous = last_result(ws)
-    result = result.model_copy(update={"new": new_lines(previous, result)})
+    result = updated(result, new=new_lines(previous, result))
     save_result(ws, result)
     return result
 
@@ -302,10 +303,8 @@ def _with_review_state(forge, entry: DriftEntry) -> DriftEntry:
             latest[who] = state
     approved = "APPROVED" in latest.values() and "CHANGES_REQUESTED" not in latest.values()
     mergeable = detail.get("mergeable")
-    pull = entry.pull.model_copy(
-        update={"approved": approved, "mergeable": mergeable if isinstance(mergeable, bool) else None}
-    )
-    return entry.model_copy(update={"pull": pull})
+    pull = updated(entry.pull, approved=approved, mergeable=mergeable if isinstance(mergeable, bool) else None)
+    return updated(entry, pull=pull)
 
 
 def new_lines(previous: DriftResult | None, current: DriftResult) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from ds4sync.core.files import write_json_atomic
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.record import now_iso
 from ds4sync.runner import Workspace
 
@@ -138,7 +138,7 @@ def move_last_green(
     )
     if move.moved:
         repo.update_ref(ref, sha, message=f"ds4sync last green: {move.line()}")
-        move = move.model_copy(update={"pushed": _push(ws, ref, sha)})
+        move = updated(move, pushed=_push(ws, ref, sha))
     if status != "unchanged":
         write_json_atomic(_log_path(ws, branch), [m.model_dump(mode="json") for m in [*moves(ws, branch), move]])
     return move

@@ -95,7 +95,13 @@ def run_nightly(
     night = _after(ws, night, progress=progress)
     from ds4sync.loop.watch import watch_night
 
-    green = night.record is not None and exit_code(night.record) == ExitCode.OK  # the one verdict on a run
+    # Green is the one rule (gates/status.run_green), and a night that proves no tier proves nothing to pin.
+    green = (
+        night.record is not None
+        and exit_code(night.record) == ExitCode.OK
+        and bool(ws.config.gates.required_for_promote)
+        and _run_green(ws, night.record)
+    )
     night = replace(night, notes=(*night.notes, *watch_night(ws, night.record, green=green, progress=progress)))
     if notify and ws.config.notify is not None and (not night.skipped or ws.config.notify.on_skip):
         night = _notify(ws, night)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ds4sync.core.git import GitRepo
+from ds4sync.core.model import updated
 from ds4sync.merge.results import Kept, MergeSummary
 
 
@@ -82,12 +83,11 @@ def with_review_facts(repo: GitRepo, summary: MergeSummary, merge_commit: str) -
     )
     overlaps = [o.path for o in summary.overlaps]
     upstream, merged = repo.blob_ids(summary.upstream_sha, overlaps), repo.blob_ids(merge_commit, overlaps)
-    return summary.model_copy(
-        update={
-            "conflicts": tuple(c.model_copy(update={"kept": kept.get(c.path)}) for c in summary.conflicts),
-            "overlaps": tuple(
-                o.model_copy(update={"equals_upstream": o.path in merged and merged[o.path] == upstream.get(o.path)})
-                for o in summary.overlaps
-            ),
-        }
+    return updated(
+        summary,
+        conflicts=tuple(updated(c, kept=kept.get(c.path)) for c in summary.conflicts),
+        overlaps=tuple(
+            updated(o, equals_upstream=o.path in merged and merged[o.path] == upstream.get(o.path))
+            for o in summary.overlaps
+        ),
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
+from ds4sync.core.model import updated
 from ds4sync.core.paths import path_matches
 from ds4sync.merge.hunks import ConflictHunk, split_diff3
 from ds4sync.merge.provenance import load_owners
@@ -28,7 +29,7 @@ def with_sources(entry: ConflictEntry) -> ConflictEntry:
     source = {"recorded": "store", "rule": "rule"}.get(entry.resolution or "")
     if source is None or not entry.hunks or all(h.source for h in entry.hunks):
         return entry
-    return entry.model_copy(update={"hunks": tuple(h.model_copy(update={"source": source}) for h in entry.hunks)})
+    return updated(entry, hunks=tuple(updated(h, source=source) for h in entry.hunks))
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def propose(ctx: RunContext, wt: GitRepo, entries: list[ConflictEntry]) -> Propo
         outcome = _propose_file(ctx, wt, entry, resolvers, patchsets, context=endpoint.context_lines)
         if outcome.text is None:
             notes.append(f"{entry.path}: no proposal ({outcome.reason})")
-            done.append(entry.model_copy(update={"hunks": outcome.hunks}))
+            done.append(updated(entry, hunks=outcome.hunks))
             continue
         done.append(_write(ctx, wt, entry, outcome, accept=endpoint.accept_paths))
         if done[-1].resolution != "proposed":
@@ -125,34 +126,28 @@ def _write(
     if why:
         wt.run("checkout", "-m", "--", entry.path)  # git's conflict back: a person decides
         dropped = tuple(
-            h.model_copy(
-                update={
-                    "source": None,
-                    "proposals": tuple(
-                        p.model_copy(update={"status": "dropped", "reason": why, "text": None}) for p in h.proposals
-                    ),
-                }
+            updated(
+                h,
+                source=None,
+                proposals=tuple(updated(p, status="dropped", reason=why, text=None) for p in h.proposals),
             )
             for h in outcome.hunks
         )
-        return entry.model_copy(update={"hunks": dropped})
+        return updated(entry, hunks=dropped)
     hunks = tuple(
-        h.model_copy(
-            update={"proposals": tuple(p.model_copy(update={"written": p.status == "validated"}) for p in h.proposals)}
-        )
+        updated(h, proposals=tuple(updated(p, written=p.status == "validated") for p in h.proposals))
         for h in outcome.hunks
     )
     rule = next((glob for glob in accept if path_matches(glob, entry.path)), None)
     if rule is not None:
         wt.stage_resolved(entry.path)
-    return entry.model_copy(
-        update={
-            "resolution": "proposed",
-            "proposal": f"{', '.join(outcome.sources)}, validated",
-            "proposed_blob": wt.blob_id(data),
-            "accepted_by": f"rule merge.endpoint.accept_paths {rule}" if rule else None,
-            "hunks": hunks,
-        }
+    return updated(
+        entry,
+        resolution="proposed",
+        proposal=f"{', '.join(outcome.sources)}, validated",
+        proposed_blob=wt.blob_id(data),
+        accepted_by=f"rule merge.endpoint.accept_paths {rule}" if rule else None,
+        hunks=hunks,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ds4sync.config import ResolutionRule
+from ds4sync.core.model import updated
 from ds4sync.merge.hunks import ConflictHunk, Diff3, HunkProposal, HunkSource, hunk_resolutions, split_diff3
 from ds4sync.merge.rerere import ResolutionStore
 from ds4sync.merge.validation import Region, check_hunk, check_parses
@@ -201,8 +202,8 @@ def _first_valid(packet: HunkPacket, resolvers: Sequence[Resolver]) -> tuple[str
             )
             continue
         proposals.append(HunkProposal(resolver=answer.source, endpoint=answer.detail, status="validated", text=text))
-        return text, hunk.model_copy(update={"source": answer.source, "proposals": tuple(proposals)})
-    return None, hunk.model_copy(update={"proposals": tuple(proposals)})
+        return text, updated(hunk, source=answer.source, proposals=tuple(proposals))
+    return None, updated(hunk, proposals=tuple(proposals))
 
 
 def _drop_model(hunk: ConflictHunk, why: str) -> ConflictHunk:
@@ -210,10 +211,9 @@ def _drop_model(hunk: ConflictHunk, why: str) -> ConflictHunk:
     if hunk.source is None:
         return hunk
     proposals = tuple(
-        p.model_copy(update={"status": "dropped", "reason": why, "text": None}) if p.status == "validated" else p
-        for p in hunk.proposals
+        updated(p, status="dropped", reason=why, text=None) if p.status == "validated" else p for p in hunk.proposals
     )
-    return hunk.model_copy(update={"source": None, "proposals": proposals})
+    return updated(hunk, source=None, proposals=proposals)
 
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)

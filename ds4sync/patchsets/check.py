@@ -104,13 +104,13 @@ def with_baseline(report: CheckReport, patchsets: Sequence[PatchSet], before: Tr
             continue
         invariants = dict(zip(ps.invariant_ids(), ps.invariants, strict=True))
         results = tuple(
-            r.model_copy(update={"before": evaluate_one(before, invariants[r.invariant], **_named(r)).status})
+            updated(r, before=evaluate_one(before, invariants[r.invariant], **_named(r)).status)
             if r.status == "violated" and r.invariant in invariants
             else r
             for r in check.invariants
         )
-        checks.append(check.model_copy(update={"invariants": results}))
-    return report.model_copy(update={"patchsets": tuple(checks)})
+        checks.append(updated(check, invariants=results))
+    return updated(report, patchsets=tuple(checks))
 
 
 def _named(result: InvariantResult) -> dict[str, str]:

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_json_atomic
+from ds4sync.core.model import updated
 from ds4sync.serving import bench
 from ds4sync.serving.abstats import (
     MetricRule,
@@ -368,7 +369,7 @@ def rerun_outliers(
         )
         progress(f"pair {pair} is an outlier ({why}); re-running it once")
         for s in old:
-            steps[steps.index(s)] = s.model_copy(update={"replaced": True})
+            steps[steps.index(s)] = updated(s, replaced=True)
         for s in old:
             step = len(steps)
             values = measure(s.side, step)

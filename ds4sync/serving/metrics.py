@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, updated
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -187,4 +187,4 @@ class MetricsSampler:
     def summary(self) -> MetricsSummary:
         """The summary of what was sampled so far, with the longest gap between answered scrapes."""
         gaps = [b - a for a, b in zip(self.answered_at, self.answered_at[1:], strict=False)]
-        return summarize(self.snapshots).model_copy(update={"max_gap_s": max(gaps) if gaps else None})
+        return updated(summarize(self.snapshots), max_gap_s=max(gaps) if gaps else None)

@@ -33,6 +33,15 @@ def _configure(pair, **extra) -> None:
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump(data))
 
 
+def _unit_tier(tmp_path: Path, argv: list[str]) -> dict:
+    """ds4sync.yaml keys for a profile whose unit tier is one command gate running ``argv``."""
+    profile = tmp_path / "profile"
+    (profile / "gates").mkdir(parents=True, exist_ok=True)
+    gate = {"name": "check", "kind": "command", "run": {"argv": argv}}
+    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": [gate]}))
+    return {"profile": str(profile), "gates": {"tiers": ["unit"], "python": sys.executable}}
+
+
 def _sha(pair, ref: str) -> str | None:
     out = git.Repo(pair.repo).git.rev_parse("--verify", "--quiet", ref, with_exceptions=False)
     return out or None
@@ -47,7 +56,8 @@ def test_a_green_night_moves_the_ref_and_pushes_it_and_status_shows_it(tmp_path:
     remote = tmp_path / "origin.git"
     git.Repo.init(str(remote), bare=True).close()
     git.Repo(str(pair.repo)).create_remote("origin", str(remote))
-    _configure(pair)
+    tier = _unit_tier(tmp_path, ["{python}", "-c", "pass"])
+    _configure(pair, **tier)
     ws = open_workspace(pair.repo)
     night = run_nightly(ws, notify=False)
     assert night.exit_code == ExitCode.OK
@@ -69,7 +79,7 @@ def test_a_green_night_moves_the_ref_and_pushes_it_and_status_shows_it(tmp_path:
     assert shown["sha"] == proved and shown["run_id"] == night.record.run_id
 
     # upstream moves; publishing configured: the next green night moves it forward and pushes it
-    _configure(pair, publish={"repo": "acme/vllm", "api_url": "http://127.0.0.1:9/"}, nightly={"keep_runs": 5})
+    _configure(pair, publish={"repo": "acme/vllm", "api_url": "http://127.0.0.1:9/"}, nightly={"keep_runs": 5}, **tier)
     later = pair.upstream.commit({"c.py": lines("c")}, "upstream moves")
     git.Repo(str(pair.repo)).git.fetch("-q", "upstream")
     ws = open_workspace(pair.repo)
@@ -78,16 +88,17 @@ def test_a_green_night_moves_the_ref_and_pushes_it_and_status_shows_it(tmp_path:
     assert git.Repo(str(remote)).git.rev_parse(REF) == later and move.pushed and "not pushed" not in move.pushed
 
 
-def test_a_failed_night_does_not_move_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tiers", ["failing", "none configured"])
+def test_a_night_that_proves_nothing_does_not_move_it(tmp_path: Path, tiers: str) -> None:
+    """A failed tier, and a night with no tier at all (it exits 0, yet no gate proved the upstream commit)."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
-    profile = tmp_path / "profile"
-    (profile / "gates").mkdir(parents=True)
-    failing = {"name": "broken", "kind": "command", "run": {"argv": ["{python}", "-c", "raise SystemExit(1)"]}}
-    (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": [failing]}))
-    _configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
+    if tiers == "failing":
+        _configure(pair, **_unit_tier(tmp_path, ["{python}", "-c", "raise SystemExit(1)"]))
+    else:
+        _configure(pair)
     ws = open_workspace(pair.repo)
     night = run_nightly(ws, notify=False)
-    assert night.exit_code == ExitCode.FAILED
+    assert night.exit_code == (ExitCode.FAILED if tiers == "failing" else ExitCode.OK)
     assert _sha(pair, REF) is None and last_green(ws, "main") is None
     assert not any(n.startswith("last green") for n in night.notes)
 

@@ -355,9 +355,6 @@ def test_the_t_interval_of_the_verdict_is_unchanged_without_outliers() -> None:
     assert (row.ci_low_pct, row.ci_high_pct) == pytest.approx((to_pct(low), to_pct(high)))
 
 
-@pytest.mark.xfail(
-    reason="the redaction rules are being changed elsewhere: 'token' inside a bench header", strict=False
-)
 def test_the_bench_logs_inter_token_latency_header_is_not_redacted() -> None:
     from ds4sync.core.redact import redact_secrets
 
