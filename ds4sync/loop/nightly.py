@@ -23,6 +23,7 @@ Exit codes (a wrapper can act on them; see ``ds4sync.core.errors.ExitCode``)::
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 import time
@@ -498,8 +499,11 @@ def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None
     """
     hour, minute = _time_of_day(at)
     log = shlex.quote(_one_line(ws.store.root / "nightly.log"))
+    # cron starts the command with PATH=/usr/bin:/bin: the tools gates and builds find by name (uv, nvcc,
+    # ccache) must be found at night as they are now.
+    path = shlex.quote(_one_line(night_path(executable)))
     # crontab(5): an unescaped % ends the command (the rest becomes its stdin); cron drops the backslash
-    command = f"{_command(ws, executable)} >> {log} 2>&1".replace("%", r"\%")
+    command = f"PATH={path} {_command(ws, executable)} >> {log} 2>&1".replace("%", r"\%")
     return f"{minute} {hour} * * * {command}"
 
 
@@ -516,6 +520,9 @@ def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = 
     repo, log = _unit_value(ws.repo.path), _unit_value(ws.store.root / "nightly.log")
     # systemd.service(5): in ExecStart, $ expands a variable ($$ is one $) and \ starts a C escape
     command = _unit_value(_command(ws, executable)).replace("\\", "\\\\").replace("$", "$$")
+    # systemd.exec(5): a user service's PATH is systemd's own; give the night the PATH it is installed with.
+    quoted = _unit_value(night_path(executable)).replace("\\", "\\\\").replace('"', '\\"')
+    environment = f'"PATH={quoted}"'
     service = (
         "[Unit]\n"
         f"Description=ds4sync nightly sync of {repo}\n"
@@ -525,6 +532,7 @@ def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = 
         "[Service]\n"
         "Type=oneshot\n"
         f"WorkingDirectory={repo}\n"
+        f"Environment={environment}\n"
         f"ExecStart={command}\n"
         "# 1 failed, 4 needs a person, 5 out of time, 6 forge unreachable: reported, not restarted.\n"
         "SuccessExitStatus=0\n"
@@ -546,6 +554,12 @@ def systemd_units(ws: Workspace, *, at: str = "02:30", executable: str | None = 
         "WantedBy=timers.target\n"
     )
     return {f"{name}.service": service, f"{name}.timer": timer}
+
+
+def night_path(executable: str | None = None) -> str:
+    """The PATH a night runs with: the folder of the ds4sync it runs first, then the installing shell's PATH."""
+    folders = [str(Path(executable or sys.executable).parent), *os.environ.get("PATH", os.defpath).split(os.pathsep)]
+    return os.pathsep.join(dict.fromkeys(f for f in folders if f))
 
 
 def _unit_value(value: object) -> str:

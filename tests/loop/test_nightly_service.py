@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -217,7 +218,16 @@ def test_a_failed_sync_keeps_failing_while_nothing_moves(tmp_path: Path, capsys:
 # Repository paths holding what crontab(5) and systemd.unit(5) read as syntax: % (a newline in a crontab
 # command; a specifier in a unit), $ (a variable in ExecStart), a space and a quote.
 ODD_PATHS = ["per%cent", "100%%done%", "%h-and-$UNSET_DS4", "sp ace's %n"]
-RECORD_ARGV = "import json, sys\nopen(sys.argv[0] + '.argv', 'w').write(json.dumps(sys.argv[1:]))\n"
+RECORD_ARGV = (
+    "import json, os, sys\n"
+    "open(sys.argv[0] + '.argv', 'w').write(json.dumps(sys.argv[1:]))\n"
+    "open(sys.argv[0] + '.path', 'w').write(os.environ['PATH'])\n"
+)
+
+
+def _installing_path(first: Path) -> list[str]:
+    """The PATH a night is installed with: ``first``, then this process's PATH, each folder once."""
+    return list(dict.fromkeys(p for p in (str(first), *os.environ["PATH"].split(os.pathsep)) if p))
 
 
 def _cron_command(line: str) -> str:
@@ -238,11 +248,15 @@ def test_cron_line_runs_nightly_on_a_path_with_crontab_syntax(tmp_path: Path, na
     from ds4sync.loop.nightly import cron_line
 
     command = _cron_command(cron_line(open_workspace(pair.repo), executable=str(program)))
-    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60)  # as cron hands it to the shell
+    # as cron hands it to the shell, with cron's own PATH
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
     import json
 
     argv = json.loads(Path(str(program) + ".argv").read_text())
     assert argv[:3] == ["nightly", "--repo", str(pair.repo)]
+    # the night finds what the installing shell finds: the ds4sync folder first, then the PATH it was installed with
+    night_path = Path(str(program) + ".path").read_text().split(os.pathsep)
+    assert night_path == _installing_path(program.parent)
     assert (pair.repo / ".git" / "ds4sync" / "nightly.log").is_file()  # the redirect reached the right file
 
 
@@ -257,6 +271,8 @@ def test_systemd_units_escape_specifiers_and_variables(tmp_path: Path, name: str
     for key in ("Description", "WorkingDirectory", "ExecStart", "StandardOutput"):
         assert "%" not in unescaped(values[key]), f"{key} holds a specifier: {values[key]}"
     assert values["WorkingDirectory"].replace("%%", "%") == str(pair.repo)
+    path = os.pathsep.join(_installing_path(Path(sys.executable).parent))
+    assert values["Environment"] == '"PATH=' + path.replace("%", "%%") + '"'
     assert "$" not in values["ExecStart"].replace("$$", ""), values["ExecStart"]
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
