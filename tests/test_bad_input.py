@@ -456,7 +456,7 @@ def test_a_config_error_names_the_line_of_the_key_or_value(
     [
         ("report", "--out", "{bad}/pr.md"),
         ("report", "--trend", "--out", "{bad}/trend.html"),
-        ("ci", "export", "--github-actions", "--tier", "unit", "--out", "{bad}/ci.yml"),
+        ("ci", "export", "--github-actions", "--tier", "unit", "--install", "ds4sync", "--out", "{bad}/ci.yml"),
         ("nightly", "install", "--systemd", "--write", "{bad}"),
     ],
     ids=["report", "trend", "ci-export", "nightly-install"],

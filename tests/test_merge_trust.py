@@ -218,18 +218,39 @@ def test_an_error_inside_a_phase_marks_it_failed_with_the_next_command(tmp_path:
     ws = open_workspace(pair.repo, branch=BRANCH)
     outcome = sync.start_merge(ws, "upstream/main", stop_after="prepare")
     worktree = GitRepo(outcome.record.worktree)
-    lock = worktree.git_dir / "index.lock"
-    lock.write_text("")  # another git process holds the index: `git merge` cannot start
+    index = worktree.git_dir / "index"
+    index.write_bytes(b"DIRC not an index\n")  # a damaged index: `git merge` cannot start
     code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
-    assert code == 2 and "index.lock" in err
+    assert code == 2 and "index" in err
     code, out, _ = run_cli(capsys, "status", "--repo", str(pair.repo), "--json")
     record = cli_data(out)
     assert record["status"] == "failed" and record["phases"]["merge"]["status"] == "failed"
-    assert "index.lock" in record["phases"]["merge"]["message"]
+    assert "index" in record["phases"]["merge"]["message"]
     assert "ds4sync resume" in record["phases"]["merge"]["message"]
-    lock.unlink()  # the fix
+    index.unlink()  # the fix
+    worktree.run("read-tree", "HEAD")
     code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")
     assert code == 4 and [c["path"] for c in cli_data(out)["conflicts"]] == ["f.py"]
+
+
+def test_an_index_lock_a_live_process_holds_refuses_resume_and_changes_nothing(tmp_path: Path, capsys) -> None:
+    """A stale ``index.lock`` (nobody holds it) is cleared; one a live process holds is that process's."""
+    pair = conflict_pair(tmp_path)
+    ws = open_workspace(pair.repo, branch=BRANCH)
+    outcome = sync.start_merge(ws, "upstream/main", stop_after="prepare")
+    lock = GitRepo(outcome.record.worktree).git_dir / "index.lock"
+    hold = "import sys, time\nf = open(sys.argv[1], 'w')\nprint('held', flush=True)\ntime.sleep(600)\n"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, _, err = run_cli(capsys, "resume", "--repo", str(pair.repo))
+        assert code == 2 and "index.lock" in err and str(holder.pid) in err
+        assert lock.exists()  # not ours to remove
+    finally:
+        holder.kill()
+        holder.wait()
+    code, out, _ = run_cli(capsys, "resume", "--repo", str(pair.repo), "--json")  # now stale: cleared
+    assert code == 4 and [c["path"] for c in cli_data(out)["conflicts"]] == ["f.py"] and not lock.exists()
 
 
 def test_status_says_when_the_process_of_a_running_phase_is_dead(killed, capsys) -> None:  # noqa: F811
