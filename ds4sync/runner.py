@@ -511,3 +511,26 @@ def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:
     state.message = f"{what} (fix it, then `ds4sync resume`; or `ds4sync abort`)"
     ctx.record.status = "failed"
     ctx.ws.store.save(ctx.record)
+
+
+def stop_leftover_children(ws: Workspace, record: RunRecord, say: Callable[[str], None], *, note: bool = True) -> None:
+    """Stop the child process groups a killed run left running (still ours: pid and start time match), with
+    the one stop routine, saying so in one line; ``note``: also in the record (commands holding the lock)."""
+    from ds4sync.core.children import ChildRegistry
+
+    stopped = ChildRegistry(ws.store.run_dir(record.run_id) / CHILDREN_DIR).reap_orphans(grace_s=2.0)
+    if stopped:
+        names = ", ".join(f"{e.pgid} `{' '.join(e.argv[:3])}`" for e in stopped)
+        say(f"stopped {len(stopped)} process group(s) left by the interrupted run {record.run_id}: {names}")
+        if note:
+            record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
+            ws.store.save(record)
+
+
+def stop_dead_run_children(ws: Workspace, say: Callable[[str], None], *, note: bool = True) -> None:
+    """What every command that touches a run does first: stop the children that the run it would touch (the
+    active run, else the latest) registered and whose command is gone (:func:`stop_leftover_children`), so no
+    command runs beside a killed run's gate, build or server in the same worktree."""
+    record = ws.store.current() or ws.store.latest()
+    if record is not None:
+        stop_leftover_children(ws, record, say, note=note)

@@ -258,7 +258,7 @@ def test_status_says_when_the_process_of_a_running_phase_is_dead(killed, capsys)
     assert code == 0
     assert "phase 'merge'" in out and "is gone" in out and "ds4sync resume" in out
     title = out.splitlines()[0]  # the heading says it too, not "(running)"
-    assert "(interrupted: the process of phase 'merge' is gone)" in " ".join(out.split()) and "(running)" not in title
+    assert "(interrupted during phase 'merge' (its process" in " ".join(out.split()) and "(running)" not in title
 
 
 @pytest.mark.parametrize("kind", ["shallow", "blob-less"])

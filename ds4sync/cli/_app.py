@@ -154,9 +154,13 @@ def _workspace(
 def _progress(quiet: bool):
     if quiet:
         return lambda _message: None
-    from rich.text import Text
 
-    return lambda message: err.print(Text(f"· {message}", style="dim"), highlight=False)
+    def say(message: str) -> None:
+        from rich.text import Text  # at the first line printed: a --json run never loads rich
+
+        err.print(Text(f"· {message}", style="dim"), highlight=False)
+
+    return say
 
 
 def envelope(command: str, *, exit_code: int, data: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:

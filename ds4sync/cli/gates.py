@@ -83,7 +83,7 @@ def gate(
     )
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if record is not None:  # never beside a killed run's gate children, in the same worktree
-            from ds4sync.loop.sync import stop_leftover_children
+            from ds4sync.runner import stop_leftover_children
 
             stop_leftover_children(ws, record, _progress(json_out))
         if json_out:

@@ -73,7 +73,7 @@ def report(
     from ds4sync.report import files
 
     ws = _workspace(repo, config, None, state_dir, profile)
-    from ds4sync.loop.sync import stop_dead_run_children
+    from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # a report reads the run; it takes no lock
     if trend:

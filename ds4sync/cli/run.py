@@ -240,7 +240,7 @@ def status(
     from ds4sync.serving.runs import children
 
     ws = _workspace(repo, config, None, state_dir)
-    from ds4sync.loop.sync import stop_dead_run_children
+    from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # status reads; it takes no lock to write notes
     children(ws, announce=lambda line: err.print(line, markup=False))  # servers of a killed serving command

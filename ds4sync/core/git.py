@@ -24,7 +24,7 @@ from ds4sync.core.errors import GitError
 from ds4sync.core.gitlines import LineVerbs
 from ds4sync.core.gitpatch import ApplyOutcome, PatchVerbs
 from ds4sync.core.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult, parse_merge_tree
-from ds4sync.core.proc import not_started
+from ds4sync.core.proc import not_started, without_git_env
 from ds4sync.core.redact import redact_secrets
 
 __all__ = [
@@ -45,33 +45,6 @@ __all__ = [
 SHA_RE = re.compile(r"^[0-9a-f]{7,40}$")
 FULL_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
-#: Inherited ``GIT_*`` variables kept (pre-commit's ``no_git_env`` is the model): how to reach
-#: remotes and authenticate, explicit config files, identity. Everything else that names a
-#: repository, an index, a work tree, an object dir or a config injection is dropped.
-GIT_ENV_ALLOW = frozenset(
-    {
-        "GIT_EXEC_PATH",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_SSH_VARIANT",
-        "GIT_SSL_CAINFO",
-        "GIT_SSL_NO_VERIFY",
-        "GIT_ASKPASS",
-        "GIT_TERMINAL_PROMPT",
-        "GIT_HTTP_PROXY_AUTHMETHOD",
-        "GIT_ALLOW_PROTOCOL",
-        "GIT_CONFIG_NOSYSTEM",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_SYSTEM",
-        "GIT_CONFIG_COUNT",
-        "GIT_CEILING_DIRECTORIES",
-        "GIT_AUTHOR_NAME",
-        "GIT_AUTHOR_EMAIL",
-        "GIT_COMMITTER_NAME",
-        "GIT_COMMITTER_EMAIL",
-    }
-)
-_GIT_ENV_ALLOW_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 #: ``-c`` options every ds4sync git command gets: the user's hooks never run for our commands.
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 DEFAULT_MARKER_SIZE = 7
@@ -90,17 +63,6 @@ def git_env(overrides: Mapping[str, str] | None = None, *, base: Mapping[str, st
     env["LC_ALL"] = "C"
     env.update({k: str(v) for k, v in (overrides or {}).items()})
     return env
-
-
-def without_git_env(source: Mapping[str, str]) -> dict[str, str]:
-    """``source`` minus every ``GIT_*`` variable outside :data:`GIT_ENV_ALLOW`: the environment git and every
-    child ds4sync starts (gates, builds, servers) share, whatever repository a git alias or hook that ran
-    ds4sync pointed ``GIT_DIR``/``GIT_INDEX_FILE``/``GIT_WORK_TREE`` at."""
-    return {
-        key: value
-        for key, value in source.items()
-        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
-    }
 
 
 #: Variables by which a caller (a git alias or hook) points git at some repository.

@@ -65,6 +65,46 @@ class ProcResult:
         return f"`{' '.join(self.argv)}` in {self.cwd}: {status}{where}"
 
 
+#: Inherited ``GIT_*`` variables kept (pre-commit's ``no_git_env`` is the model): how to reach
+#: remotes and authenticate, explicit config files, identity. Everything else that names a
+#: repository, an index, a work tree, an object dir or a config injection is dropped.
+GIT_ENV_ALLOW = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_ASKPASS",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ALLOW_PROTOCOL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_COUNT",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    }
+)
+_GIT_ENV_ALLOW_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+
+
+def without_git_env(source: Mapping[str, str]) -> dict[str, str]:
+    """``source`` minus every ``GIT_*`` variable outside :data:`GIT_ENV_ALLOW`: the environment git and every
+    child ds4sync starts (gates, builds, servers) share, whatever repository a git alias or hook that ran
+    ds4sync pointed ``GIT_DIR``/``GIT_INDEX_FILE``/``GIT_WORK_TREE`` at."""
+    return {
+        key: value
+        for key, value in source.items()
+        if not key.startswith("GIT_") or key in GIT_ENV_ALLOW or key.startswith(_GIT_ENV_ALLOW_PREFIXES)
+    }
+
+
 def compose_env(
     overrides: Mapping[str, str] | None, *, base: Mapping[str, str] | None = None, drop: Sequence[str] = ()
 ) -> dict[str, str]:
@@ -73,10 +113,9 @@ def compose_env(
 
     Without ``base``, this process's environment minus the caller's git variables (a git alias or hook
     exports ``GIT_DIR``, ``GIT_INDEX_FILE``, ``GIT_WORK_TREE``: a child must not see the user's checkout
-    through them; :func:`ds4sync.core.git.without_git_env`). An explicit ``base`` is the caller's own
+    through them; :func:`without_git_env`). An explicit ``base`` is the caller's own
     composition, made from that same clean environment (the build's is).
     """
-    from ds4sync.core.git import without_git_env  # git.py imports this module: imported when first used
 
     env = without_git_env(os.environ) if base is None else dict(base)
     for name in drop:

@@ -263,7 +263,7 @@ def promote(
     with ws.store.lock("promote"):
         recovered = recover(ws.repo, ws.store.root)
         record = ws.store.resolve(run_id)
-        from ds4sync.loop.sync import stop_leftover_children
+        from ds4sync.runner import stop_leftover_children
 
         stop_leftover_children(ws, record, progress or (lambda _m: None))
         repo, branch = ws.repo, record.fork.branch

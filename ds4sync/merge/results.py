@@ -153,7 +153,7 @@ class MergeSummary(BaseModel):
                 | ({"hunks": [h.brief() for h in c.hunks]} if c.hunks else {})
                 for c in self.conflicts
             ],
-            "overlaps": [o.model_dump(exclude_none=True) for o in self.overlaps],
+            "overlaps": [o.model_dump(exclude_defaults=True) for o in self.overlaps],
             "merge_commit": self.merge_commit,
             "remerge_diff_paths": list(self.remerge_diff_paths),
         }

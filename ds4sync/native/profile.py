@@ -20,8 +20,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.git import without_git_env
 from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.proc import without_git_env
 from ds4sync.core.redact import SECRET, is_secret_name
 
 PROFILES_FILE = "kernels/build_profiles.yaml"
@@ -207,7 +207,7 @@ def compose_build_env(
     """The build's environment and the overrides to record.
 
     The process environment (``base``), minus the caller's git variables
-    (:func:`ds4sync.core.git.without_git_env`) and secret-looking variables the profile does not
+    (:func:`ds4sync.core.proc.without_git_env`) and secret-looking variables the profile does not
     keep, then the venv activated (``VIRTUAL_ENV``, its ``bin`` first on ``PATH``), then the
     profile's ``env`` (placeholders expanded) on top.
 
