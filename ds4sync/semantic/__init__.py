@@ -1,0 +1,12 @@
+"""The semantic check: what a merge broke without a textual conflict, found from git objects before any build.
+
+Entry point: :func:`check_merge` (``plan`` runs it on merge-tree's tree, ``verify`` on the resolved
+commit); results: :class:`SemanticResult` of :class:`SemanticFinding`.
+"""
+
+from __future__ import annotations
+
+from ds4sync.semantic.check import check_merge
+from ds4sync.semantic.results import Culprit, SemanticFinding, SemanticResult
+
+__all__ = ["Culprit", "SemanticFinding", "SemanticResult", "check_merge"]

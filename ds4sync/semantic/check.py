@@ -1,0 +1,149 @@
+"""The semantic check of one merge: what merged cleanly and is broken, each break with its upstream culprit.
+
+Every rule is a differential: a finding counts only when the merged tree has it and neither the fork
+head nor upstream has the same finding (same file, same kind, same symbol; lines may move). Only what
+changed is read: fork-touched Python files of the merged tree, and the modules they use that differ
+between the three trees; the upstream range is walked only to attribute a finding (pickaxe).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from ds4sync.core.git import GitRepo
+from ds4sync.semantic.attribution import Attributor
+from ds4sync.semantic.lint import BLOCKING_CODES, LintHit, lint_blobs
+from ds4sync.semantic.resolve import FactsCache, TreeView
+from ds4sync.semantic.results import SemanticResult
+from ds4sync.semantic.rules import Raw, check_file
+from ds4sync.semantic.wiring import lost_wiring
+
+#: Patch-set coverage: (patch-set id, the paths and globs its patches and invariants name).
+Coverage = Sequence[tuple[str, tuple[str, ...]]]
+
+_BLOCKING_KINDS = frozenset({"unresolved-import", "removed-definition", "call-contract", "return-arity"})
+
+
+def check_merge(
+    repo: GitRepo,
+    *,
+    fork: str,
+    upstream: str,
+    merged: str,
+    unknown: Collection[str] = (),
+    coverage: Coverage = (),
+) -> SemanticResult:
+    """Find what merging ``upstream`` into ``fork`` broke without a textual conflict.
+
+    Args:
+        repo: the repository holding all three objects.
+        fork: the fork head commit (SHA or ref).
+        upstream: the upstream commit merged in.
+        merged: the merged tree or commit: in ``plan`` the tree ``git merge-tree --write-tree`` wrote
+            (pass its conflicted paths as ``unknown``), in ``verify`` the resolved worktree's commit.
+        unknown: paths not to read (conflicted: what they will hold is a person's to decide); names
+            defined in them resolve as unknown, never as missing.
+        coverage: patch-sets and the paths/globs they cover (:func:`ds4sync.semantic.coverage.patchset_coverage`).
+
+    Returns:
+        A :class:`SemanticResult`; its ``findings`` sorted by path and line. Blockers are imports
+        that no longer resolve, references to removed definitions, calls that no longer bind,
+        changed returned-tuple arity, and ruff's undefined-name codes; other lint codes and lost fork
+        wiring are warnings.
+
+    Raises:
+        GitError: an object is not in the repository, or the histories are unrelated.
+        ToolMissingError: ruff is not installed.
+    """
+    start = time.perf_counter()
+    base = repo.merge_base(fork, upstream)
+    if base is None:
+        from ds4sync.core.errors import GitError
+
+        raise GitError(f"{fork[:12]} and {upstream[:12]} share no history", where=str(repo.path))
+    cache = FactsCache(repo)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        fork_status = pool.submit(repo.name_status, base, fork)
+        up_status = pool.submit(repo.name_status, base, upstream)
+        views = {
+            name: pool.submit(TreeView, repo, rev, cache, unknown=unknown if name == "merged" else ())
+            for name, rev in (("merged", merged), ("fork", fork), ("upstream", upstream), ("base", base))
+        }
+        mv, fv, uv, bv = (views[n].result() for n in ("merged", "fork", "upstream", "base"))
+        touched = sorted(p for p, s in fork_status.result().items() if s != "D" and p.endswith(".py") and p in mv.oids)
+        files = [p for p in touched if p not in mv.unknown]
+        cache.prefetch(mv.oids[p] for p in files)
+        lint = pool.submit(_lint, cache, files, mv, fv, uv)
+        wiring = pool.submit(lost_wiring, repo, cache, views=(bv, fv, mv), touched=files, fork=fork, merged=merged)
+        raws = _rules(files, mv, fv, uv)
+        hits = lint.result()
+        lost = wiring.result()
+    attributor = Attributor(repo, base=base, upstream=upstream, views=(fv, uv, mv), coverage=coverage)
+    findings = [attributor.finding(path, raw, _severity(raw)) for path, raw in raws]
+    findings += [attributor.lint_finding(hit) for hit in hits]
+    findings += [attributor.finding(path, raw, "warning") for path, raw in lost]
+    findings.sort(key=lambda f: (f.path, f.line, f.kind, f.symbol))
+    upstream_py = [p for p in up_status.result() if p.endswith(".py")]
+    return SemanticResult(
+        fork_sha=repo.resolve_commit(fork) or fork,
+        upstream_sha=repo.resolve_commit(upstream) or upstream,
+        merged=merged,
+        merge_base=base,
+        files_checked=len(files),
+        upstream_files=len(upstream_py),
+        unknown=tuple(sorted(mv.unknown)),
+        findings=findings,
+        seconds=round(time.perf_counter() - start, 3),
+    )
+
+
+def _severity(raw: Raw) -> str:
+    return "blocker" if raw.kind in _BLOCKING_KINDS else "warning"
+
+
+def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[tuple[str, Raw]]:
+    """The per-file rules on the merged tree, minus the same keys on the fork head and on upstream."""
+
+    def changed(path: str | None) -> bool:
+        if path is None:
+            return True
+        oid = mv.oids.get(path)
+        return oid != fv.oids.get(path) or oid != uv.oids.get(path) or path in mv.unknown
+
+    found: list[tuple[str, Raw]] = []
+    for path in files:
+        facts = mv.facts(path)
+        if facts is None or facts.broken:
+            continue
+        raws = check_file(mv, path, facts, changed)
+        if not raws:
+            continue
+        before: set[tuple[str, ...]] = set()
+        for view in (fv, uv):
+            other = view.facts(path)
+            if other is not None and not other.broken:
+                before |= {r.key for r in check_file(view, path, other, lambda _p: True)}
+        found += [(path, r) for r in raws if r.key not in before]
+    return found
+
+
+def _lint(cache: FactsCache, files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[LintHit]:
+    """ruff's F rules on the merged files that differ from the fork's, minus the same hits on either side."""
+    candidates = [p for p in files if mv.oids[p] != fv.oids.get(p)]
+    if not candidates:
+        return []
+    merged = lint_blobs({p: cache.text(mv.oids[p]) for p in candidates})
+    hit_paths = sorted({h.path for h in merged})
+    if not hit_paths:
+        return []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sides: list[Future[list[LintHit]]] = [
+            pool.submit(lint_blobs, {p: cache.text(v.oids[p]) for p in hit_paths if p in v.oids}) for v in (fv, uv)
+        ]
+        before = {(h.path, h.code, h.message) for side in sides for h in side.result()}
+    return [h for h in merged if (h.path, h.code, h.message) not in before]
+
+
+__all__ = ["BLOCKING_CODES", "Coverage", "check_merge"]
