@@ -9,7 +9,7 @@ between the three trees; the upstream range is walked only to attribute a findin
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ds4sync.core.git import GitRepo
@@ -72,11 +72,14 @@ def check_merge(
             for name, rev in (("merged", merged), ("fork", fork), ("upstream", upstream), ("base", base))
         }
         mv, fv, uv, bv = (views[n].result() for n in ("merged", "fork", "upstream", "base"))
-        touched = sorted(p for p, s in fork_status.result().items() if s != "D" and p.endswith(".py") and p in mv.oids)
+        fork_paths = sorted(p for p, s in fork_status.result().items() if s != "D" and p.endswith(".py"))
+        touched = [p for p in fork_paths if p in mv.oids]
         files = [p for p in touched if p not in mv.unknown]
-        cache.prefetch(mv.oids[p] for p in files)
+        cache.prefetch(
+            o for p in fork_paths for o in (mv.oids.get(p), fv.oids.get(p), bv.oids.get(p), uv.oids.get(p)) if o
+        )
         lint = pool.submit(_lint, cache, files, mv, fv, uv)
-        wiring = pool.submit(lost_wiring, repo, cache, views=(bv, fv, mv), touched=files, fork=fork, merged=merged)
+        wiring = pool.submit(lost_wiring, repo, cache, views=(bv, fv, mv), touched=files, fork_paths=fork_paths)
         raws = _rules(files, mv, fv, uv)
         hits = lint.result()
         lost = wiring.result()
@@ -112,21 +115,41 @@ def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[t
         oid = mv.oids.get(path)
         return oid != fv.oids.get(path) or oid != uv.oids.get(path) or path in mv.unknown
 
-    found: list[tuple[str, Raw]] = []
+    _prefetch_targets(files, mv, changed)
+    merged: dict[str, list[Raw]] = {}
     for path in files:
         facts = mv.facts(path)
-        if facts is None or facts.broken:
-            continue
-        raws = check_file(mv, path, facts, changed)
-        if not raws:
-            continue
+        if facts is not None and not facts.broken:
+            raws = check_file(mv, path, facts.uses(), changed)
+            if raws:
+                merged[path] = raws
+    for view in (fv, uv):
+        _prefetch_targets(sorted(merged), view, lambda _p: True)
+    found: list[tuple[str, Raw]] = []
+    for path, raws in merged.items():
         before: set[tuple[str, ...]] = set()
         for view in (fv, uv):
             other = view.facts(path)
             if other is not None and not other.broken:
-                before |= {r.key for r in check_file(view, path, other, lambda _p: True)}
+                before |= {r.key for r in check_file(view, path, other.uses(), lambda _p: True)}
         found += [(path, r) for r in raws if r.key not in before]
     return found
+
+
+def _prefetch_targets(files: list[str], view: TreeView, changed: Callable[[str | None], bool]) -> None:
+    """Read, in one batch, every changed module the files import in ``view`` (else read one by one)."""
+    wanted = set()
+    mv = view
+    for path in files:
+        facts = mv.facts(path)
+        if facts is None or facts.broken:
+            continue
+        for imp in facts.uses().imports:
+            for name in (imp.module, f"{imp.module}.{imp.name}" if imp.name else imp.module):
+                target = mv.module_path(name)
+                if target is not None and changed(target):
+                    wanted.add(mv.oids[target])
+    mv.cache.prefetch(wanted)
 
 
 def _lint(cache: FactsCache, files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[LintHit]:

@@ -51,7 +51,6 @@ class Definition:
     kind: str  # function | class | method | constant
     line: int
     signature: Signature | None = None  # a class: its constructor's; None when not known (inherited)
-    returns: int | None = None  # every return is a tuple literal of this many items
     members: frozenset[str] = frozenset()  # a class: names its body binds
     bases: tuple[str, ...] = ()  # a class: its bases as written (dotted)
 
@@ -111,6 +110,25 @@ class ModuleFacts:
     self_classes: dict[str, dict[str, str]] = field(default_factory=dict)
     class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     broken: bool = False  # not parseable: no facts (a conflicted or non-Python file)
+    tree: ast.Module | None = None
+    package: list[str] = field(default_factory=list)
+    walked: bool = False
+    nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    arities: dict[str, int | None] = field(default_factory=dict)
+
+    def uses(self) -> ModuleFacts:
+        """These facts with imports, calls and references filled in (walked once, on first use)."""
+        if not self.walked and self.tree is not None:
+            _Walker(self, self.package).visit(self.tree)
+        self.walked = True
+        return self
+
+    def returns(self, qualname: str) -> int | None:
+        """The length of the tuple every ``return`` of function ``qualname`` returns; None when not one length."""
+        if qualname not in self.arities:
+            node = self.nodes.get(qualname)
+            self.arities[qualname] = _arity(node) if node is not None else None
+        return self.arities[qualname]
 
 
 def module_name(path: str) -> str | None:
@@ -141,15 +159,16 @@ def dotted(node: ast.expr) -> str | None:
 
 
 def parse_facts(text: str | bytes, *, path: str) -> ModuleFacts:
-    """The facts of one Python file (``path`` names its module, for relative imports)."""
+    """The definitions of one Python file (``path`` names its module, for relative imports).
+
+    What it uses (imports, calls, references) is read on :meth:`ModuleFacts.uses`.
+    """
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError):
         return ModuleFacts(broken=True)
-    facts = ModuleFacts()
-    package = _package_of(path)
+    facts = ModuleFacts(tree=tree, package=_package_of(path))
     _top_level(tree, facts)
-    _Walker(facts, package).visit(tree)
     return facts
 
 
@@ -167,6 +186,7 @@ def _bind_top(node: ast.stmt, facts: ModuleFacts) -> None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         facts.names.add(node.name)
         facts.defs[node.name] = _function(node, node.name, "function", method=False)
+        facts.nodes[node.name] = node
         if node.name == "__getattr__":
             facts.dynamic = True
     elif isinstance(node, ast.ClassDef):
@@ -211,7 +231,7 @@ def _target_names(target: ast.expr) -> list[str]:
 def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str, kind: str, *, method: bool) -> Definition:
     decorators = {dotted(d) or "" for d in node.decorator_list}
     drop = method and "staticmethod" not in decorators
-    return Definition(qualname, kind, node.lineno, _signature(node.args, drop_first=drop), _arity(node))
+    return Definition(qualname, kind, node.lineno, _signature(node.args, drop_first=drop))
 
 
 def _signature(args: ast.arguments, *, drop_first: bool) -> Signature:
@@ -258,6 +278,7 @@ def _class(node: ast.ClassDef, facts: ModuleFacts) -> None:
             members.add(item.name)
             definition = _function(item, f"{node.name}.{item.name}", "method", method=True)
             facts.defs[definition.qualname] = definition
+            facts.nodes[definition.qualname] = item
             if item.name == "__init__":
                 init = definition.signature
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -274,7 +295,7 @@ def _class(node: ast.ClassDef, facts: ModuleFacts) -> None:
         init = Signature(tuple(fields))
     bases = tuple(b for b in (dotted(base) for base in node.bases) if b)
     facts.class_bases[node.name] = bases
-    facts.defs[node.name] = Definition(node.name, "class", node.lineno, init, None, frozenset(members), bases)
+    facts.defs[node.name] = Definition(node.name, "class", node.lineno, init, frozenset(members), bases)
 
 
 def _last(node: ast.expr) -> str:

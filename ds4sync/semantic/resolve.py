@@ -20,6 +20,7 @@ class FactsCache:
         self.repo = repo
         self._facts: dict[tuple[str, str], ModuleFacts] = {}
         self._bytes: dict[str, bytes] = {}
+        self.single_reads = 0  # blobs read one at a time (each a git process): what prefetching missed
 
     def prefetch(self, oids: Iterable[str]) -> None:
         """Read these blobs in one ``git cat-file --batch``."""
@@ -30,6 +31,7 @@ class FactsCache:
     def text(self, oid: str) -> bytes:
         """A blob's bytes (read now when it was not prefetched)."""
         if oid not in self._bytes:
+            self.single_reads += 1
             self.prefetch([oid])
         return self._bytes.get(oid, b"")
 
@@ -131,7 +133,7 @@ class TreeView:
             return Resolved("unknown" if facts.dynamic else "missing", module, path, head)
         definition = facts.defs.get(head)
         if definition is None and depth < 3:
-            source = next((i for i in facts.imports if i.bound == head and i.name), None)
+            source = next((i for i in facts.uses().imports if i.bound == head and i.name), None)
             if source is not None:
                 followed = self.resolve(".".join([source.module, source.name or "", *rest[1:]]), depth=depth + 1)
                 if followed.status in ("found", "module"):

@@ -197,13 +197,15 @@ def _check_call(
                     tokens,
                 )
             )
-    if call.unpacked is not None and definition.returns is not None and definition.returns != call.unpacked:
+    module_facts = view.facts(resolved.path) if resolved.path and call.unpacked is not None else None
+    returns = module_facts.returns(resolved.qualname) if module_facts is not None else None
+    if call.unpacked is not None and returns is not None and returns != call.unpacked:
         out.append(
             Raw(
                 "return-arity",
                 call.line,
                 name,
-                f"`{call.target}(...)` is unpacked into {call.unpacked} names; `{name}` returns {definition.returns}",
+                f"`{call.target}(...)` is unpacked into {call.unpacked} names; `{name}` returns {returns}",
                 ("return-arity", name, str(call.unpacked)),
                 resolved.path,
                 ("return", name.rsplit(".", 1)[-1]),

@@ -1,8 +1,8 @@
 """Lost fork wiring: fork-added functions and classes referenced on the fork head and by nothing in the merged tree.
 
 When upstream moves the code a fork hooked into, the fork's own kernels and dispatch stay defined but
-nothing calls them any more. References are counted with ``git grep -w`` over each whole tree (the
-package, not only fork files); a definition line does not count as a reference.
+nothing calls them any more. References are words on the lines of fork-touched files (a definition
+line does not count).
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ def lost_wiring(
     *,
     views: tuple[TreeView, TreeView, TreeView],
     touched: list[str],
-    fork: str,
-    merged: str,
+    fork_paths: list[str],
 ) -> list[tuple[str, Raw]]:
     """Fork-added module-level functions and classes still defined in the merged tree and no longer referenced.
 
-    ``views``: (merge-base, fork head, merged); ``touched``: fork-touched Python paths of the merged tree.
+    ``views``: (merge-base, fork head, merged); ``touched``: fork-touched Python paths of the merged tree;
+    ``fork_paths``: every fork-touched Python path of the fork head (some may be gone from the merged tree).
     Returns (path, warning) pairs; the warning's ``defined_in`` is a file that referenced it on the fork head.
     """
-    del cache  # the views share it
+    del repo, cache  # the views read their own trees, from the shared cache
     base, fork_view, merged_view = views
     added: dict[str, tuple[str, int]] = {}
     for path in touched:
@@ -54,8 +54,8 @@ def lost_wiring(
                 added[name] = (path, kept.line)
     if not added:
         return []
-    on_fork, where = _references(repo, fork, set(added))
-    in_merged, _ = _references(repo, merged, set(added))
+    on_fork, where = _references(fork_view, fork_paths, set(added))
+    in_merged, _ = _references(merged_view, touched, set(added))
     lost = []
     for name, (path, line) in sorted(added.items()):
         if on_fork[name] and not in_merged[name]:
@@ -73,26 +73,26 @@ def lost_wiring(
     return lost
 
 
-def _references(repo: GitRepo, rev: str, names: set[str]) -> tuple[Counter[str], dict[str, str]]:
-    """Per name: lines of the tree's Python files naming it, ``def``/``class`` lines apart; and one such file."""
-    patterns = [arg for name in sorted(names) for arg in ("-e", name)]
-    status, out, _ = repo.run(
-        "grep", "-I", "-z", "-w", "-F", *patterns, rev, "--", "*.py", ok_codes=(0, 1), strip=False
-    )
+def _references(view: TreeView, paths: list[str], names: set[str]) -> tuple[Counter[str], dict[str, str]]:
+    """Per name: lines of ``paths`` in ``view`` that name it, ``def``/``class`` lines apart; and one such file.
+
+    Only fork-touched files can name a fork-added definition on the fork head (every other file is the
+    merge-base's, older than the name), so only they are read, from the blobs already fetched.
+    """
     counts: Counter[str] = Counter()
     where: dict[str, str] = {}
-    if status != 0:
-        return counts, where
-    for record in out.split("\n"):
-        fields = record.split("\0", 1)
-        if len(fields) != 2:
+    for path in paths:
+        oid = view.oids.get(path)
+        if oid is None or path in view.unknown:
             continue
-        path = fields[0].split(":", 1)[1] if ":" in fields[0] else fields[0]
-        text = fields[1]
-        stripped = text.lstrip()
-        for word in set(_WORD.findall(text)) & names:
-            if re.match(rf"(async\s+def|def|class)\s+{word}\b", stripped):
+        for text in view.cache.text(oid).decode("utf-8", "replace").splitlines():
+            words = set(_WORD.findall(text)) & names
+            if not words:
                 continue
-            counts[word] += 1
-            where.setdefault(word, path)
+            stripped = text.lstrip()
+            for word in words:
+                if re.match(rf"(async\s+def|def|class)\s+{word}\b", stripped):
+                    continue
+                counts[word] += 1
+                where.setdefault(word, path)
     return counts, where
