@@ -302,7 +302,7 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         return record
 
 
-PROVING_PHASES = ("verify", "build", "gate", "report")
+PROVING_PHASES = ("verify", "semantic", "build", "gate", "report")
 
 
 def _failed_latest(ws: Workspace) -> RunRecord | None:

@@ -107,49 +107,63 @@ def _severity(raw: Raw) -> str:
 
 
 def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[tuple[str, Raw]]:
-    """The per-file rules on the merged tree, minus the same keys on the fork head and on upstream."""
+    """The per-file rules on the merged tree, minus the same keys on the fork head and on upstream.
 
-    def changed(path: str | None) -> bool:
-        if path is None:
-            return True
-        oid = mv.oids.get(path)
-        return oid != fv.oids.get(path) or oid != uv.oids.get(path) or path in mv.unknown
+    A file the merge left as the fork had it can only break through a module that differs from the
+    fork's; a file that changed can also break through a module the fork changed (an upstream line
+    using a name the fork removed). Modules that cannot make a difference are not read.
+    """
 
-    _prefetch_targets(files, mv, changed)
+    def changed_for(path: str) -> Callable[[str | None], bool]:
+        as_fork = mv.oids.get(path) == fv.oids.get(path)
+
+        def changed(target: str | None) -> bool:
+            if target is None or target in mv.unknown:
+                return True
+            oid = mv.oids.get(target)
+            return oid != fv.oids.get(target) or (not as_fork and oid != uv.oids.get(target))
+
+        return changed
+
+    predicates = {path: changed_for(path) for path in files}
+    _prefetch_targets(files, mv, predicates)
     merged: dict[str, list[Raw]] = {}
     for path in files:
         facts = mv.facts(path)
         if facts is not None and not facts.broken:
-            raws = check_file(mv, path, facts.uses(), changed)
+            raws = check_file(mv, path, facts.uses(), predicates[path])
             if raws:
                 merged[path] = raws
     for view in (fv, uv):
-        _prefetch_targets(sorted(merged), view, lambda _p: True)
+        _prefetch_targets(sorted(merged), view, dict.fromkeys(merged, _always))
     found: list[tuple[str, Raw]] = []
     for path, raws in merged.items():
         before: set[tuple[str, ...]] = set()
         for view in (fv, uv):
             other = view.facts(path)
             if other is not None and not other.broken:
-                before |= {r.key for r in check_file(view, path, other.uses(), lambda _p: True)}
+                before |= {r.key for r in check_file(view, path, other.uses(), _always)}
         found += [(path, r) for r in raws if r.key not in before]
     return found
 
 
-def _prefetch_targets(files: list[str], view: TreeView, changed: Callable[[str | None], bool]) -> None:
-    """Read, in one batch, every changed module the files import in ``view`` (else read one by one)."""
+def _always(_path: str | None) -> bool:
+    return True
+
+
+def _prefetch_targets(files: list[str], view: TreeView, changed: dict[str, Callable[[str | None], bool]]) -> None:
+    """Read, in one batch, every module the files import in ``view`` that their rule would read."""
     wanted = set()
-    mv = view
     for path in files:
-        facts = mv.facts(path)
+        facts = view.facts(path)
         if facts is None or facts.broken:
             continue
         for imp in facts.uses().imports:
             for name in (imp.module, f"{imp.module}.{imp.name}" if imp.name else imp.module):
-                target = mv.module_path(name)
-                if target is not None and changed(target):
-                    wanted.add(mv.oids[target])
-    mv.cache.prefetch(wanted)
+                target = view.module_path(name)
+                if target is not None and changed[path](target):
+                    wanted.add(view.oids[target])
+    view.cache.prefetch(wanted)
 
 
 def _lint(cache: FactsCache, files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[LintHit]:

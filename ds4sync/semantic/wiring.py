@@ -36,26 +36,24 @@ def lost_wiring(
     """
     del repo, cache  # the views read their own trees, from the shared cache
     base, fork_view, merged_view = views
+    if all(merged_view.oids.get(p) == fork_view.oids.get(p) for p in fork_paths):
+        return []  # every file that could name a fork definition is as on the fork head: nothing was lost
     added: dict[str, tuple[str, int]] = {}
     for path in touched:
-        fork_facts = fork_view.facts(path)
-        merged_facts = merged_view.facts(path)
-        if fork_facts is None or merged_facts is None or fork_facts.broken or merged_facts.broken:
+        if path in merged_view.unknown:
             continue
-        base_facts = base.facts(path)
-        before = base_facts.names if base_facts is not None else set()
-        for name, definition in fork_facts.defs.items():
-            if "." in name or definition.kind not in ("function", "class") or name in before:
+        before = set(_definitions(base, path))
+        kept = _definitions(merged_view, path)
+        for name in _definitions(fork_view, path):
+            if name in before or name in added or len(name) < MIN_NAME or name.startswith("__"):
                 continue
-            if len(name) < MIN_NAME or name.startswith("__") or name in added:
-                continue
-            kept = merged_facts.defs.get(name)
-            if kept is not None:
-                added[name] = (path, kept.line)
+            if name in kept:
+                added[name] = (path, kept[name])
     if not added:
         return []
     on_fork, where = _references(fork_view, fork_paths, set(added))
-    in_merged, _ = _references(merged_view, touched, set(added))
+    # A conflicted file is the person's to decide: it counts as keeping the fork's references.
+    in_merged, _ = _references(merged_view, touched, set(added), unknown_from=fork_view)
     lost = []
     for name, (path, line) in sorted(added.items()):
         if on_fork[name] and not in_merged[name]:
@@ -73,7 +71,21 @@ def lost_wiring(
     return lost
 
 
-def _references(view: TreeView, paths: list[str], names: set[str]) -> tuple[Counter[str], dict[str, str]]:
+_TOP_DEF = re.compile(rb"^(?:async[ \t]+def|def|class)[ \t]+(\w+)", re.MULTILINE)
+
+
+def _definitions(view: TreeView, path: str) -> dict[str, int]:
+    """Module-level ``def``/``class`` names of ``path`` in ``view`` -> 1-based line (a column-0 scan, no parse)."""
+    oid = view.oids.get(path)
+    if oid is None:
+        return {}
+    data = view.cache.text(oid)
+    return {m.group(1).decode("utf-8", "replace"): data.count(b"\n", 0, m.start()) + 1 for m in _TOP_DEF.finditer(data)}
+
+
+def _references(
+    view: TreeView, paths: list[str], names: set[str], *, unknown_from: TreeView | None = None
+) -> tuple[Counter[str], dict[str, str]]:
     """Per name: lines of ``paths`` in ``view`` that name it, ``def``/``class`` lines apart; and one such file.
 
     Only fork-touched files can name a fork-added definition on the fork head (every other file is the
@@ -83,7 +95,9 @@ def _references(view: TreeView, paths: list[str], names: set[str]) -> tuple[Coun
     where: dict[str, str] = {}
     for path in paths:
         oid = view.oids.get(path)
-        if oid is None or path in view.unknown:
+        if path in view.unknown and unknown_from is not None:
+            oid = unknown_from.oids.get(path)
+        if oid is None:
             continue
         for text in view.cache.text(oid).decode("utf-8", "replace").splitlines():
             words = set(_WORD.findall(text)) & names

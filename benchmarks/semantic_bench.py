@@ -1,0 +1,226 @@
+"""The semantic check scored on a fork's real syncs, and timed beside ``git merge-tree --write-tree``.
+
+Scoring (``score``): for each real sync of :mod:`realsyncs` (a branch before a rebase, paired with the
+later branch carrying the same commits on a newer base), merge the new base into ``before_head`` with
+``git merge-tree --write-tree`` (the clean merge ds4sync would have made; conflicted paths are
+unknown to the check), run :func:`ds4sync.semantic.check_merge` on it, and compare each finding with
+what the person kept (the ``after_head`` tree): a finding is *confirmed* when the person's result
+changed that file at that line relative to the clean merge (or removed the file). Per sync it prints
+findings, confirmed, unconfirmed blockers (possible false alarms) and lost-wiring warnings.
+
+Timing (``time``): the check beside ``git merge-tree --write-tree`` of a fork branch into the
+upstream branch (default: ``ds4-sm120-full`` into ``main``), wall seconds and CPU seconds (this
+process and its git/ruff children), best of ``--repeat``; then the same for upstream points that
+are N first-parent commits past the merge-base, to show how the check grows with the range.
+
+    python benchmarks/semantic_bench.py score --repo CLONE [--syncs SYNCS.json] [--json OUT] [--only N]
+    python benchmarks/semantic_bench.py time --repo CLONE [--fork origin/ds4-sm120-full] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ds4sync.core.errors import GitError
+from ds4sync.core.git import GitRepo
+from ds4sync.semantic import SemanticResult, check_merge
+
+_HERE = Path(__file__).resolve().parent
+_SPEC = importlib.util.spec_from_file_location("realsyncs", _HERE / "realsyncs.py")
+assert _SPEC is not None and _SPEC.loader is not None
+realsyncs = importlib.util.module_from_spec(_SPEC)
+sys.modules["realsyncs"] = realsyncs
+_SPEC.loader.exec_module(realsyncs)
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
+
+
+def changed_lines(repo: GitRepo, clean: str, person: str, path: str) -> set[int] | None:
+    """Lines of ``path`` in the clean merge that the person's tree changed; None: the person removed the file."""
+    if repo.blob_bytes(person, path) is None:
+        return None
+    out = repo.run("diff", "-U0", "--no-renames", "--end-of-options", clean, person, "--", path, strip=False)[1]
+    lines: set[int] = set()
+    for start, count in _HUNK.findall(out):
+        first, n = int(start), int(count) if count else 1
+        lines.update(range(first, first + n) if n else (first, first + 1))
+    return lines
+
+
+def _confirmed(repo: GitRepo, tree: str, person: str, result: SemanticResult) -> list[bool]:
+    cache: dict[str, set[int] | None] = {}
+    verdicts = []
+    for f in result.findings:
+        if f.path not in cache:
+            cache[f.path] = changed_lines(repo, tree, person, f.path)
+        lines = cache[f.path]
+        verdicts.append(lines is None or f.line in lines)
+    return verdicts
+
+
+def score(repo: GitRepo, *, only: int | None, syncs_file: Path | None) -> list[dict[str, Any]]:
+    """Every real sync, scored; one dict per sync (the JSON rows).
+
+    ``syncs_file``: the output of ``realsyncs.py --json`` (finding the pairs walks every branch: minutes).
+    """
+    if syncs_file is not None:
+        syncs = [realsyncs.RealSync(**row) for row in json.loads(syncs_file.read_text())]
+    else:
+        syncs = realsyncs.find_real_syncs(repo)
+    done: dict[tuple[str, str], tuple[str, list[str], SemanticResult, float]] = {}
+    rows: list[dict[str, Any]] = []
+    failed: dict[tuple[str, str], str] = {}
+    for sync in syncs[:only]:
+        key = (sync.before_head, sync.new_base)
+        if key in failed:
+            continue
+        if key not in done:
+            start = time.perf_counter()
+            try:
+                merge = repo.merge_tree(sync.before_head, sync.new_base)
+            except GitError as exc:  # an object the mirror does not hold (its largest blobs may be absent)
+                failed[key] = exc.one_line()
+                rows.append({"before": sync.before, "after": sync.after, "skipped": failed[key]})
+                print(f"{sync.before[:58]:58} skipped: {failed[key]}", flush=True)
+                continue
+            unknown = sorted({c.path for c in merge.conflicts} | {p for c in merge.conflicts for p in c.related})
+            result = check_merge(
+                repo, fork=sync.before_head, upstream=sync.new_base, merged=merge.tree, unknown=unknown
+            )
+            done[key] = (merge.tree, unknown, result, time.perf_counter() - start)
+        tree, unknown, result, seconds = done[key]
+        verdicts = _confirmed(repo, tree, sync.after_head, result)
+        findings = [
+            {**f.model_dump(mode="json"), "confirmed": ok} for f, ok in zip(result.findings, verdicts, strict=True)
+        ]
+        blockers = [f for f in findings if f["severity"] == "blocker"]
+        row = {
+            "before": sync.before,
+            "after": sync.after,
+            "upstream_commits": sync.upstream_commits,
+            "conflicted": len(unknown),
+            "files_checked": result.files_checked,
+            "seconds": round(seconds, 2),
+            "findings": len(findings),
+            "blockers": len(blockers),
+            "confirmed": sum(1 for f in findings if f["confirmed"]),
+            "blockers_confirmed": sum(1 for f in blockers if f["confirmed"]),
+            "blockers_unconfirmed": [_brief(f) for f in blockers if not f["confirmed"]],
+            "lost_wiring": sum(1 for f in findings if f["kind"] == "lost-wiring"),
+            "lint_warnings": sum(1 for f in findings if f["kind"] == "lint" and f["severity"] == "warning"),
+            "found": [_brief(f) for f in findings],
+        }
+        rows.append(row)
+        print(
+            f"{sync.before[:58]:58} +{sync.upstream_commits:<4} conflicted {len(unknown):3} checked "
+            f"{result.files_checked:4}  findings {len(findings):3} (blockers {len(blockers)}, confirmed "
+            f"{row['blockers_confirmed']}; unconfirmed {len(row['blockers_unconfirmed'])}) lost-wiring "
+            f"{row['lost_wiring']:2}  {seconds:6.1f}s",
+            flush=True,
+        )
+        for f in blockers:
+            print(f"    {'confirmed  ' if f['confirmed'] else 'UNCONFIRMED'} {_brief(f)}", flush=True)
+    return rows
+
+
+def _brief(f: dict[str, Any]) -> str:
+    culprit = f["culprit"]
+    who = f"#{culprit['pr']}" if culprit and culprit["pr"] else (culprit["commit"][:10] if culprit else f["origin"])
+    return f"{f['path']}:{f['line']} {f['kind']} {f['symbol']} [{who}]"
+
+
+def _clock(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and its children) of one call."""
+    before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before, strict=True))
+    return wall, cpu
+
+
+def timing(repo: GitRepo, *, fork_ref: str, upstream_ref: str, repeat: int, points: list[int]) -> dict[str, Any]:
+    """The check beside merge-tree on ``fork_ref`` into ``upstream_ref``, then at ``points`` upstream commits."""
+    fork = repo.resolve_commit(fork_ref)
+    upstream = repo.resolve_commit(upstream_ref)
+    assert fork and upstream, "unknown ref"
+    base = repo.merge_base(fork, upstream)
+    assert base
+    line = repo.out("rev-list", "--first-parent", "--reverse", f"{base}..{upstream}").split()
+    rows = []
+    for n in [*points, len(line)]:
+        if n > len(line):
+            continue
+        target = line[n - 1]
+        mt = [_clock(lambda t=target: repo.merge_tree(fork, t)) for _ in range(repeat)]  # type: ignore[misc]
+        merge = repo.merge_tree(fork, target)
+        unknown = sorted({c.path for c in merge.conflicts} | {p for c in merge.conflicts for p in c.related})
+        results: list[SemanticResult] = []
+
+        def run(
+            t: str = target, tree: str = merge.tree, u: list[str] = unknown, out: list[SemanticResult] = results
+        ) -> None:
+            out.append(check_merge(repo, fork=fork, upstream=t, merged=tree, unknown=u))
+
+        ck = [_clock(run) for _ in range(repeat)]
+        best_mt, best_ck = min(mt), min(ck)
+        row = {
+            "upstream_commits": n,
+            "merge_tree_wall_s": round(best_mt[0], 3),
+            "merge_tree_cpu_s": round(best_mt[1], 3),
+            "check_wall_s": round(best_ck[0], 3),
+            "check_cpu_s": round(best_ck[1], 3),
+            "ratio_wall": round(best_ck[0] / best_mt[0], 2),
+            "ratio_cpu": round(best_ck[1] / max(best_mt[1], 1e-3), 2),
+            "files_checked": results[-1].files_checked,
+            "findings": len(results[-1].findings),
+        }
+        rows.append(row)
+        print(
+            f"upstream +{n:<5} merge-tree {row['merge_tree_wall_s']:7.2f}s wall {row['merge_tree_cpu_s']:6.2f}s cpu   "
+            f"check {row['check_wall_s']:7.2f}s wall {row['check_cpu_s']:6.2f}s cpu   ratio wall "
+            f"{row['ratio_wall']:5.1f}x cpu {row['ratio_cpu']:5.1f}x   findings {row['findings']}",
+            flush=True,
+        )
+    return {"fork": fork_ref, "upstream": upstream_ref, "fork_sha": fork, "merge_base": base, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("score")
+    s.add_argument("--repo", type=Path, required=True)
+    s.add_argument("--only", type=int)
+    s.add_argument("--syncs", type=Path, help="realsyncs.py --json output, instead of finding the pairs again")
+    s.add_argument("--json", type=Path)
+    t = sub.add_parser("time")
+    t.add_argument("--repo", type=Path, required=True)
+    t.add_argument("--fork", default="origin/ds4-sm120-full")
+    t.add_argument("--upstream", default="main")
+    t.add_argument("--repeat", type=int, default=2)
+    t.add_argument("--points", default="50,200,600")
+    t.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    repo = GitRepo(args.repo)
+    if args.what == "score":
+        data: Any = score(repo, only=args.only, syncs_file=args.syncs)
+    else:
+        points = [int(p) for p in args.points.split(",") if p]
+        data = timing(repo, fork_ref=args.fork, upstream_ref=args.upstream, repeat=args.repeat, points=points)
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
