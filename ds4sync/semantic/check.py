@@ -8,6 +8,7 @@ between the three trees; the upstream range is walked only to attribute a findin
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -125,6 +126,8 @@ def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[t
 
         return changed
 
+    mention = _mentions_changed(mv, fv)
+    files = [p for p in files if mv.oids.get(p) != fv.oids.get(p) or mention(mv.cache.text(mv.oids[p]))]
     predicates = {path: changed_for(path) for path in files}
     _prefetch_targets(files, mv, predicates)
     merged: dict[str, list[Raw]] = {}
@@ -145,6 +148,26 @@ def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[t
                 before |= {r.key for r in check_file(view, path, other.uses(), _always)}
         found += [(path, r) for r in raws if r.key not in before]
     return found
+
+
+def _mentions_changed(mv: TreeView, fv: TreeView) -> Callable[[bytes], bool]:
+    """Whether a text names a module (or its package) that differs between the merged tree and the fork head.
+
+    A file the merge left as the fork had it can only break through such a module, and every import
+    of one names it or its package as a word (``from .mod import x``, ``from pkg import mod``), so a
+    file naming none is skipped without being parsed.
+    """
+    words: set[bytes] = set()
+    for path in {*mv.oids, *fv.oids}:
+        if mv.oids.get(path) != fv.oids.get(path) or path in mv.unknown:
+            parts = path.removesuffix(".py").split("/")
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            words.update(part.encode() for part in parts[-2:])
+    if not words:
+        return lambda _text: False
+    pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in sorted(words)) + rb")\b")
+    return lambda text: pattern.search(text) is not None
 
 
 def _always(_path: str | None) -> bool:

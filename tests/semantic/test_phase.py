@@ -1,0 +1,70 @@
+"""``ds4sync merge`` runs the semantic check after verify: a break fails the run; an acknowledged one does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ds4sync.cli import main
+from ds4sync.record import RecordStore
+from tests.cli_json import data as cli_data
+from tests.scenarios import BRANCH, Pair, make_pair
+
+BASE = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": "def keep():\n    return 1\n\n\ndef gone():\n    return 2\n",
+}
+UPSTREAM = [{"pkg/helpers.py": "def keep():\n    return 1\n"}]
+FORK = [{"pkg/fork.py": "from pkg.helpers import gone, keep\n\n\ndef f():\n    return gone() + keep()\n"}]
+KEY = "unresolved-import:pkg/fork.py:pkg.helpers.gone"
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Pair:
+    return make_pair(tmp_path, BASE, UPSTREAM, FORK)
+
+
+def _merge(pair: Pair, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
+    code = main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json", *extra])
+    return code, cli_data(capsys.readouterr().out)
+
+
+def test_a_break_fails_the_merge_with_its_finding_recorded(pair: Pair, capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _merge(pair, capsys)
+    assert code != 0
+    record = RecordStore(Path(data["record"]).parent.parent.parent).load(data["run_id"])
+    assert record.phase("semantic").status == "failed"
+    result = record.results.semantic
+    assert result is not None
+    assert [(f.key, f.severity, f.origin) for f in result.findings] == [(KEY, "blocker", "upstream")]
+    assert record.phase("build").status == "pending"
+
+
+def test_an_acknowledged_break_passes_and_keeps_its_reason(
+    pair: Pair, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profile = tmp_path / "profile"
+    (profile / "patches").mkdir(parents=True)
+    (profile / "patches" / "semantic.yaml").write_text(
+        f'acknowledged:\n  - finding: "{KEY}"\n    reason: "gone is vendored back by the build"\n'
+    )
+    code, data = _merge(pair, capsys, "--profile", str(profile))
+    assert code == 0, data
+    record = RecordStore(Path(data["record"]).parent.parent.parent).load(data["run_id"])
+    result = record.results.semantic
+    assert result is not None and result.ok
+    assert [(f.key, f.acknowledged) for f in result.findings] == [(KEY, "gone is vendored back by the build")]
+
+
+def test_a_bad_acknowledgement_file_names_the_key(
+    pair: Pair, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profile = tmp_path / "profile"
+    (profile / "patches").mkdir(parents=True)
+    (profile / "patches" / "semantic.yaml").write_text('acknowledged:\n  - finding: "x:y:z"\n')
+    code, data = _merge(pair, capsys, "--profile", str(profile))
+    assert code != 0
+    record = RecordStore(Path(data["record"]).parent.parent.parent).load(data["run_id"])
+    assert record.phase("semantic").status == "needs-person"
+    assert "reason" in record.phase("semantic").message
