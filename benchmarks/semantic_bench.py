@@ -5,7 +5,8 @@ later branch carrying the same commits on a newer base), merge the new base into
 ``git merge-tree --write-tree`` (the clean merge ds4sync would have made; conflicted paths are
 unknown to the check), run :func:`ds4sync.semantic.check_merge` on it, and compare each finding with
 what the person kept (the ``after_head`` tree): a finding is *confirmed* when the person's result
-changed that file at that line relative to the clean merge (or removed the file). Per sync it prints
+changed that line relative to the clean merge, or changed that file with a hunk naming the finding's
+symbol (an import added for an undefined name), or removed the file. Per sync it prints
 findings, confirmed, unconfirmed blockers (possible false alarms) and lost-wiring warnings.
 
 Timing (``time``): the check beside ``git merge-tree --write-tree`` of a fork branch into the
@@ -44,8 +45,11 @@ _SPEC.loader.exec_module(realsyncs)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)
 
 
-def changed_lines(repo: GitRepo, clean: str, person: str, path: str) -> set[int] | None:
-    """Lines of ``path`` in the clean merge that the person's tree changed; None: the person removed the file."""
+def person_changes(repo: GitRepo, clean: str, person: str, path: str) -> tuple[set[int], str] | None:
+    """What the person changed in ``path`` from the clean merge: (its lines there, the diff's text).
+
+    None: the person removed the file.
+    """
     if repo.blob_bytes(person, path) is None:
         return None
     out = repo.run("diff", "-U0", "--no-renames", "--end-of-options", clean, person, "--", path, strip=False)[1]
@@ -53,17 +57,26 @@ def changed_lines(repo: GitRepo, clean: str, person: str, path: str) -> set[int]
     for start, count in _HUNK.findall(out):
         first, n = int(start), int(count) if count else 1
         lines.update(range(first, first + n) if n else (first, first + 1))
-    return lines
+    return lines, out
 
 
 def _confirmed(repo: GitRepo, tree: str, person: str, result: SemanticResult) -> list[bool]:
-    cache: dict[str, set[int] | None] = {}
+    """Per finding: the person changed its line, or changed its file with a hunk naming its symbol.
+
+    (An undefined name is fixed by an import line elsewhere in the file; a removed helper by a new import.)
+    """
+    cache: dict[str, tuple[set[int], str] | None] = {}
     verdicts = []
     for f in result.findings:
         if f.path not in cache:
-            cache[f.path] = changed_lines(repo, tree, person, f.path)
-        lines = cache[f.path]
-        verdicts.append(lines is None or f.line in lines)
+            cache[f.path] = person_changes(repo, tree, person, f.path)
+        changes = cache[f.path]
+        if changes is None:
+            verdicts.append(True)
+            continue
+        lines, diff = changes
+        name = f.symbol.split()[-1].rsplit(".", 1)[-1]
+        verdicts.append(f.line in lines or re.search(rf"\b{re.escape(name)}\b", diff) is not None)
     return verdicts
 
 

@@ -106,7 +106,10 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         upstream_sha=upstream_sha,
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
     )
-    return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used})
+    from ds4sync.semantic.plan import plan_semantic
+
+    semantic = plan_semantic(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, patches=ws.profile / "patches")
+    return summary.model_copy(update={"fork_branch": branch, "upstream_resolved_from": used, "semantic": semantic})
 
 
 def start_merge(

@@ -17,6 +17,8 @@ BASE = {
 }
 UPSTREAM = [{"pkg/helpers.py": "def keep():\n    return 1\n"}]
 FORK = [{"pkg/fork.py": "from pkg.helpers import gone, keep\n\n\ndef f():\n    return gone() + keep()\n"}]
+pytestmark = pytest.mark.slow  # three real `ds4sync merge` runs
+
 KEY = "unresolved-import:pkg/fork.py:pkg.helpers.gone"
 
 
@@ -68,3 +70,19 @@ def test_a_bad_acknowledgement_file_names_the_key(
     record = RecordStore(Path(data["record"]).parent.parent.parent).load(data["run_id"])
     assert record.phase("semantic").status == "needs-person"
     assert "reason" in record.phase("semantic").message
+
+
+def test_plan_lists_findings_beside_the_conflicts(pair: Pair, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]) == 0
+    data = cli_data(capsys.readouterr().out)
+    assert data["conflicts"] == []
+    (finding,) = data["semantic"]["findings"]
+    assert (finding["kind"], finding["path"], finding["symbol"]) == (
+        "unresolved-import",
+        "pkg/fork.py",
+        "pkg.helpers.gone",
+    )
+    assert finding["culprit"]["subject"] == "upstream change 0"
+    assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Semantic conflicts (merged cleanly, broken)" in text and "pkg/fork.py:1" in text
