@@ -8,6 +8,7 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.record import RecordStore
+from ds4sync.report.render import render_report
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, Pair, make_pair
 
@@ -19,6 +20,7 @@ UPSTREAM = [{"pkg/helpers.py": "def keep():\n    return 1\n"}]
 FORK = [{"pkg/fork.py": "from pkg.helpers import gone, keep\n\n\ndef f():\n    return gone() + keep()\n"}]
 pytestmark = pytest.mark.slow  # three real `ds4sync merge` runs
 
+TEMPLATES = Path(__file__).resolve().parents[2] / "reports"
 KEY = "unresolved-import:pkg/fork.py:pkg.helpers.gone"
 
 
@@ -41,6 +43,10 @@ def test_a_break_fails_the_merge_with_its_finding_recorded(pair: Pair, capsys: p
     assert result is not None
     assert [(f.key, f.severity, f.origin) for f in result.findings] == [(KEY, "blocker", "upstream")]
     assert record.phase("build").status == "pending"
+    report = render_report(record, templates_dir=TEMPLATES)
+    section = report.split("## Semantic conflicts (merged cleanly, broken)", 1)[1].split("\n## ", 1)[0]
+    assert "`pkg/fork.py:1` | unresolved-import |" in section
+    assert "upstream change 0" in section and "1 break," in section
 
 
 def test_an_acknowledged_break_passes_and_keeps_its_reason(
@@ -57,6 +63,9 @@ def test_an_acknowledged_break_passes_and_keeps_its_reason(
     result = record.results.semantic
     assert result is not None and result.ok
     assert [(f.key, f.acknowledged) for f in result.findings] == [(KEY, "gone is vendored back by the build")]
+    report = render_report(record, templates_dir=TEMPLATES)
+    assert "unresolved-import (acknowledged: gone is vendored back by the build)" in report
+    assert "0 breaks, 1 acknowledged" in report
 
 
 def test_a_bad_acknowledgement_file_names_the_key(
