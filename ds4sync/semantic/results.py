@@ -116,6 +116,16 @@ class SemanticResult(FrozenModel):
         """Findings shown only: warnings and acknowledged blockers."""
         return [f for f in self.findings if not f.blocking()]
 
+    def summary_line(self) -> str:
+        """One line for notifications: the breaks with their upstream PR, then the other counts."""
+        breaks = [
+            f"{f.path}:{f.line} {f.symbol} ({f.culprit.label() if f.culprit else f.origin})" for f in self.blockers()
+        ]
+        acked = sum(1 for f in self.findings if f.acknowledged)
+        warnings = sum(1 for f in self.findings if f.severity == "warning")
+        head = f"{len(breaks)} break(s)" + (": " + "; ".join(breaks) if breaks else "")
+        return f"{head}; {acked} acknowledged, {warnings} warning(s) in {self.files_checked} fork-touched files"
+
     @property
     def ok(self) -> bool:
         """No blocking finding."""

@@ -79,3 +79,10 @@ def test_the_fork_heads_own_state_is_no_finding(resolved: Resolved) -> None:
     # fork_unused_helper was never referenced on the fork head: nothing was lost.
     result = check_merge(resolved.repo, fork=resolved.fork, upstream=resolved.upstream, merged=resolved.merged)
     assert "pkg.fork_kernels.fork_unused_helper" not in {f.symbol for f in result.findings}
+
+
+def test_the_summary_line_names_each_break_with_its_pr(resolved: Resolved) -> None:
+    result = check_merge(resolved.repo, fork=resolved.fork, upstream=resolved.upstream, merged=resolved.merged)
+    line = result.summary_line()
+    assert line.startswith("1 break(s): pkg/router.py:1 pkg.helpers.gone (#203 helpers: drop gone (#203)")
+    assert line.endswith("0 acknowledged, 1 warning(s) in 3 fork-touched files")
