@@ -73,6 +73,7 @@ def check_merge(
             for name, rev in (("merged", merged), ("fork", fork), ("upstream", upstream), ("base", base))
         }
         mv, fv, uv, bv = (views[n].result() for n in ("merged", "fork", "upstream", "base"))
+        mv.stand_in, mv.keeps = uv, _fork_kept(fv, bv)
         fork_paths = sorted(p for p, s in fork_status.result().items() if s != "D" and p.endswith(".py"))
         touched = [p for p in fork_paths if p in mv.oids]
         files = [p for p in touched if p not in mv.unknown]
@@ -101,6 +102,19 @@ def check_merge(
         findings=findings,
         seconds=round(time.perf_counter() - start, 3),
     )
+
+
+def _fork_kept(fv: TreeView, bv: TreeView) -> Callable[[str, str], bool]:
+    """Whether the fork left a definition's signature as at the merge-base (then upstream's wins any resolution)."""
+
+    def keeps(path: str, qualname: str) -> bool:
+        fork, base = fv.facts(path), bv.facts(path)
+        if fork is None or base is None or fork.broken or base.broken:
+            return False
+        mine, theirs = fork.defs.get(qualname), base.defs.get(qualname)
+        return mine is not None and theirs is not None and mine.signature == theirs.signature
+
+    return keeps
 
 
 def _severity(raw: Raw) -> str:

@@ -6,7 +6,7 @@ asks for it; parsed facts are shared between trees by blob id (a file both sides
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ds4sync.core.git import GitRepo
@@ -69,6 +69,9 @@ class TreeView:
         self.rev = rev
         self.cache = cache
         self.unknown = frozenset(unknown)
+        self.stand_in: TreeView | None = None
+        #: (path, qualname) -> whether every resolution of the conflicted ``path`` keeps upstream's definition.
+        self.keeps: Callable[[str, str], bool] = lambda _path, _qualname: False
         out = repo.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, strip=False)[1]
         self.oids: dict[str, str] = {}
         self.dirs: set[str] = set()
@@ -91,9 +94,15 @@ class TreeView:
         self.packages = {m.split(".")[0] for m in self.modules}
 
     def facts(self, path: str) -> ModuleFacts | None:
-        """The facts of ``path`` in this tree; None when absent or unknown."""
+        """The facts of ``path`` in this tree; None when absent, or unknown without a stand-in.
+
+        An unknown (conflicted) module stands in as upstream's version (:attr:`stand_in`) for the
+        definitions :attr:`keeps` says any resolution keeps; a name it lacks resolves as unknown.
+        """
+        if path in self.unknown:
+            return self.stand_in.facts(path) if self.stand_in is not None else None
         oid = self.oids.get(path)
-        if oid is None or path in self.unknown:
+        if oid is None:
             return None
         return self.cache.facts(oid, path)
 
@@ -130,7 +139,7 @@ class TreeView:
         """``rest`` (a name, then a class member) inside the parsed ``module``."""
         head = rest[0]
         if head not in facts.names:
-            return Resolved("unknown" if facts.dynamic else "missing", module, path, head)
+            return Resolved("unknown" if facts.dynamic or path in self.unknown else "missing", module, path, head)
         definition = facts.defs.get(head)
         if definition is None and depth < 3:
             source = next((i for i in facts.uses().imports if i.bound == head and i.name), None)
@@ -142,7 +151,7 @@ class TreeView:
             return Resolved("found" if len(rest) == 1 else "unknown", module, path, head, definition)
         member = f"{head}.{rest[1]}"
         if rest[1] not in definition.members:
-            return Resolved("missing", module, path, member)
+            return Resolved("unknown" if path in self.unknown else "missing", module, path, member)
         if len(rest) > 2:
             return Resolved("unknown", module, path, member)
         return Resolved("found", module, path, member, facts.defs.get(member))

@@ -177,6 +177,8 @@ def _check_call(
     name, resolved, _through_module = found
     if not changed(resolved.path):
         return []
+    if resolved.path in view.unknown and not view.keeps(resolved.path, resolved.qualname):
+        return []  # a conflicted module's definition the fork changed too: the person decides its contract
     definition: Definition = resolved.definition  # type: ignore[assignment]
     out: list[Raw] = []
     signature = definition.signature

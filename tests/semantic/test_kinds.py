@@ -171,9 +171,11 @@ def test_a_conflicted_module_is_unknown_not_missing(history: History) -> None:
         fork=history.fork,
         upstream=history.upstream,
         merged=merge.tree,
-        unknown=("pkg/fork_kw.py", "pkg/attn.py"),
+        unknown=("pkg/fork_kw.py", "pkg/attn.py", "pkg/helpers.py"),
     )
     found = _by_file(result)
     assert "pkg/fork_kw.py" not in found  # not read at all
-    assert "pkg/fork_arity.py" not in found  # its callee's module is unknown
+    assert "pkg/fork_removed.py" not in found  # a name upstream's side lacks may be the person's to keep
+    # The fork never touched attn.py's split: any resolution keeps upstream's, so its contract is known.
+    assert found["pkg/fork_arity.py"] == PLANTED["pkg/fork_arity.py"]
     assert found["pkg/fork_ctor.py"] == PLANTED["pkg/fork_ctor.py"]
