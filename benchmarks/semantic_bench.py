@@ -81,10 +81,11 @@ def _confirmed(repo: GitRepo, tree: str, person: str, result: SemanticResult) ->
     return verdicts
 
 
-def score(repo: GitRepo, *, only: int | None, syncs_file: Path | None) -> list[dict[str, Any]]:
+def score(repo: GitRepo, *, only: int | None, syncs_file: Path | None, resolved: bool = False) -> list[dict[str, Any]]:
     """Every real sync, scored; one dict per sync (the JSON rows).
 
     ``syncs_file``: the output of ``realsyncs.py --json`` (finding the pairs walks every branch: minutes).
+    ``resolved``: check as ``verify`` would, the conflicted paths taken from the person's result.
     """
     if syncs_file is not None:
         syncs = [realsyncs.RealSync(**row) for row in json.loads(syncs_file.read_text())]
@@ -111,9 +112,11 @@ def score(repo: GitRepo, *, only: int | None, syncs_file: Path | None) -> list[d
                     continue
                 merge = repo.merge_tree(sync.before_head, upstream)
             unknown = sorted({c.path for c in merge.conflicts} | {p for c in merge.conflicts for p in c.related})
-            result = check_merge(
-                repo, fork=sync.before_head, upstream=sync.new_base, merged=merge.tree, unknown=unknown
-            )
+            if resolved:  # verify: the conflicted paths as the person resolved them, the rest as git merged it
+                tree = _with_resolutions(repo, merge.tree, sync.after_head, unknown)
+                result = check_merge(repo, fork=sync.before_head, upstream=upstream, merged=tree)
+            else:
+                result = check_merge(repo, fork=sync.before_head, upstream=upstream, merged=merge.tree, unknown=unknown)
             done[key] = (merge.tree, unknown, result, time.perf_counter() - start)
         tree, unknown, result, seconds = done[key]
         verdicts = _confirmed(repo, tree, sync.after_head, result)
@@ -148,6 +151,21 @@ def score(repo: GitRepo, *, only: int | None, syncs_file: Path | None) -> list[d
         for f in blockers:
             print(f"    {'confirmed  ' if f['confirmed'] else 'UNCONFIRMED'} {_brief(f)}", flush=True)
     return rows
+
+
+def _with_resolutions(repo: GitRepo, tree: str, person: str, paths: list[str]) -> str:
+    """``tree`` with each of ``paths`` as in the commit ``person`` (or removed where the person has none)."""
+    with tempfile.TemporaryDirectory() as folder:
+        env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
+        repo.run("read-tree", tree, env=env)
+        for path in paths:
+            entry = repo.run("ls-tree", "-z", "--full-tree", person, "--", path, strip=False)[1].strip("\0")
+            if entry:
+                mode, _kind, oid = entry.split("\t", 1)[0].split()
+                repo.run("update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}", env=env)
+            else:
+                repo.run("rm", "--cached", "-q", "--ignore-unmatch", "--", path, env=env)
+        return repo.run("write-tree", env=env)[1].strip()
 
 
 def _without_unreadable(repo: GitRepo, commit: str, error: str) -> str | None:
@@ -240,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("score")
     s.add_argument("--repo", type=Path, required=True)
     s.add_argument("--only", type=int)
+    s.add_argument("--resolved", action="store_true", help="check as verify: conflicts as the person resolved them")
     s.add_argument("--syncs", type=Path, help="realsyncs.py --json output, instead of finding the pairs again")
     s.add_argument("--json", type=Path)
     t = sub.add_parser("time")
@@ -252,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repo = GitRepo(args.repo)
     if args.what == "score":
-        data: Any = score(repo, only=args.only, syncs_file=args.syncs)
+        data: Any = score(repo, only=args.only, syncs_file=args.syncs, resolved=args.resolved)
     else:
         points = [int(p) for p in args.points.split(",") if p]
         data = timing(repo, fork_ref=args.fork, upstream_ref=args.upstream, repeat=args.repeat, points=points)
