@@ -82,7 +82,7 @@ def check_merge(
         )
         lint = pool.submit(_lint, cache, files, mv, fv, uv)
         wiring = pool.submit(lost_wiring, repo, cache, views=(bv, fv, mv), touched=files, fork_paths=fork_paths)
-        raws = _rules(files, mv, fv, uv)
+        raws = _rules(files, mv, fv, uv, bv)
         hits = lint.result()
         lost = wiring.result()
     attributor = Attributor(repo, base=base, upstream=upstream, views=(fv, uv, mv), coverage=coverage)
@@ -121,8 +121,8 @@ def _severity(raw: Raw) -> str:
     return "blocker" if raw.kind in _BLOCKING_KINDS else "warning"
 
 
-def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[tuple[str, Raw]]:
-    """The per-file rules on the merged tree, minus the same keys on the fork head and on upstream.
+def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView, bv: TreeView) -> list[tuple[str, Raw]]:
+    """The per-file rules on the merged tree, minus the same keys on the fork head and those upstream had all along.
 
     A file the merge left as the fork had it can only break through a module that differs from the
     fork's; a file that changed can also break through a module the fork changed (an upstream line
@@ -151,17 +151,24 @@ def _rules(files: list[str], mv: TreeView, fv: TreeView, uv: TreeView) -> list[t
             raws = check_file(mv, path, facts.uses(), predicates[path])
             if raws:
                 merged[path] = raws
-    for view in (fv, uv):
+    for view in (fv, uv, bv):
         _prefetch_targets(sorted(merged), view, dict.fromkeys(merged, _always))
     found: list[tuple[str, Raw]] = []
     for path, raws in merged.items():
-        before: set[tuple[str, ...]] = set()
-        for view in (fv, uv):
-            other = view.facts(path)
-            if other is not None and not other.broken:
-                before |= {r.key for r in check_file(view, path, other.uses(), _always)}
+        on_fork, on_upstream, on_base = (_keys(view, path) for view in (fv, uv, bv))
+        # Upstream's own tree having the break excuses it only when upstream had it before the range
+        # too: a break upstream brought in itself (a changed forward its own caller was not updated
+        # for) still breaks the fork's file, which the fork must fix before it boots.
+        before = on_fork | (on_upstream & on_base)
         found += [(path, r) for r in raws if r.key not in before]
     return found
+
+
+def _keys(view: TreeView, path: str) -> set[tuple[str, ...]]:
+    facts = view.facts(path)
+    if facts is None or facts.broken:
+        return set()
+    return {r.key for r in check_file(view, path, facts.uses(), _always)}
 
 
 def _mentions_changed(mv: TreeView, fv: TreeView) -> Callable[[bytes], bool]:
