@@ -29,6 +29,8 @@ BASE = {
         "class Module:\n    pass\n\n\nclass Block(Module):\n    def forward(self, positions, x):\n        return x\n"
     ),
     "pkg/attn.py": "def split(x):\n    return x, x\n",
+    # upstream's own caller, which upstream forgets to update in #106 and the fork touches
+    "pkg/up_caller.py": "from pkg.attn import split\n\n\ndef g():\n    a, b = split(2)\n    return a\n",
     "pkg/cfg.py": "class Config:\n    def __init__(self, a):\n        self.a = a\n",
     "pkg/mhc.py": (
         "from pkg.platforms import current_platform\n\n\ndef upstream_fn():\n    return current_platform\n\n\n"
@@ -99,6 +101,7 @@ FORK = {
     ),
     "pkg/fork_reexport.py": "from pkg.helpers import moved_fn\n\n\ndef f():\n    return moved_fn()\n",
     "pkg/mhc.py": BASE["pkg/mhc.py"] + "\n\ndef fork_fn():\n    return current_platform\n",
+    "pkg/up_caller.py": BASE["pkg/up_caller.py"] + "\n\ndef fork_g():\n    return 1\n",
 }
 
 PLANTED = {
@@ -109,6 +112,8 @@ PLANTED = {
     "pkg/fork_mtp.py": {("call-contract", "pkg.block.Block.forward", "blocker", 105)},
     "pkg/fork_arity.py": {("return-arity", "pkg.attn.split", "blocker", 106)},
     "pkg/mhc.py": {("lint", "F821 current_platform", "blocker", 108)},
+    # upstream's tree has this break too, but brought it in itself (#106): the fork's file still breaks
+    "pkg/up_caller.py": {("return-arity", "pkg.attn.split", "blocker", 106)},
 }
 
 
