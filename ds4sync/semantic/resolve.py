@@ -150,6 +150,8 @@ class TreeView:
         if len(rest) == 1 or definition is None or definition.kind != "class":
             return Resolved("found" if len(rest) == 1 else "unknown", module, path, head, definition)
         member = f"{head}.{rest[1]}"
+        if rest[1].startswith("__") and rest[1].endswith("__") and rest[1] not in definition.members:
+            return Resolved("unknown", module, path, member)  # object's own (``__new__``, ``__dict__``)
         if rest[1] not in definition.members:
             return Resolved("unknown" if path in self.unknown else "missing", module, path, member)
         if len(rest) > 2:

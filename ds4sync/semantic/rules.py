@@ -174,18 +174,23 @@ def _check_call(
     found = _callee(view, bindings, facts, call, changed)
     if found is None:
         return []
-    name, resolved, _through_module = found
+    name, resolved, through_instance = found
     if not changed(resolved.path):
         return []
+    npos = call.npos
+    if resolved.definition is not None and resolved.definition.kind == "method" and not through_instance:
+        if npos == 0 or "__" in name.rsplit(".", 1)[-1]:
+            return []  # `Class.method(...)` passing self by keyword or through *args, or a dunder: not ours
+        npos -= 1  # `Class.method(obj, ...)`: the caller passes self as the first positional argument
     if resolved.path in view.unknown and not view.keeps(resolved.path, resolved.qualname):
         return []  # a conflicted module's definition the fork changed too: the person decides its contract
     definition: Definition = resolved.definition  # type: ignore[assignment]
     out: list[Raw] = []
     signature = definition.signature
     if signature is not None and definition.kind != "constant":
-        reason = signature.binds(call.npos, call.keywords, star=call.star, dstar=call.dstar)
+        reason = signature.binds(npos, call.keywords, star=call.star, dstar=call.dstar)
         if reason is not None:
-            shape = (str(call.npos), *sorted(call.keywords))
+            shape = (str(npos), *sorted(call.keywords))
             what = f"`{call.target}(...)` calls `{name}`" if call.target != name.split(".", 1)[-1] else f"`{name}`"
             tokens = tuple(p[0] for p in signature.params if p[2]) + tuple(call.keywords) + (name.rsplit(".", 1)[-1],)
             out.append(

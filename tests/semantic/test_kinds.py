@@ -102,6 +102,10 @@ FORK = {
     "pkg/fork_reexport.py": "from pkg.helpers import moved_fn\n\n\ndef f():\n    return moved_fn()\n",
     "pkg/mhc.py": BASE["pkg/mhc.py"] + "\n\ndef fork_fn():\n    return current_platform\n",
     "pkg/up_caller.py": BASE["pkg/up_caller.py"] + "\n\ndef fork_g():\n    return 1\n",
+    # an unbound call passes self itself; object's own dunders are no removed definitions
+    "pkg/fork_unbound.py": (
+        "from pkg.block import Block\n\n\ndef f(b):\n    return Block.forward(b, 1, 2), Block.__new__(Block)\n"
+    ),
 }
 
 PLANTED = {
@@ -114,6 +118,7 @@ PLANTED = {
     "pkg/mhc.py": {("lint", "F821 current_platform", "blocker", 108)},
     # upstream's tree has this break too, but brought it in itself (#106): the fork's file still breaks
     "pkg/up_caller.py": {("return-arity", "pkg.attn.split", "blocker", 106)},
+    "pkg/fork_unbound.py": {("call-contract", "pkg.block.Block.forward", "blocker", 105)},  # post_mix missing
 }
 
 
