@@ -48,7 +48,7 @@ class Definition:
     """A module-level function, class or constant, or a class member (``qualname`` ``Class.name``)."""
 
     qualname: str
-    kind: str  # function | class | method | constant
+    kind: str  # function | class | method | classmethod | staticmethod | constant
     line: int
     signature: Signature | None = None  # a class: its constructor's; None when not known (inherited)
     members: frozenset[str] = frozenset()  # a class: names its body binds
@@ -231,6 +231,8 @@ def _target_names(target: ast.expr) -> list[str]:
 def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str, kind: str, *, method: bool) -> Definition:
     decorators = {dotted(d) or "" for d in node.decorator_list}
     drop = method and "staticmethod" not in decorators
+    if method and decorators & {"staticmethod", "classmethod"}:
+        kind = "staticmethod" if "staticmethod" in decorators else "classmethod"  # bound alike through the class
     return Definition(qualname, kind, node.lineno, _signature(node.args, drop_first=drop))
 
 

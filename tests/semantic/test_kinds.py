@@ -26,7 +26,9 @@ BASE = {
     "pkg/moe.py": "class MoE:\n    def __init__(self, dim):\n        self.dim = dim\n",
     "pkg/layer.py": "def build(x, scale=1.0, eps=1e-6):\n    return x * scale + eps\n",
     "pkg/block.py": (
-        "class Module:\n    pass\n\n\nclass Block(Module):\n    def forward(self, positions, x):\n        return x\n"
+        "class Module:\n    pass\n\n\nclass Block(Module):\n    def forward(self, positions, x):\n        return x\n\n"
+        "    @classmethod\n    def make(cls, n):\n        return cls()\n\n"
+        "    @staticmethod\n    def check(n):\n        return n\n"
     ),
     "pkg/attn.py": "def split(x):\n    return x, x\n",
     # upstream's own caller, which upstream forgets to update in #106 and the fork touches
@@ -104,7 +106,8 @@ FORK = {
     "pkg/up_caller.py": BASE["pkg/up_caller.py"] + "\n\ndef fork_g():\n    return 1\n",
     # an unbound call passes self itself; object's own dunders are no removed definitions
     "pkg/fork_unbound.py": (
-        "from pkg.block import Block\n\n\ndef f(b):\n    return Block.forward(b, 1, 2), Block.__new__(Block)\n"
+        "from pkg.block import Block\n\n\ndef f(b):\n"
+        "    return Block.forward(b, 1, 2), Block.__new__(Block), Block.make(1), Block.check(2)\n"
     ),
 }
 
