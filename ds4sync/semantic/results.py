@@ -18,8 +18,7 @@ from ds4sync.core.model import FrozenModel
 #: ``Class.attr`` reference to a definition upstream removed; ``call-contract``: a call that no
 #: longer binds to the signature upstream changed; ``return-arity``: a tuple unpack of a call whose
 #: returned tuple upstream resized; ``lost-wiring``: a fork definition referenced on the fork head
-#: and by nothing in the merged tree; ``fork-change-removed``: a definition the fork modified and
-#: upstream removed.
+#: and by nothing in the merged tree.
 FindingKind = Literal[
     "lint",
     "unresolved-import",
@@ -27,7 +26,6 @@ FindingKind = Literal[
     "call-contract",
     "return-arity",
     "lost-wiring",
-    "fork-change-removed",
 ]
 #: ``blocker`` fails verify unless the profile acknowledges it; ``warning`` is shown only.
 Severity = Literal["blocker", "warning"]
