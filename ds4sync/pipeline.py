@@ -1,6 +1,6 @@
 """The whole run in one screen: the sync's phases, in the order a run goes through them.
 
-    merge (prepare, merge, resolve, commit) → replay → verify → build → gate → report → publish
+    merge (prepare, merge, resolve, commit) → replay → verify → semantic → build → gate → report → publish
 
 Each phase is a :class:`ds4sync.runner.Phase`; ``ds4sync.runner.run_phases`` runs them, saving the
 run record after each, and ``resume`` starts at the first one not finished. ``promote`` is not a
@@ -16,8 +16,11 @@ from ds4sync.patchsets.replay import PATCHSET_PHASES
 from ds4sync.publish.phase import PUBLISH_PHASES
 from ds4sync.report.phase import REPORT_PHASES
 from ds4sync.runner import Phase
+from ds4sync.semantic.phase import SEMANTIC_PHASES
 
-PHASES: tuple[Phase, ...] = MERGE_PHASES + PATCHSET_PHASES + BUILD_PHASES + GATE_PHASES + REPORT_PHASES + PUBLISH_PHASES
+PHASES: tuple[Phase, ...] = (
+    MERGE_PHASES + PATCHSET_PHASES + SEMANTIC_PHASES + BUILD_PHASES + GATE_PHASES + REPORT_PHASES + PUBLISH_PHASES
+)
 
 #: The last phase ``ds4sync merge`` runs before handing over to ``resume`` (build, gates, report).
-MERGE_STOP_PHASE = "verify"
+MERGE_STOP_PHASE = "semantic"

@@ -30,6 +30,7 @@ from ds4sync.merge.results import MergeSummary
 from ds4sync.native.results import BuildResult
 from ds4sync.patchsets.results import ReplayResult, VerifyResult
 from ds4sync.publish.results import NotifyResult, PublishResult
+from ds4sync.semantic.results import SemanticResult
 from ds4sync.serving.results import ABResult, BackportDecision, ServingResult
 
 #: 2: ``results`` is :class:`RunResults` (one typed field per phase); 1: a dict of JSON per phase.
@@ -60,6 +61,7 @@ class RunResults(BaseModel):
     merge: MergeSummary | None = None
     replay: ReplayResult | None = None
     verify: VerifyResult | None = None
+    semantic: SemanticResult | None = None
     build: BuildResult | None = None
     gates: dict[str, TierResult] = Field(default_factory=dict)
     serving: ServingResult | None = None

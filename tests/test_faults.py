@@ -33,11 +33,11 @@ from tests import faultrepo
 
 pytestmark = pytest.mark.slow
 
-# Reached while `ds4sync merge` runs (it stops after verify).
+# Reached while `ds4sync merge` runs (it stops after the semantic check).
 MERGE_POINTS = [
     *(
         f"phase.{p}.{w}"
-        for p in ("prepare", "merge", "resolve", "commit", "replay", "verify")
+        for p in ("prepare", "merge", "resolve", "commit", "replay", "verify", "semantic")
         for w in ("before", "after")
     ),
     "merge.after-git-merge",

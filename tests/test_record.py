@@ -30,7 +30,7 @@ def test_phases_store_their_own_models(merged) -> None:
     record = store.load(run_id)
     assert record.schema_version == SCHEMA_VERSION
     assert isinstance(record.results.merge, MergeSummary) and record.results.merge.merge_commit
-    assert record.results.written() == ("merge", "replay", "verify")
+    assert record.results.written() == ("merge", "replay", "verify", "semantic")
     on_disk = json.loads(path.read_text())
     assert set(on_disk["results"]) == set(RunResults.model_fields)
 

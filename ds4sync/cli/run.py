@@ -40,7 +40,7 @@ def plan(
     fetch: FetchOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Predict a merge (conflicts, kinds, overlaps) without touching any work tree."""
+    """Predict a merge (conflicts, kinds, overlaps, semantic breaks) without touching any work tree."""
     from ds4sync.loop import sync
 
     summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
@@ -49,6 +49,9 @@ def plan(
         from ds4sync.cli import views as ui
 
         ui.merge_summary(out, summary, title=f"plan: merge {ref} into the fork")
+        from ds4sync.cli.semantic_view import semantic_findings
+
+        semantic_findings(out, summary.semantic)
 
     done(json_out, summary.brief, text=text)
 

@@ -431,6 +431,7 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
             f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
             f"{many(len(m.overlaps), 'semantic overlap')}"
         )
+    lines += [f"- Semantic check: {view.semantic.summary_line()}"] if view.semantic is not None else []
     lines += [f"- Gates {tier.tier}: {tier.line}" for tier in view.validation.tiers]  # the record's one tier line
     publish = record.results.publish
     pr_url = publish.pr_url if publish is not None else None
@@ -455,6 +456,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
     needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
     needs += [f"possible duplicate work: {p.reason} (#{p.number})" for p in _duplicates(publish)]
+    needs += [
+        f"semantic break {f.line_text()}" for f in (view.semantic.blockers() if view.semantic is not None else [])
+    ]
     needs += [n for n in night.notes if n.startswith("not ")]
     if needs:
         lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]

@@ -112,7 +112,10 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
         patchsets=load_owners(ws.profile / "patches"),
     )
-    return updated(summary, fork_branch=branch, upstream_resolved_from=used)
+    from ds4sync.semantic.plan import plan_semantic
+
+    semantic = plan_semantic(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, patches=ws.profile / "patches")
+    return updated(summary, fork_branch=branch, upstream_resolved_from=used, semantic=semantic)
 
 
 def start_merge(
@@ -370,7 +373,7 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         return record
 
 
-PROVING_PHASES = ("verify", "build", "gate", "report")
+PROVING_PHASES = ("verify", "semantic", "build", "gate", "report")
 
 
 def _failed_latest(ws: Workspace) -> RunRecord | None:

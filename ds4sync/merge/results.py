@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ds4sync.core.mergetree import MARKER_KINDS
 from ds4sync.merge.hunks import ConflictHunk
+from ds4sync.semantic.results import SemanticResult
 
 Resolution = Literal["recorded", "rule", "proposed", "person", "unresolved"]
 #: What a committed resolution kept (:func:`ds4sync.merge.kept.sides_kept`).
@@ -103,6 +104,7 @@ class MergeSummary(BaseModel):
     committed result differs from git's automatic merge (``git show --remerge-diff``);
     ``fork_branch`` and ``upstream_resolved_from`` (set by plan): the branch ``fork_sha`` is the head
     of, and the ref ``upstream_sha`` was read from (``refs/remotes/upstream/main``, a fetch, a commit).
+    ``semantic`` (set by plan): the semantic check of merge-tree's tree, conflicted paths unknown.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -121,6 +123,7 @@ class MergeSummary(BaseModel):
     merge_commit: str | None = None
     remerge_diff_paths: tuple[str, ...] = ()
     plan_seconds: float = Field(default=0.0, description="wall time of the prediction, s")
+    semantic: SemanticResult | None = None
 
     def conflict_kinds(self) -> dict[str, int]:
         """Conflict counts by kind, most frequent first."""
@@ -156,4 +159,5 @@ class MergeSummary(BaseModel):
             "overlaps": [o.model_dump(exclude_defaults=True) for o in self.overlaps],
             "merge_commit": self.merge_commit,
             "remerge_diff_paths": list(self.remerge_diff_paths),
+            **({"semantic": self.semantic.model_dump(mode="json")} if self.semantic is not None else {}),
         }

@@ -55,7 +55,7 @@ from ds4sync.serving.results import ABResult, ServingResult
 
 #: The fields of RunResults the report reads (each must have a writer: tests/report/test_writers.py).
 READS: frozenset[str] = frozenset(
-    {"merge", "replay", "verify", "build", "gates", "serving", "ab", "backports", "publish"}
+    {"merge", "replay", "verify", "semantic", "build", "gates", "serving", "ab", "backports", "publish"}
 )
 _PATCHSET_REVIEW = {
     "needs-adaptation": "needs adaptation before the sync can go on",
@@ -116,6 +116,7 @@ def build_view(record: RunRecord, *, public: bool = False, notes: str | None = N
         phases=phases,
         merge=merge,
         integration=integration,
+        semantic=results.semantic,
         duplicate=duplicate_view(results.publish),
         validation=validation,
         commands=commands(validation),

@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ds4sync.semantic.results import SemanticResult
+
 REPORT_SCHEMA_VERSION = 2
 SCHEMA_ID = "urn:ds4sync:report-summary:v2"
 
@@ -398,6 +400,7 @@ class ReportView(View):
     phases: tuple[PhaseView, ...] = ()
     merge: MergeView | None = None
     integration: IntegrationView = IntegrationView()
+    semantic: SemanticResult | None = None  # the semantic phase's result as recorded; None: it did not run
     duplicate: DuplicateView | None = None
     validation: ValidationView = ValidationView()
     commands: tuple[CommandView, ...] = ()
