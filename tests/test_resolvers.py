@@ -261,7 +261,7 @@ def test_each_endpoint_reply_ends_as_it_must(
         assert "conflict feature.py: proposed (model, validated); upstream PRs #77; patch-sets the-feature" in status
         code, markdown, err = run_cli(capsys, "report", *args)
         assert code == 0, err
-        assert "| `feature.py` | content | proposed (model, validated) | #77 | the-feature |" in markdown
+        assert "| `feature.py` | content | proposed (model, validated) |  | #77 | the-feature |" in markdown
         code, _, err = run_cli(capsys, "resume", *args)
         assert code == 4 and "validated model proposal that no person accepted" in err
         assert git(worktree, "ls-files", "-u", "--", "feature.py")  # still not staged

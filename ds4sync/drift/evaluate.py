@@ -150,8 +150,8 @@ def semantic_findings(ctx: ForkContext, *, head: str, merged_tree: str) -> tuple
         return None
     merged = ctx.repo.commit_tree(merged_tree, parents=(ctx.fork_head, head), message="ds4sync drift: merged PR")
     found = check(ctx.repo, fork=ctx.fork_head, upstream=head, merged=merged)
-    items = getattr(found, "findings", found) or ()
-    return tuple(str(item.line()) if hasattr(item, "line") else str(item) for item in items)
+    blockers = found.blockers() if hasattr(found, "blockers") else list(getattr(found, "findings", found) or ())
+    return tuple(item.line_text() if hasattr(item, "line_text") else str(item) for item in blockers)
 
 
 def evaluate_pull(

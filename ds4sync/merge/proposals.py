@@ -122,6 +122,7 @@ def _write(
         fork=record.fork.head_before,
         upstream=record.upstream.sha,
         merged=lambda: wt.worktree_tree(untracked=False)[0],
+        unknown=set(wt.unmerged_paths()) - {entry.path},  # the other conflicts still hold git's markers
     )
     if why:
         wt.run("checkout", "-m", "--", entry.path)  # git's conflict back: a person decides

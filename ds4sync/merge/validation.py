@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 import json
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ds4sync.core.git import GitRepo
 from ds4sync.merge.hunks import has_markers
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import PatchSet
@@ -108,22 +109,17 @@ def check_invariants(fork: Tree, merged: Tree, owners: Sequence[PatchSet]) -> st
     return None
 
 
-def semantic_findings(repo: object, *, fork: str, upstream: str, merged: Callable[[], str]) -> str | None:
-    """THE SEAM for the semantic check: why the proposal adds a semantic finding, or None.
+def semantic_findings(
+    repo: GitRepo, *, fork: str, upstream: str, merged: Callable[[], str], unknown: Collection[str] = ()
+) -> str | None:
+    """Why the proposal adds a semantic blocker (:func:`ds4sync.semantic.check_merge` on the tree with the
+    proposals in place, ``merged``, built only then; ``unknown``: files still conflicted, not read), or None.
+    Warnings (lint, lost wiring) do not reject a proposal; a blocker does: an import that no longer resolves, a
+    removed definition still referenced, a call that no longer binds."""
+    from ds4sync.semantic import check_merge
 
-    Calls ``ds4sync.semantic.check_merge(repo, fork=, upstream=, merged=)`` when that module exists
-    (``merged``: the tree with the proposals in place, built only then); until it does this check
-    adds nothing, and that is all it does: no semantic rule lives here.
-    """
-    try:
-        from ds4sync import semantic  # type: ignore[attr-defined]
-    except ImportError:
+    result = check_merge(repo, fork=fork, upstream=upstream, merged=merged(), unknown=unknown)
+    blockers = result.blockers()
+    if not blockers:
         return None
-    check = getattr(semantic, "check_merge", None)
-    if check is None:
-        return None
-    findings = check(repo, fork=fork, upstream=upstream, merged=merged())
-    items = list(findings or ())
-    if not items:
-        return None
-    return f"the semantic check found {len(items)} issue(s): {items[0]}"
+    return f"the semantic check found {len(blockers)} blocker(s): {blockers[0].line_text()}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import FrozenModel, read_yaml, updated, validate
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 from ds4sync.semantic.results import SemanticResult
 
@@ -53,10 +53,8 @@ def load_settings(patches: Path) -> SemanticSettings:
 def acknowledge(result: SemanticResult, settings: SemanticSettings) -> SemanticResult:
     """``result`` with the acknowledged findings marked (their reason set); the rest unchanged."""
     reasons = {a.finding: a.reason for a in settings.acknowledged}
-    findings = [
-        f.model_copy(update={"acknowledged": reasons[f.key]}) if f.key in reasons else f for f in result.findings
-    ]
-    return result.model_copy(update={"findings": findings})
+    findings = [updated(f, acknowledged=reasons[f.key]) if f.key in reasons else f for f in result.findings]
+    return updated(result, findings=findings)
 
 
 def semantic(ctx: RunContext) -> PhaseOutcome:
