@@ -197,7 +197,7 @@ def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # what each resolution kept, read from the blobs of the merge commit
     kept = {c["path"]: c["kept"] for c in data["conflicts"]}
     assert kept == {"keep/a.py": "ours", "take/b.py": "theirs", "both/c.txt": "both", "gone/d.py": "deleted"}
-    folded = {o["path"]: o["equals_upstream"] for o in data["overlaps"]}
+    folded = {o["path"]: o.get("equals_upstream", False) for o in data["overlaps"]}
     assert folded == {"picked.py": True, "overlap.py": False}
 
 
@@ -338,8 +338,11 @@ def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0
 
 
-def test_tables_sent_to_a_pipe_keep_every_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tables_sent_to_a_pipe_keep_every_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Output to a pipe or file has no width: a long path in a table stays whole (rich assumes 80 columns)."""
+    monkeypatch.delenv("COLUMNS", raising=False)  # no width asked for (pytest-xdist's workers set 80)
     deep = "vllm/model_executor/layers/fused_moe/deepseek_v4_sm120_sparse_attention_decode_kernels_registry.py"
     pair = make_pair(tmp_path, {deep: lines("a")}, [{deep: lines("upstream")}], [{deep: lines("fork")}])
     (pair.repo / "ds4sync.yaml").write_text(yaml.safe_dump({"fork": {"branch": BRANCH}}))

@@ -80,17 +80,19 @@ class _LazyConsole:
 
             # No markup: what is printed holds untrusted text (build tails, gate output, paths) where a
             # `[/usr/include/x.h]` would be a closing tag and `[redacted]` a style; styles go in as rich Text.
-            console = Console(
+            self._console = Console(
                 file=self.file,  # type: ignore[arg-type]
                 highlight=False,
                 soft_wrap=True,
                 markup=False,
             )
-            if not console.is_terminal and "COLUMNS" not in os.environ:
-                # A pipe or a file has no width; rich would assume 80 and cut every table's cells to fit.
-                console.width = _UNBOUNDED_WIDTH
-            self._console = console
-        return self._console
+        console = self._console
+        if not console.is_terminal:
+            # A pipe or a file has no width; rich would assume 80 and cut every table's cells to fit. Read at each
+            # use (COLUMNS still wins), as the stream the console writes to is looked up at each write.
+            columns = os.environ.get("COLUMNS", "")
+            console.width = int(columns) if columns.isdigit() else _UNBOUNDED_WIDTH
+        return console
 
 
 # Every line the CLI prints goes through the one redaction (core/redact.py) on its way out.

@@ -226,6 +226,7 @@ class GitRepo(PatchVerbs, LineVerbs):
         common = Path(lines[2])
         self._common_dir = (common if common.is_absolute() else path.resolve() / common).resolve()  # relative to cwd
         self._ident_env: dict[str, str] | None = None
+        self._merge_trees: dict[tuple[str, str], MergeTreeResult] = {}
 
     def _identity_env(self) -> dict[str, str]:
         """Environment overrides for commands that write commits or reflogs.
@@ -654,8 +655,19 @@ class GitRepo(PatchVerbs, LineVerbs):
 
         Uses ``git merge-tree --write-tree -z`` (git >= 2.38) and names each conflict's
         kind from git's own messages. Paths git writes beside a conflict are named as
-        ``git merge`` names them in a worktree on ``ours`` (``path~HEAD``).
+        ``git merge`` names them in a worktree on ``ours`` (``path~HEAD``). Two full commit SHAs
+        always merge alike: their result is kept on this object, so ``plan`` and its semantic check
+        share one merge-tree.
         """
+        key = (ours, theirs)
+        if FULL_SHA_RE.match(ours) and FULL_SHA_RE.match(theirs) and key in self._merge_trees:
+            return self._merge_trees[key]
+        result = self._merge_tree(ours, theirs)
+        if FULL_SHA_RE.match(ours) and FULL_SHA_RE.match(theirs):
+            self._merge_trees[key] = result
+        return result
+
+    def _merge_tree(self, ours: str, theirs: str) -> MergeTreeResult:
         status, out, err = self.run(
             "merge-tree",
             "--write-tree",
