@@ -16,6 +16,7 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import render_report, report_schema, report_view
+from ds4sync.report.render import relative_paths
 from tests.conftest import DemoRun
 from tests.report.conftest import ROOT
 from tests.report.pipeline_runs import failed_run, killed_run, merged_run, needs_person_run
@@ -184,7 +185,9 @@ def test_demo_runs_reports(demo_run: DemoRun, capsys: pytest.CaptureFixture[str]
     for entry in replay.entries:  # replay's own statuses, not verify's, with what a person needs from each
         assert f"(`{entry.id}`" in s["Integration choices and fixes"]
         assert f"**{entry.status}**" in s["Integration choices and fixes"]
-        assert all(fact in s["Integration choices and fixes"] for fact in entry.evidence), entry.id
+        # the report names the run's folders by what they are (<repo>, <worktree>), never by where they lay
+        shown = relative_paths({**second.model_dump(mode="json"), "notes": list(entry.evidence)})["notes"]
+        assert all(fact in s["Integration choices and fixes"] for fact in shown), entry.id
         assert all(f"`{path}`" in s["Integration choices and fixes"] for path in entry.conflicted), entry.id
     assert any(entry.evidence for entry in replay.entries)  # the demo has a landed-upstream patch-set
     counts = replay.counts()
