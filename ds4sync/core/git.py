@@ -1015,13 +1015,7 @@ class GitRepo(PatchVerbs, LineVerbs):
         if not wanted:
             return {}
         out = self.run("check-attr", "-z", "conflict-marker-size", "--", *wanted, strip=False)[1]
-        fields = out.split("\0")
-        sizes = dict.fromkeys(wanted, DEFAULT_MARKER_SIZE)
-        for i in range(0, len(fields) - 2, 3):
-            path, value = fields[i], fields[i + 2]
-            if value.isdigit() and int(value) > 0:
-                sizes[path] = int(value)
-        return sizes
+        return marker_sizes_of(out, wanted)
 
     def paths_with_markers(self, paths: Iterable[str]) -> list[str]:
         """The work-tree files among ``paths`` that still hold a conflict hunk, as git finds them.
@@ -1146,6 +1140,17 @@ class GitRepo(PatchVerbs, LineVerbs):
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
+
+
+def marker_sizes_of(check_attr_z: str, wanted: Iterable[str]) -> dict[str, int]:
+    """``{path: conflict-marker length}`` from ``git check-attr -z conflict-marker-size`` output (7 where unset)."""
+    fields = check_attr_z.split("\0")
+    sizes = dict.fromkeys(wanted, DEFAULT_MARKER_SIZE)
+    for i in range(0, len(fields) - 2, 3):
+        path, value = fields[i], fields[i + 2]
+        if value.isdigit() and int(value) > 0:
+            sizes[path] = int(value)
+    return sizes
 
 
 def has_conflict_hunk(data: bytes, size: int = DEFAULT_MARKER_SIZE) -> bool:

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ds4sync.core.git import DEFAULT_MARKER_SIZE, GitRepo, has_conflict_hunk
+from ds4sync.core.git import DEFAULT_MARKER_SIZE, GitRepo, has_conflict_hunk, marker_sizes_of
 
 #: What git adds to a path's marker size for inner merges (see the module docstring).
 EXTRA_MARKER_SIZES = (0, 1, 2)
@@ -69,17 +69,7 @@ def marker_sizes_at(wt: GitRepo, commit: str, paths: Iterable[str]) -> dict[str,
         env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
         wt.run("read-tree", "--end-of-options", commit, env=env)
         out = wt.run("check-attr", "--cached", "-z", "conflict-marker-size", "--", *wanted, strip=False, env=env)[1]
-    return _parse_sizes(out, wanted)
-
-
-def _parse_sizes(out: str, wanted: list[str]) -> dict[str, int]:
-    fields = out.split("\0")
-    sizes = dict.fromkeys(wanted, DEFAULT_MARKER_SIZE)
-    for i in range(0, len(fields) - 2, 3):
-        path, value = fields[i], fields[i + 2]
-        if value.isdigit() and int(value) > 0:
-            sizes[path] = int(value)
-    return sizes
+    return marker_sizes_of(out, wanted)
 
 
 def marked_paths(wt: GitRepo, sizes: Mapping[str, Iterable[int]]) -> dict[str, str]:
