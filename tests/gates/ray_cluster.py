@@ -26,11 +26,13 @@ import yaml
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.runner import open_workspace
+from tests.timing import scaled, scaled_s
 
 SM120_TESTS = "import pytest\n\ndef test_c():\n    assert 3\n\n@pytest.mark.skip\ndef test_d():\n    pass\n"
 RAY = str(Path(sys.executable).with_name("ray"))
 PORT = "6399"
 
+# The victim sleeps until its node is killed under it ({wait_s}: 120 s, scaled like every wait in the tests).
 WAIT_FOR_KILL = """
 import os, pathlib, time
 def test_waits_for_its_node_to_die():
@@ -39,12 +41,12 @@ def test_waits_for_its_node_to_die():
     if (flags / f"{name}.killed").exists():
         return  # the rerun, on another node
     (flags / f"{name}.pid").write_text(str(os.getpid()))
-    time.sleep(120)
+    time.sleep({wait_s})
 """
 
 
 def _ray(*args: str) -> None:
-    subprocess.run([RAY, *args, "--disable-usage-stats"], check=True, capture_output=True, timeout=180)
+    subprocess.run([RAY, *args, "--disable-usage-stats"], check=True, capture_output=True, timeout=scaled(180))
 
 
 def start_cluster(temp: Path) -> None:
@@ -77,7 +79,7 @@ def make_repo(root: Path, flags: Path) -> Path:
             "tests/test_cpu.py": "def test_a():\n    assert 1\n\ndef test_b():\n    assert 2\n",
             "tests/test_sm120.py": SM120_TESTS,
             "tests/test_fails.py": "def test_e():\n    assert 1 == 2, 'planted'\n",
-            "tests/test_victim.py": WAIT_FOR_KILL,
+            "tests/test_victim.py": WAIT_FOR_KILL.replace("{wait_s}", str(scaled_s(120))),
         },
         "sample project",
     )
@@ -101,8 +103,8 @@ def make_repo(root: Path, flags: Path) -> Path:
     victims = {
         "tier": "gpu",
         "gates": [
-            gate("victim-rerun", "tests/test_victim.py", gpu_kind="sm120", rerun_failures=1, timeout=300),
-            gate("victim-once", "tests/test_victim.py", gpu_kind="sm120", timeout=300),
+            gate("victim-rerun", "tests/test_victim.py", gpu_kind="sm120", rerun_failures=1, timeout=scaled_s(300)),
+            gate("victim-once", "tests/test_victim.py", gpu_kind="sm120", timeout=scaled_s(300)),
         ],
     }
     (profile / "gpu.yaml").write_text(yaml.safe_dump(victims))
@@ -126,7 +128,7 @@ def _raylet_of(pid: int) -> int:
 def kill_under(flags: Path, name: str, seen: dict) -> None:
     """Wait for the gate ``name`` to start, then SIGKILL the raylet of its node."""
     marker = flags / f"{name}.pid"
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + scaled(240)
     while not marker.exists():
         if time.monotonic() > deadline:
             raise RuntimeError(f"{name} never started")
