@@ -226,7 +226,12 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         vllm_python, tiny_model, "--reasoning-parser", "deepseek_r1", "--structured-outputs-config", REASONING_OUTPUTS
     )
     config = server_config(
-        vllm_python, tiny_model, command=command, request_timeout_s=3, guard_timeout_s=3, stop_grace_s=10
+        vllm_python,
+        tiny_model,
+        command=command,
+        request_timeout_s=scaled(3),
+        guard_timeout_s=scaled(3),
+        stop_grace_s=10,
     )
     handle = start_server(config, log_path=tmp_path / "server.log")
     try:
@@ -247,9 +252,11 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
 
         serving = ServingConfig(
             server=config,
-            eval=EvalConfig(cases=(forced("a", "42", "42"),), repeat=5000, concurrency=2, max_tokens=8, timeout_s=3),
+            eval=EvalConfig(
+                cases=(forced("a", "42", "42"),), repeat=5000, concurrency=2, max_tokens=8, timeout_s=scaled(3)
+            ),
         )
-        handle.deadline = Deadline(120)
+        handle.deadline = Deadline(scaled(120))
         stopper = threading.Timer(1.0, os.killpg, (handle.proc.pid, signal.SIGSTOP))
         stopper.start()
         start = time.monotonic()
@@ -260,7 +267,7 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         assert results[0].status in ("error", "failed") and [r.status for r in results[1:]] == ["skipped", "skipped"]
         assert wedged is not None and wedged.startswith("after eval: server processes stopped (state T"), wedged
         progress(f"SIGSTOPped server named {wedged!r} after {took:.1f} s; later probes skipped")
-        assert took < 30, took  # one request timeout and the guard, not 5,000 timeouts
+        assert took < scaled(30), took  # one request timeout and the guard, not 5,000 timeouts
     finally:
         pid = handle.proc.pid
         stop_server(handle)  # stopped processes get SIGCONT after SIGINT: the group ends without SIGKILL
