@@ -11,6 +11,7 @@ from ds4sync.merge.hunks import ConflictHunk, split_diff3
 from ds4sync.merge.resolvers import resolve_file
 from ds4sync.merge.settings import EndpointConfig
 from ds4sync.serving.server import ServerHandle
+from tests.timing import scaled
 
 pytestmark = pytest.mark.serving
 
@@ -26,7 +27,7 @@ MERGED = (
 def test_a_real_servers_text_is_dropped_with_its_reason(vllm_server: ServerHandle) -> None:
     split = split_diff3(MERGED)
     hunks = [ConflictHunk(index=i + 1, fork=f, base=b, upstream=u) for i, (f, b, u) in enumerate(split.hunks)]
-    config = EndpointConfig(url=f"{vllm_server.url}/v1", model=MODEL_NAME, timeout_s=120, max_tokens=48)
+    config = EndpointConfig(url=f"{vllm_server.url}/v1", model=MODEL_NAME, timeout_s=scaled(120), max_tokens=48)
     outcome = resolve_file("feature.py", split, hunks, [EndpointResolver(config)], context=2)
     assert outcome.text is None and outcome.reason.startswith("no valid answer for hunk(s) 1, 2")
     for hunk in outcome.hunks:
