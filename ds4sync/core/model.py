@@ -186,7 +186,7 @@ def _unique_keys_loader(*, libyaml: bool = False) -> type:
 
         base = _CParsedSafeLoader
 
-    class UniqueKeyLoader(base):  # type: ignore[valid-type,misc]
+    class UniqueKeyLoader(base):
         _depth = 0
         _aliases = 0
 
