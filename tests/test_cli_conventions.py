@@ -1,7 +1,9 @@
 """The CLI as a maintainer meets it: git's and gh's conventions, driven as a user drives them.
 
-Text output is read from a real ``ds4sync`` process with ``COLUMNS`` set, so rich wraps and
-truncates by its real terminal-width rules; ``--json`` output is read through the envelope.
+Text output is read with ``COLUMNS`` set, so rich wraps and truncates by its real terminal-width rules: from
+the command line run in this process with its own stdout, stderr and environment (typer's CliRunner) where
+only the text is checked, and from a real ``ds4sync`` process for the entry point, the terminal and the
+imports; ``--json`` output is read through the envelope.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from ds4sync.cli import main
 from tests.cli_json import data as cli_data
@@ -37,6 +40,16 @@ def ds4sync(*args: str, cwd: Path | None = None, columns: int = 100, stdin: str 
     )
 
 
+def ds4sync_text(*args: str, columns: int = 100) -> subprocess.CompletedProcess:
+    """Run the command line in this process at a terminal width of ``columns``: typer's CliRunner gives it its
+    own stdin, stdout, stderr and ``COLUMNS`` (reads exactly as :func:`ds4sync` does, without a child)."""
+    with CliRunner().isolation(env={"COLUMNS": str(columns), "FORCE_COLOR": None}) as (stdout, stderr, _):
+        code = main(list(args))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return subprocess.CompletedProcess(list(args), code, stdout.getvalue().decode(), stderr.getvalue().decode())
+
+
 @pytest.fixture
 def pair(tmp_path: Path):
     return make_pair(
@@ -47,15 +60,12 @@ def pair(tmp_path: Path):
     )
 
 
-def test_version_help_and_completion() -> None:
+def test_the_entry_point_answers_version_help_and_completion() -> None:
     version = ds4sync("--version")
     assert version.returncode == 0 and version.stdout.startswith("ds4sync ")
     helped = ds4sync("plan", "-h", columns=80)
     assert helped.returncode == 0 and "Usage: ds4sync plan" in helped.stdout
-    assert "<bool>" not in helped.stdout and "--json" in helped.stdout
-    assert all(len(line) <= 80 for line in helped.stdout.splitlines())  # rich wrapped to the terminal
-    for command in (["-h"], ["gate", "-h"], ["build", "-h"], ["patches", "check", "-h"], ["report", "-h"]):
-        assert "<bool>" not in ds4sync(*command).stdout, command
+    assert helped.stdout == ds4sync_text("plan", "-h", columns=80).stdout  # the in-process reading is the real one
     completion = subprocess.run(
         [sys.executable, "-m", "ds4sync.cli"],
         env={**os.environ, "_DS4SYNC_COMPLETE": "complete_bash", "COMP_WORDS": "ds4sync pro", "COMP_CWORD": "1"},
@@ -66,11 +76,20 @@ def test_version_help_and_completion() -> None:
     assert "promote" in completion.stdout and "plan" not in completion.stdout
 
 
+def test_help_is_wrapped_to_the_terminal_and_shows_no_type_placeholders() -> None:
+    helped = ds4sync_text("plan", "-h", columns=80)
+    assert helped.returncode == 0 and "Usage: ds4sync plan" in helped.stdout
+    assert "<bool>" not in helped.stdout and "--json" in helped.stdout
+    assert all(len(line) <= 80 for line in helped.stdout.splitlines())  # rich wrapped to the terminal
+    for command in (["-h"], ["gate", "-h"], ["build", "-h"], ["patches", "check", "-h"], ["report", "-h"]):
+        assert "<bool>" not in ds4sync_text(*command).stdout, command
+
+
 def test_profile_means_a_folder_everywhere() -> None:
-    build = ds4sync("build", "-h", columns=200).stdout
+    build = ds4sync_text("build", "-h", columns=200).stdout
     assert "--build-profile" in build and "--profile-dir" not in build
     for command in ("merge", "gate", "build", "nightly", "report"):
-        text = ds4sync(command, "-h", columns=200).stdout
+        text = ds4sync_text(command, "-h", columns=200).stdout
         line = next(line for line in text.splitlines() if "--profile " in line)
         assert "Profile folder" in line, (command, line)
 
@@ -121,7 +140,7 @@ def test_runs_from_a_subfolder_of_the_fork(pair, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(pair.repo / "pkg")
     assert main(["plan", "upstream/main", "--branch", BRANCH, "--json"]) == 0
     assert cli_data(capsys.readouterr().out)["upstream_commits"] == 1
-    shown = ds4sync("config", "check", cwd=pair.repo / "pkg")
+    shown = ds4sync_text("config", "check")  # in pkg/, as chdir above
     assert shown.returncode == 0 and f"state dir: {pair.repo / '.git' / 'ds4sync'}" in shown.stdout
 
 
@@ -138,14 +157,14 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
     assert main(["merge", "upstream/main", "--repo", str(pair.repo)]) == 0
     assert main(["resume", "--repo", str(pair.repo)]) == 0
     capsys.readouterr()
-    shown = ds4sync("promote", "--repo", str(pair.repo), "--allow-ungated")
+    shown = ds4sync_text("promote", "--repo", str(pair.repo), "--allow-ungated")
     assert shown.returncode == 0 and f"updated the checkout of {BRANCH} in {pair.repo}" in shown.stdout
     status = subprocess.run(["git", "status", "--porcelain"], cwd=pair.repo, capture_output=True, text=True).stdout
     assert status == "?? notes.txt\n"  # index and files follow the branch, like updateInstead
     assert (pair.repo / "a.py").read_text() == lines("a", "up")
-    again = ds4sync("promote", "--repo", str(pair.repo))
+    again = ds4sync_text("promote", "--repo", str(pair.repo))
     assert again.returncode == 0 and "already promoted at" in again.stdout
-    status_text = ds4sync("status", "--repo", str(pair.repo)).stdout
+    status_text = ds4sync_text("status", "--repo", str(pair.repo)).stdout
     assert "promoted" in status_text and "nothing: promoted at" in status_text
     report = next((pair.repo / ".git" / "ds4sync" / "runs").glob("*/report.md")).read_text()
     assert f"This sync was promoted: {BRANCH} was fast-forwarded" in report and "(promoted)" in report
@@ -162,9 +181,9 @@ def test_cron_refuses_where_nightly_cannot_run(pair, capsys: pytest.CaptureFixtu
 
 
 def test_verbose_shows_git_commands_and_the_log_keeps_them(pair) -> None:
-    quiet = ds4sync("plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
+    quiet = ds4sync_text("plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
     assert quiet.returncode == 0 and "git merge-tree" not in quiet.stderr
-    loud = ds4sync("plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "-v")
+    loud = ds4sync_text("plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "-v")
     assert loud.returncode == 0 and "ds4sync: git merge-tree --write-tree" in loud.stderr
     log = (pair.repo / ".git" / "ds4sync" / "logs" / "ds4sync.log").read_text()
     assert log.count("git merge-tree --write-tree") == 2  # both invocations, -v or not
@@ -181,12 +200,13 @@ def test_merge_logs_into_the_runs_log(pair, capsys: pytest.CaptureFixture[str]) 
 
 def test_plurals_read_right(tmp_path: Path) -> None:
     one = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("up")}], [{"a.py": lines("fork")}])
-    shown = ds4sync("merge", "upstream/main", "--repo", str(one.repo), "--branch", BRANCH, columns=200)
+    shown = ds4sync_text("merge", "upstream/main", "--repo", str(one.repo), "--branch", BRANCH, columns=200)
     assert shown.returncode == 4
     text = shown.stdout + shown.stderr
     assert "(1 upstream commit)" in text and "1 conflicted file needs a person" in text
     assert not re.search(r"\b1 (conflicts|conflicted files|upstream commits)\b", text)
-    assert json.loads(ds4sync("status", "--repo", str(one.repo), "--json").stdout)["data"]["status"] == "needs-person"
+    status = json.loads(ds4sync_text("status", "--repo", str(one.repo), "--json").stdout)
+    assert status["data"]["status"] == "needs-person"
 
 
 def _on_a_terminal(args: list[str], answer: str) -> subprocess.CompletedProcess:
@@ -297,7 +317,7 @@ def test_closed_vocabularies_are_choices_listed_in_help_and_checked_by_the_parse
 
     vocabularies = (names.TIERS, names.EXECUTORS, names.KERNEL_OPS, names.PATCHSET_KINDS)
     assert option == "--format" or choices in vocabularies  # the words the models validate
-    assert "|".join(choices) in ds4sync(*command, "--help", columns=250).stdout
-    bad = ds4sync(*command, *arguments, option, "nonsense", columns=200)
+    assert "|".join(choices) in ds4sync_text(*command, "--help", columns=250).stdout
+    bad = ds4sync_text(*command, *arguments, option, "nonsense", columns=200)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "'nonsense'" in bad.stderr and option in bad.stderr

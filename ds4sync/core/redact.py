@@ -18,7 +18,9 @@ link-local / CGNAT IPv4 and ULA IPv6 addresses, internal host names (``*.local``
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
@@ -85,7 +87,9 @@ _TOKEN_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[A-Za-z0-9_-]{16,}
 MIN_SECRET_VALUE = 6  # shorter values of secret-named variables would redact ordinary words
 _listed_names: set[str] = set()
 _listed_values: set[str] = set()
-_values_cache: tuple[int, tuple[str, ...]] = (0, ())
+# secret_values() of this process's environment, keyed by what they are made of: the secret-named variables
+# with their values, and how many values were registered (the registered sets only grow).
+_values_cache: tuple[object, tuple[str, ...]] = (None, ())
 
 
 def is_secret_name(name: str) -> bool:
@@ -96,7 +100,14 @@ def is_secret_name(name: str) -> bool:
     :func:`register_secret_names` do; ``MAX_TOKENS``, ``TOKENIZER``, ``GIT_AUTHOR_NAME`` and a
     lower-case ``cache_key`` do not.
     """
-    return name in _listed_names or _SECRET_NAME_RE.fullmatch(name) is not None
+    return name in _listed_names or _secret_shaped_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_shaped_name(name: str) -> bool:
+    """Whether ``name`` matches the secret-name rule (asked once per name: redaction asks for every variable
+    of the environment and every key of a record, each time)."""
+    return _SECRET_NAME_RE.fullmatch(name) is not None
 
 
 def register_secret_names(names: Iterable[str]) -> None:
@@ -112,21 +123,14 @@ def register_secret_values(values: Iterable[str]) -> None:
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Literal values to redact: those of secret-named variables of ``env`` (default: this process's
     environment) and the registered ones, longest first."""
-    import os
-
     source = os.environ if env is None else env
-    key = hash(
-        (
-            frozenset(source.items()) if env is not None else tuple(source.items()),
-            len(_listed_names),
-            len(_listed_values),
-        )
-    )
+    # Names first (one decode each), values only of the few secret-named ones.
+    named = tuple((k, source[k]) for k in source if is_secret_name(k))
+    key = (named, len(_listed_values))
     global _values_cache
     if env is None and _values_cache[0] == key:
         return _values_cache[1]
-    found = {v for k, v in source.items() if is_secret_name(k) and len(v) >= MIN_SECRET_VALUE}
-    found |= _listed_values
+    found = {v for _, v in named if len(v) >= MIN_SECRET_VALUE} | _listed_values
     values = tuple(sorted(found, key=len, reverse=True))
     if env is None:
         _values_cache = (key, values)
@@ -138,7 +142,13 @@ def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
 
     ``extra`` adds literal values known to be secret here (a child's secret-named overrides).
     """
-    for value in (*secret_values(), *sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)):
+    extra_values = sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)
+    return _redact_secrets(text, (*secret_values(), *extra_values))
+
+
+def _redact_secrets(text: str, values: Iterable[str]) -> str:
+    """:func:`redact_secrets` with the literal secret ``values`` (longest first) already known."""
+    for value in values:
         if value in text:
             text = text.replace(value, SECRET)
     for pattern, replacement in _SECRETS:
@@ -219,21 +229,26 @@ def redact_data(data: Any, *, public: bool = False, hosts: Iterable[str] = ()) -
     so is a list item that follows a ``--token``-style flag (``["--token", "abc"]``).
     """
     hosts = tuple(hosts)
-    if isinstance(data, str):
-        return redact(data, public=public, hosts=hosts)
-    if isinstance(data, Mapping):
-        return {
-            redact(str(k), public=public, hosts=hosts): (
-                SECRET
-                if isinstance(v, str) and v and is_secret_name(str(k))
-                else redact_data(v, public=public, hosts=hosts)
-            )
-            for k, v in data.items()
-        }
-    if isinstance(data, list | tuple):
-        out = []
-        for i, v in enumerate(data):
-            flagged = i > 0 and isinstance(data[i - 1], str) and _SECRET_FLAG_RE.match(data[i - 1]) is not None
-            out.append(SECRET if flagged and isinstance(v, str) else redact_data(v, public=public, hosts=hosts))
-        return out
-    return data
+    values = secret_values()  # once for the whole value, not once per string in it
+
+    def text(item: str) -> str:
+        item = _redact_secrets(item, values)
+        return redact_private(item, hosts=hosts) if public else item
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return text(item)
+        if isinstance(item, Mapping):
+            return {
+                text(str(k)): SECRET if isinstance(v, str) and v and is_secret_name(str(k)) else walk(v)
+                for k, v in item.items()
+            }
+        if isinstance(item, list | tuple):
+            out = []
+            for i, v in enumerate(item):
+                flagged = i > 0 and isinstance(item[i - 1], str) and _SECRET_FLAG_RE.match(item[i - 1]) is not None
+                out.append(SECRET if flagged and isinstance(v, str) else walk(v))
+            return out
+        return item
+
+    return walk(data)

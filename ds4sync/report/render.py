@@ -7,6 +7,7 @@ filters below (which hold the only formatting constants).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -180,8 +181,13 @@ def render_template(templates_dir: Path, name: str, **context: Any) -> str:
     return environment(templates_dir).get_template(name).render(**context)
 
 
+@functools.lru_cache(maxsize=32)
 def environment(templates_dir: Path) -> jinja2.Environment:
-    """The Jinja2 environment of the report templates: strict, trimmed, HTML autoescaped."""
+    """The Jinja2 environment of the report templates: strict, trimmed, HTML autoescaped.
+
+    One per templates folder, so that each template is compiled once per process; Jinja2 still reloads a
+    template whose file changed since (its loader checks the modification time on every lookup).
+    """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir)),
         undefined=jinja2.StrictUndefined,

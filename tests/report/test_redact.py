@@ -35,9 +35,16 @@ PRIVATE = (
 )
 
 
-def planted_record(tmp_path: Path) -> RunRecord:
-    """A failed nightly's real record with secrets and private details planted in many typed fields."""
-    store, run_id = failed_run(tmp_path / "run")
+@pytest.fixture(scope="module")
+def failed_nightly(tmp_path_factory: pytest.TempPathFactory) -> tuple[RecordStore, str]:
+    """One real failed nightly for the module (its store and run id), only read: each test loads its own copy."""
+    return failed_run(tmp_path_factory.mktemp("failed-nightly"))
+
+
+def planted_record(failed_nightly: tuple[RecordStore, str]) -> RunRecord:
+    """The failed nightly's real record, loaded afresh, with secrets and private details planted in many typed
+    fields."""
+    store, run_id = failed_nightly
     record = store.load(run_id)
     tier = record.results.gates["unit"]
     gate = tier.gates[0]
@@ -63,8 +70,10 @@ def planted_record(tmp_path: Path) -> RunRecord:
 
 
 @pytest.mark.parametrize(("fmt", "kind"), [("md", "pr"), ("html", "pr"), ("json", "pr"), ("md", "nightly")])
-def test_public_report_holds_no_secret_nor_private_detail(tmp_path: Path, templates: Path, fmt: str, kind: str) -> None:
-    record = planted_record(tmp_path)
+def test_public_report_holds_no_secret_nor_private_detail(
+    failed_nightly: tuple[RecordStore, str], templates: Path, fmt: str, kind: str
+) -> None:
+    record = planted_record(failed_nightly)
     notes = f"Deployed by alexbi@10.20.30.40 with {SK}; see /home/alexbi/notes.md\n"
     text = render_report(
         record,
@@ -81,8 +90,8 @@ def test_public_report_holds_no_secret_nor_private_detail(tmp_path: Path, templa
         assert "~/llm-src-ds4-upstream-20260912" in text, "the path is kept, only the home folder goes"
 
 
-def test_secrets_are_redacted_even_without_public(tmp_path: Path, templates: Path) -> None:
-    record = planted_record(tmp_path)
+def test_secrets_are_redacted_even_without_public(failed_nightly: tuple[RecordStore, str], templates: Path) -> None:
+    record = planted_record(failed_nightly)
     for fmt in ("md", "html", "json"):
         text = render_report(record, templates_dir=templates, fmt=fmt)  # type: ignore[arg-type]
         for secret in SECRETS:
@@ -91,8 +100,10 @@ def test_secrets_are_redacted_even_without_public(tmp_path: Path, templates: Pat
     assert "/home/alexbi" in render_report(record, templates_dir=templates), "private details stay unless --public"
 
 
-def test_written_report_and_summary_hold_no_secret(tmp_path: Path, templates: Path) -> None:
-    record = planted_record(tmp_path)
+def test_written_report_and_summary_hold_no_secret(
+    failed_nightly: tuple[RecordStore, str], tmp_path: Path, templates: Path
+) -> None:
+    record = planted_record(failed_nightly)
     store = RecordStore(tmp_path / "state")
     path = write_report(store, record, templates.parent, public=True)
     for written in (path, path.with_name("summary.json")):
