@@ -18,6 +18,7 @@ link-local / CGNAT IPv4 and ULA IPv6 addresses, internal host names (``*.local``
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -138,12 +139,24 @@ def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
 
     ``extra`` adds literal values known to be secret here (a child's secret-named overrides).
     """
-    for value in (*secret_values(), *sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)):
+    extras = sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)
+    return _redact_known(text, (*secret_values(), *extras))
+
+
+def _redact_known(text: str, values: tuple[str, ...]) -> str:
+    """:func:`redact_secrets` with its literal values already resolved: a pure function of both."""
+    for value in values:
         if value in text:
             text = text.replace(value, SECRET)
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return redact_shapes(_TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text), SECRET)
+
+
+# The run record is saved at every phase's start and end, and each save redacts every string of it; most
+# of them are the same strings again (a needs-person merge of the vLLM fork: ~6,000 strings, 8 saves).
+# Large enough for one record's strings, so a save after the first costs a lookup per string.
+_redact_known_cached = functools.lru_cache(maxsize=1 << 16)(_redact_known)
 
 
 class RedactFilter(logging.Filter):
@@ -219,21 +232,26 @@ def redact_data(data: Any, *, public: bool = False, hosts: Iterable[str] = ()) -
     so is a list item that follows a ``--token``-style flag (``["--token", "abc"]``).
     """
     hosts = tuple(hosts)
-    if isinstance(data, str):
-        return redact(data, public=public, hosts=hosts)
-    if isinstance(data, Mapping):
-        return {
-            redact(str(k), public=public, hosts=hosts): (
-                SECRET
-                if isinstance(v, str) and v and is_secret_name(str(k))
-                else redact_data(v, public=public, hosts=hosts)
-            )
-            for k, v in data.items()
-        }
-    if isinstance(data, list | tuple):
-        out = []
-        for i, v in enumerate(data):
-            flagged = i > 0 and isinstance(data[i - 1], str) and _SECRET_FLAG_RE.match(data[i - 1]) is not None
-            out.append(SECRET if flagged and isinstance(v, str) else redact_data(v, public=public, hosts=hosts))
-        return out
-    return data
+    values = secret_values()  # once per value, not per string: the key reads the whole environment
+
+    def text(value: str) -> str:
+        clean = _redact_known_cached(value, values)
+        return redact_private(clean, hosts=hosts) if public else clean
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return text(item)
+        if isinstance(item, Mapping):
+            return {
+                text(str(k)): SECRET if isinstance(v, str) and v and is_secret_name(str(k)) else walk(v)
+                for k, v in item.items()
+            }
+        if isinstance(item, list | tuple):
+            out = []
+            for i, v in enumerate(item):
+                flagged = i > 0 and isinstance(item[i - 1], str) and _SECRET_FLAG_RE.match(item[i - 1]) is not None
+                out.append(SECRET if flagged and isinstance(v, str) else walk(v))
+            return out
+        return item
+
+    return walk(data)
