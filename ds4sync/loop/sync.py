@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,17 +106,24 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False) -> MergeSummary:
         GitError, ConfigError: bad input (a bad ref, no such branch, unrelated histories).
     """
     branch, fork_sha, upstream_sha, used = _refs(ws, ref, fetch=fetch)
-    summary = plan_merge(
-        ws.repo,
-        fork_sha=fork_sha,
-        upstream_sha=upstream_sha,
-        merge_base=lambda: _merge_base(ws, ref, branch, fork_sha, upstream_sha),
-        patchsets=load_owners(ws.profile / "patches"),
-    )
+    base = _merge_base(ws, ref, branch, fork_sha, upstream_sha)
     from ds4sync.semantic.plan import plan_semantic
 
-    semantic = plan_semantic(ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, patches=ws.profile / "patches")
-    return updated(summary, fork_branch=branch, upstream_resolved_from=used, semantic=semantic)
+    ws.repo.merge_tree(fork_sha, upstream_sha)  # kept on the repo object: the two predictions share it
+    # The semantic check is Python (parsing) and the rest mostly git processes (`git log -L` per conflict
+    # hunk): side by side they take about as long as the longer of the two.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        semantic = pool.submit(
+            plan_semantic, ws.repo, fork_sha=fork_sha, upstream_sha=upstream_sha, patches=ws.profile / "patches"
+        )
+        summary = plan_merge(
+            ws.repo,
+            fork_sha=fork_sha,
+            upstream_sha=upstream_sha,
+            merge_base=base,
+            patchsets=load_owners(ws.profile / "patches"),
+        )
+        return updated(summary, fork_branch=branch, upstream_resolved_from=used, semantic=semantic.result())
 
 
 def start_merge(
