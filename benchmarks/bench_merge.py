@@ -246,10 +246,13 @@ def main() -> None:
             print(f"{branch}: {ahead} upstream commits to merge, {fork} fork commits")
         help_rows = Timings()
         per_branch: dict[str, dict[str, Timings]] = {b: {} for b in branches}
-        for _ in range(args.rounds):
+        for number in range(1, args.rounds + 1):
             help_rows.add(*timed(variants[-1].argv("--help"), repo, package=variants[-1].package))
             for branch in branches:
-                one_round(repo, branch, args.upstream, variants, per_branch[branch], scratch, plan_only=args.plan_only)
+                rows = per_branch[branch]
+                one_round(repo, branch, args.upstream, variants, rows, scratch, plan_only=args.plan_only)
+                said = ", ".join(f"{name} {t.wall[-1]:.2f}/{t.cpu[-1]:.2f}" for name, t in rows.items())
+                print(f"round {number} {branch} (wall/CPU s): {said}", flush=True)
         for branch in branches:
             print_branch(branch, per_branch[branch], variants, plan_only=args.plan_only)
         print_summary(per_branch, variants)
