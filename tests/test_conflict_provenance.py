@@ -188,3 +188,31 @@ def test_the_conflicts_command_shows_texts_provenance_and_known_answers(
     assert main(["conflicts", "upstream/main", *args]) == 0
     text = capsys.readouterr().out
     assert "a.py hunk 1" in text and "fork five" in text and "rule: docs/** -> theirs" in text
+
+
+def test_conflicts_in_renamed_files_share_one_rename_search_per_side(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each content conflict in a file upstream moved asks where its paths are on each side; git's whole
+    rename search of a side runs once per plan, and each conflict still finds its own old name."""
+    from ds4sync.demo.repobuild import RepoBuilder
+
+    names = [f"mod{i}.py" for i in range(4)]
+    up = RepoBuilder(tmp_path / "repo")
+    base = up.commit({name: body() for name in names}, "base")
+    up.commit({name: body(l10=f"up {name}") for name in names}, "Change them (#101)")
+    for name in names:
+        up.rename(name, f"pkg/{name}", f"Move {name} (#102)")
+    upstream = up.head()
+    up.branch(BRANCH, base)
+    fork_sha = up.commit({name: body(l10=f"fork {name}") for name in names}, "ds4: the fork's change")
+    with caplog.at_level("DEBUG", logger="ds4sync.git"):
+        summary = plan_merge(GitRepo(up.path), fork_sha=fork_sha, upstream_sha=upstream, merge_base=base)
+    assert sorted(c.path for c in summary.conflicts) == [f"pkg/{name}" for name in names]
+    for conflict in summary.conflicts:
+        [hunk] = conflict.hunks
+        assert (hunk.fork_path, hunk.upstream_path) == (conflict.path.removeprefix("pkg/"), conflict.path)
+        assert hunk.upstream_prs == (101,)
+    whole = [r.getMessage() for r in caplog.records if "--name-status -M -z" in r.getMessage()]
+    searches = [m for m in whole if m.split("--end-of-options", 1)[1].split("(in")[0].strip().endswith("--")]
+    assert 1 <= len(searches) <= 2, whole  # one whole search per side at most

@@ -34,7 +34,7 @@ def conflicts(
     if ref is not None:
         from ds4sync.loop import sync
 
-        summary = sync.plan(ws, ref, fetch=fetch)
+        summary = sync.plan(ws, ref, fetch=fetch, semantic=False)  # hunks only: no findings shown
     else:
         record = ws.store.resolve(run)
         if record.results.merge is None:

@@ -38,12 +38,19 @@ def plan(
     branch: BranchOpt = None,
     state_dir: StateOpt = None,
     fetch: FetchOpt = False,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic/--no-semantic",
+            help="Also run the semantic check on the predicted tree (most of plan's time on a large fork).",
+        ),
+    ] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict a merge (conflicts, kinds, overlaps, semantic breaks) without touching any work tree."""
     from ds4sync.loop import sync
 
-    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch)
+    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch, semantic=semantic)
 
     def text() -> None:
         from ds4sync.cli import views as ui

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
@@ -87,9 +86,7 @@ _TOKEN_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[A-Za-z0-9_-]{16,}
 MIN_SECRET_VALUE = 6  # shorter values of secret-named variables would redact ordinary words
 _listed_names: set[str] = set()
 _listed_values: set[str] = set()
-# secret_values() of this process's environment, keyed by what they are made of: the secret-named variables
-# with their values, and how many values were registered (the registered sets only grow).
-_values_cache: tuple[object, tuple[str, ...]] = (None, ())
+_values_cache: tuple[int, tuple[str, ...]] = (0, ())
 
 
 def is_secret_name(name: str) -> bool:
@@ -100,14 +97,7 @@ def is_secret_name(name: str) -> bool:
     :func:`register_secret_names` do; ``MAX_TOKENS``, ``TOKENIZER``, ``GIT_AUTHOR_NAME`` and a
     lower-case ``cache_key`` do not.
     """
-    return name in _listed_names or _secret_shaped_name(name)
-
-
-@functools.lru_cache(maxsize=4096)
-def _secret_shaped_name(name: str) -> bool:
-    """Whether ``name`` matches the secret-name rule (asked once per name: redaction asks for every variable
-    of the environment and every key of a record, each time)."""
-    return _SECRET_NAME_RE.fullmatch(name) is not None
+    return name in _listed_names or _SECRET_NAME_RE.fullmatch(name) is not None
 
 
 def register_secret_names(names: Iterable[str]) -> None:
@@ -123,14 +113,21 @@ def register_secret_values(values: Iterable[str]) -> None:
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Literal values to redact: those of secret-named variables of ``env`` (default: this process's
     environment) and the registered ones, longest first."""
+    import os
+
     source = os.environ if env is None else env
-    # Names first (one decode each), values only of the few secret-named ones.
-    named = tuple((k, source[k]) for k in source if is_secret_name(k))
-    key = (named, len(_listed_values))
+    key = hash(
+        (
+            frozenset(source.items()) if env is not None else tuple(source.items()),
+            len(_listed_names),
+            len(_listed_values),
+        )
+    )
     global _values_cache
     if env is None and _values_cache[0] == key:
         return _values_cache[1]
-    found = {v for _, v in named if len(v) >= MIN_SECRET_VALUE} | _listed_values
+    found = {v for k, v in source.items() if is_secret_name(k) and len(v) >= MIN_SECRET_VALUE}
+    found |= _listed_values
     values = tuple(sorted(found, key=len, reverse=True))
     if env is None:
         _values_cache = (key, values)
@@ -142,18 +139,24 @@ def redact_secrets(text: str, *, extra: Iterable[str] = ()) -> str:
 
     ``extra`` adds literal values known to be secret here (a child's secret-named overrides).
     """
-    extra_values = sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)
-    return _redact_secrets(text, (*secret_values(), *extra_values))
+    extras = sorted((v for v in extra if len(v) >= MIN_SECRET_VALUE), key=len, reverse=True)
+    return _redact_known(text, (*secret_values(), *extras))
 
 
-def _redact_secrets(text: str, values: Iterable[str]) -> str:
-    """:func:`redact_secrets` with the literal secret ``values`` (longest first) already known."""
+def _redact_known(text: str, values: tuple[str, ...]) -> str:
+    """:func:`redact_secrets` with its literal values already resolved: a pure function of both."""
     for value in values:
         if value in text:
             text = text.replace(value, SECRET)
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
     return redact_shapes(_TOKEN_USERINFO_RE.sub(rf"\1{SECRET}@", text), SECRET)
+
+
+# The run record is saved at every phase's start and end, and each save redacts every string of it; most
+# of them are the same strings again (a needs-person merge of the vLLM fork: ~6,000 strings, 8 saves).
+# Large enough for one record's strings, so a save after the first costs a lookup per string.
+_redact_known_cached = functools.lru_cache(maxsize=1 << 16)(_redact_known)
 
 
 class RedactFilter(logging.Filter):
@@ -229,11 +232,11 @@ def redact_data(data: Any, *, public: bool = False, hosts: Iterable[str] = ()) -
     so is a list item that follows a ``--token``-style flag (``["--token", "abc"]``).
     """
     hosts = tuple(hosts)
-    values = secret_values()  # once for the whole value, not once per string in it
+    values = secret_values()  # once per value, not per string: the key reads the whole environment
 
-    def text(item: str) -> str:
-        item = _redact_secrets(item, values)
-        return redact_private(item, hosts=hosts) if public else item
+    def text(value: str) -> str:
+        clean = _redact_known_cached(value, values)
+        return redact_private(clean, hosts=hosts) if public else clean
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):

@@ -95,10 +95,16 @@ def _hunks(
     if not wanted:
         return {}
     sizes = repo.marker_sizes([c.path for c in wanted])
-    return {
-        c.path: conflict_hunks(repo, c, sides, patchsets=patchsets, marker_size=sizes.get(c.path, 7), pool=pool)
-        for c in wanted
-    }
+    # The conflicts side by side: each waits on its own `git log -L` runs (in ``pool``), so one conflict's
+    # last run no longer holds back the next conflict's first.
+    with ThreadPoolExecutor(max_workers=4) as each:
+        found = {
+            c.path: each.submit(
+                conflict_hunks, repo, c, sides, patchsets=patchsets, marker_size=sizes.get(c.path, 7), pool=pool
+            )
+            for c in wanted
+        }
+        return {path: hunks.result() for path, hunks in found.items()}
 
 
 @dataclass(frozen=True)

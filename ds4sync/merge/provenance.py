@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.git import GitRepo
+from ds4sync.core.git import FULL_SHA_RE, GitRepo
 from ds4sync.core.mergetree import Conflict
 from ds4sync.core.paths import path_matches
 from ds4sync.merge.hunks import ConflictHunk, HunkCommit, HunkOwner, locate, pr_number, split_diff3
@@ -119,12 +120,30 @@ def _side_paths(repo: GitRepo, path: str, sides: Sides) -> dict[str, str | None]
     if all(found.values()):
         return found
     for renamer in (sides.upstream, sides.fork):
-        old = repo.renamed_names(sides.base, renamer).get(path)
+        old = _renames(repo, sides.base, renamer).get(path)
         if old:
             for name, rev in (("base", sides.base), ("fork", sides.fork), ("upstream", sides.upstream)):
                 if found[name] is None and repo.object_type(f"{rev}:{old}") == "blob":
                     found[name] = old
     return found
+
+
+_RENAMES_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=8)
+def _renames_once(repo: GitRepo, base: str, head: str) -> dict[str, str | None]:
+    return repo.renamed_names(base, head)
+
+
+def _renames(repo: GitRepo, base: str, head: str) -> dict[str, str | None]:
+    """A side's whole rename search (``git diff -M`` from the merge-base), once per plan: every conflicted
+    path that one side lacks asks it (conflicts are read side by side, hence the lock), and on the vLLM
+    fork each search reads 3,000 changed files. Only commits named by full SHAs are kept (a ref may move)."""
+    if not (FULL_SHA_RE.match(base) and FULL_SHA_RE.match(head)):
+        return repo.renamed_names(base, head)
+    with _RENAMES_LOCK:
+        return _renames_once(repo, base, head)
 
 
 def _range(start: int, count: int, total: int) -> tuple[int, int] | None:

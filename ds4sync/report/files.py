@@ -12,7 +12,7 @@ from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
 from ds4sync.record import RecordStore, RunRecord
-from ds4sync.report.render import Format, Kind, render_report
+from ds4sync.report.render import Format, Kind, render_report, render_reports
 
 REPORT_TEMPLATE = "pr.md.j2"
 _SUFFIX = {"md": "md", "html": "html", "json": "json"}
@@ -75,21 +75,29 @@ def write_report(
     """Render ``record``'s PR description into its run folder and return the file's path.
 
     Writes ``<state>/runs/<run-id>/report.<md|html|json>`` and, next to it, ``summary.json``
-    (the JSON summary, schema: ``ds4sync schema``). Both are written atomically.
+    (the JSON summary, schema: ``ds4sync schema``), both from one view of the record. Each is written
+    atomically, and only when its text changed: a file that already says the same is left as it is.
 
     Raises:
         ConfigError: no report templates in ``profile`` nor in the shipped profile.
     """
     folder = store.run_dir(record.run_id)
-    templates = templates_dir(profile)
     path = folder / f"report.{_SUFFIX[fmt]}"
-    write_atomic(path, render_report(record, templates_dir=templates, fmt=fmt, public=public, notes=notes))
-    if fmt != "json":
-        write_atomic(
-            folder / "summary.json",
-            render_report(record, templates_dir=templates, fmt="json", public=public, notes=notes),
-        )
+    fmts: tuple[Format, ...] = (fmt,) if fmt == "json" else (fmt, "json")
+    texts = render_reports(record, templates_dir=templates_dir(profile), fmts=fmts, public=public, notes=notes)
+    written = {path: texts[fmt]} if fmt == "json" else {path: texts[fmt], folder / "summary.json": texts["json"]}
+    for target, text in written.items():
+        if not _says(target, text):
+            write_atomic(target, text)
     return path
+
+
+def _says(path: Path, text: str) -> bool:
+    """Whether the file ``path`` holds exactly ``text`` (as UTF-8 bytes, line endings included)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def report_text(

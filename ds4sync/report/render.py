@@ -129,16 +129,37 @@ def render_report(
     Raises:
         jinja2.TemplateError: a template is missing or broken.
     """
+    texts = render_reports(record_json, templates_dir=templates_dir, fmts=(fmt,), public=public, notes=notes, kind=kind)
+    return texts[fmt]
+
+
+def render_reports(
+    record_json: Any,
+    *,
+    templates_dir: Path,
+    fmts: Sequence[Format],
+    public: bool = False,
+    notes: str | None = None,
+    kind: Kind = "pr",
+) -> dict[Format, str]:
+    """The report of one run in each of ``fmts`` (format -> text), from one redacted view of the record.
+
+    As :func:`render_report` per format; the record is read, redacted and viewed once for all of them.
+    """
     data = record_data(record_json)
     view = report_view(data, public=public, notes=notes)
     hosts = named_hosts(data) if public else set()
-    if fmt == "json":
-        # Redact the structure again, not the text, so the JSON stays valid.
-        return json.dumps(redact_data(summary_json(view), public=public, hosts=hosts), indent=2) + "\n"
-    text = redact(
-        tidy_markdown(render_template(templates_dir, _TEMPLATES[kind], view=view)), public=public, hosts=hosts
-    )
-    return html_page(text, title=redact(view.title, public=public, hosts=hosts)) if fmt == "html" else text
+    texts: dict[Format, str] = {}
+    for fmt in fmts:
+        if fmt == "json":
+            # Redact the structure again, not the text, so the JSON stays valid.
+            texts[fmt] = json.dumps(redact_data(summary_json(view), public=public, hosts=hosts), indent=2) + "\n"
+            continue
+        text = redact(
+            tidy_markdown(render_template(templates_dir, _TEMPLATES[kind], view=view)), public=public, hosts=hosts
+        )
+        texts[fmt] = html_page(text, title=redact(view.title, public=public, hosts=hosts)) if fmt == "html" else text
+    return texts
 
 
 def html_page(markdown: str, *, title: str) -> str:

@@ -8,7 +8,9 @@ with the line it is on. Pure: text in, frozen facts out; nothing here reads git.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 #: A parameter: (name, kind, required); kind is ``pos`` (positional or keyword), ``posonly`` or ``kwonly``.
 Param = tuple[str, str, bool]
@@ -311,6 +313,11 @@ def _field_required(value: ast.expr) -> bool:
     return False
 
 
+#: Nodes with no child the walker reads (and no ``visit_`` method of its own).
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+_HANDLERS: dict[type, Callable[[_Walker, Any], None]] = {}
+
+
 class _Walker(ast.NodeVisitor):
     """Imports, calls and dotted references at every depth, with the class each sits in."""
 
@@ -320,6 +327,25 @@ class _Walker(ast.NodeVisitor):
         self.owner: list[str] = []
         self.unpacks: dict[int, int] = {}  # id(call node) -> names unpacked
         self.callees: set[int] = set()
+
+    def visit(self, node: ast.AST) -> None:
+        """``NodeVisitor.visit`` with the handler looked up once per node type, not by name per node."""
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            handler = _HANDLERS[type(node)] = getattr(_Walker, f"visit_{type(node).__name__}", _Walker.generic_visit)
+        handler(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """Every child in field order, as ``NodeVisitor.generic_visit``; names, constants and contexts hold
+        nothing read here and are not entered (they are most of a tree's nodes)."""
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                self.visit(value)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.owner.append(node.name)

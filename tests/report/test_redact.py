@@ -162,3 +162,27 @@ def test_named_hosts_only_as_whole_words() -> None:
         redact("live on epyc; epycurean stays", public=True, hosts={"epyc"})
         == "live on [private-host]; epycurean stays"
     )
+
+
+def test_a_record_saved_again_redacts_the_secrets_known_by_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each string of a record is redacted once per set of known secret values: a value that became
+    secret between two saves (an environment variable set, a value registered) is redacted in the second."""
+    from ds4sync.core import redact as redact_module
+    from ds4sync.core.redact import redact_data, register_secret_values
+
+    monkeypatch.setattr(redact_module, "_listed_values", set(redact_module._listed_values))  # this test's only
+    word, listed = "plain-word-" + "q7" * 6, "listed-" + "z9" * 6
+    data = {"notes": [f"ran with {word}", f"then {listed}"], "env": {"MODE": word}, "argv": ["x", word]}
+    assert redact_data(data) == data  # nothing secret yet
+    monkeypatch.setenv("DS4SYNC_TEST_TOKEN", word)
+    again = redact_data(data)
+    assert again == {
+        "notes": ["ran with [redacted]", f"then {listed}"],
+        "env": {"MODE": "[redacted]"},
+        "argv": ["x", "[redacted]"],
+    }
+    register_secret_values([listed])
+    assert redact_data(data)["notes"] == ["ran with [redacted]", "then [redacted]"]
+    monkeypatch.delenv("DS4SYNC_TEST_TOKEN")
+    assert redact_data(data)["notes"] == [f"ran with {word}", "then [redacted]"]
+    assert [redact_secrets(s) for s in data["notes"]] == redact_data(data)["notes"]

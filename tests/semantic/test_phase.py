@@ -95,3 +95,18 @@ def test_plan_lists_findings_beside_the_conflicts(pair: Pair, capsys: pytest.Cap
     assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Semantic conflicts (merged cleanly, broken)" in text and "pkg/fork.py:1" in text
+
+
+def test_plan_without_the_semantic_check_predicts_the_same_merge(
+    pair: Pair, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["plan", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json"]
+    assert main(argv) == 0
+    full = cli_data(capsys.readouterr().out)
+    assert main([*argv, "--no-semantic"]) == 0
+    quick = cli_data(capsys.readouterr().out)
+    assert full["semantic"]["findings"] and quick.get("semantic") is None
+    drop = ("semantic", "plan_seconds")
+    assert {k: v for k, v in quick.items() if k not in drop} == {k: v for k, v in full.items() if k not in drop}
+    assert main([*argv[:-1], "--no-semantic"]) == 0
+    assert "Semantic conflicts" not in capsys.readouterr().out
