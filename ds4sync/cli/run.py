@@ -257,6 +257,9 @@ def status(
     report = ws.store.run_dir(record.run_id) / "report.md"
     fork_head = ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") if record.status == "done" else None
     green = _last_green(ws, record.upstream.branch)
+    from ds4sync.loop.handoff import handoff
+
+    stands = handoff(ws, record)
 
     def text() -> None:
         ui.run_status(
@@ -266,6 +269,7 @@ def status(
             report_path=str(report) if report.is_file() else None,
             fork_head=fork_head,
             interrupted=ws.store.interrupted(record),
+            handoff=stands,
         )
         if green is not None:
             out.print(
@@ -274,7 +278,11 @@ def status(
 
     done(
         json_out,
-        lambda: {**record.model_dump(mode="json"), "last_green": green.model_dump(mode="json") if green else None},
+        lambda: {
+            **record.model_dump(mode="json"),
+            "last_green": green.model_dump(mode="json") if green else None,
+            **stands.as_json(),
+        },
         text=text,
     )
 
