@@ -298,12 +298,17 @@ def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen
 def config_check(
     repo: RepoOpt = Path("."), config: ConfigOpt = None, branch: BranchOpt = None, json_out: JsonOpt = False
 ) -> None:
-    """Validate ds4sync.yaml and print what it resolves to."""
+    """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
+    before it changes anything (the night's own preflight); exit 2 when there is one."""
     from ds4sync.config import CONFIG_NAME
+    from ds4sync.loop.preflight import preflight
 
     ws = _workspace(repo, config, branch)
     fork_branch = ws.fork_branch or ws.repo.current_branch()
+    problems = [exc.one_line() for exc in preflight(ws)]
     data = {
+        "ok": not problems,
+        "problems": problems,
         "config": str(ws.config.source) if ws.config.source else None,
         "upstream": {"remote": ws.config.upstream.remote, "url": ws.config.upstream.url, "ref": ws.config.upstream.ref},
         "fork_branch": fork_branch,
@@ -316,8 +321,10 @@ def config_check(
     def text() -> None:
         source = ws.config.source or f"(no {CONFIG_NAME}; defaults)"
         where = "" if ws.fork_branch or not fork_branch else " (the checked-out branch; no fork.branch in config)"
+        verdict = "ok" if not problems else f"{len(problems)} problem(s) that stop `ds4sync nightly`"
         lines = [
-            f"config: {source}: ok",
+            f"config: {source}: {verdict}",
+            *(f"problem: {line}" for line in problems),
             f"upstream: {ws.config.upstream.remote} {ws.config.upstream.url or ''} ref {ws.config.upstream.ref}",
             f"fork branch: {fork_branch or '(not set; pass --branch)'}{where}",
             f"profile: {ws.profile}",
@@ -327,7 +334,7 @@ def config_check(
         for line in lines:
             out.print(line, markup=False)
 
-    done(json_out, data, text=text)
+    done(json_out, data, exit_code=ExitCode.USAGE if problems else ExitCode.OK, text=text)
 
 
 @app.command()
