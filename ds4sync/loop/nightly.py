@@ -600,15 +600,15 @@ def unit_name(ws: Workspace) -> str:
 
 
 def _command(ws: Workspace, executable: str | None) -> str:
-    """``ds4sync nightly --repo ...``, refused where nightly cannot run (no fork branch, no upstream).
+    """``ds4sync nightly --repo ...``, refused where nightly cannot run (its preflight, then no upstream).
 
     The command pins ``--branch`` when only the checkout names the fork branch.
 
     Raises:
-        StateError, GitError: what is missing, and how to fix it.
+        Ds4syncError: what is missing, and how to fix it (:func:`~ds4sync.loop.preflight.preflight`).
     """
+    require_preflight(ws)
     branch = require_branch(ws)
-    ws.repo.branch_head(branch)
     remote = ws.config.upstream.remote
     if not (ws.repo.remote_url(remote) or ws.config.upstream.url):
         raise GitError(
