@@ -96,13 +96,63 @@ def test_promote_takes_exactly_the_commit_the_gates_ran_on(gated: faultrepo.Scen
     assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == late
 
 
-def test_uncommitted_change_in_the_gated_tree_is_not_a_proof(gated: faultrepo.Scenario, capsys) -> None:
-    _, record = _record(gated)
-    (Path(record["worktree"]) / "pkg" / "core.py").write_text("def core():\n    return 2  # edited, not committed\n")
-    assert main(["resume", "--repo", str(gated.repo)]) == 0
+def _next(repo: str, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
-    assert main(["promote", "--repo", str(gated.repo)]) == 2
-    assert "ran on a tree with uncommitted changes" in capsys.readouterr().err
+    assert main(["status", "--repo", repo]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    return out[out.index("next: ") :]
+
+
+def test_resume_refuses_a_fix_no_commit_holds_and_status_says_so(gated: faultrepo.Scenario, capsys) -> None:
+    """A person fixes a failed gate in the sync worktree and does not commit: resume refuses in one line (what,
+    where, how), gates nothing and says nothing is done; status asks for the commit, never for promote; after
+    the commit resume proves it and promote takes it."""
+    repo = str(gated.repo)
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 3\n")
+    worktree.run("add", "pkg/core.py")
+    worktree.commit("break core\n")
+    assert main(["resume", "--repo", repo]) == 1  # the pytest gate fails
+    (worktree.path / "pkg" / "core.py").write_text("def core():\n    return 2  # fixed, not committed\n")
+    (worktree.path / "pkg" / "new.py").write_text("NEW = 1\n")
+    capsys.readouterr()
+    assert main(["resume", "--repo", repo]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the sync worktree has changes no commit holds (pkg/core.py, pkg/new.py)" in err
+    assert str(worktree.path) in err and "commit" in err
+    _, after = _record(gated)
+    assert after["status"] == "failed" and after["phases"]["gate"]["status"] == "failed"  # nothing gated
+    step = _next(repo, capsys)
+    assert "commit what the worktree has that no commit holds (pkg/core.py, pkg/new.py)" in step
+    assert "promote" not in step
+    assert main(["promote", "--repo", repo]) == 2
+    worktree.run("add", "-A")
+    fixed = worktree.commit("fix core\n")
+    assert main(["resume", "--repo", repo]) == 0
+    assert "`ds4sync promote` to fast-forward" in _next(repo, capsys)
+    assert main(["promote", "--repo", repo]) == 0
+    assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fixed
+
+
+def test_status_says_promote_only_when_promote_takes_the_run(gated: faultrepo.Scenario, capsys) -> None:
+    """A done run whose sync branch moved after the gates (a commit added without resume): status names
+    promote's own blocker instead of sending the person to promote, and promote refuses on it."""
+    repo = str(gated.repo)
+    assert main(["resume", "--repo", repo]) == 0
+    _, record = _record(gated)
+    worktree = GitRepo(record["worktree"])
+    (worktree.path / "pkg" / "later.py").write_text("LATER = 1\n")
+    worktree.run("add", "pkg/later.py")
+    worktree.commit("a commit after the gates\n")
+    step = _next(repo, capsys)
+    assert step.startswith("next: `ds4sync promote` would refuse: the sync branch moved after the gates ran on")
+    capsys.readouterr()
+    assert main(["status", "--repo", repo, "--json"]) == 0
+    blockers = cli_data(capsys.readouterr().out)["promote_blockers"]
+    assert main(["promote", "--repo", repo]) == 2
+    refused = " ".join(capsys.readouterr().err.split())
+    assert blockers and all(" ".join(b.split()) in refused for b in blockers)
 
 
 def test_failed_gate_blocks_then_resume_after_the_fix_goes_on(gated: faultrepo.Scenario, capsys) -> None:
@@ -184,10 +234,10 @@ def test_needs_the_data_file():
 def test_a_green_that_needed_an_untracked_file_proves_no_commit(
     gated: faultrepo.Scenario, capsys: pytest.CaptureFixture[str], name: str, then: str
 ) -> None:
-    """A committed test reads a file nobody committed (a forgotten `git add`): the gate passes on the worktree,
-    but no commit has that file. Status says so, promote refuses naming it and leaves the fork alone; once the
-    file is committed resume proves the new head, and once it is deleted resume gates again and the test fails.
-    Ignored files (the .gitignore'd __pycache__ the gates write) are no part of either tree."""
+    """A committed test reads a file nobody committed (a forgotten `git add`): resume refuses to gate a tree no
+    commit has, naming the file, and promote leaves the fork alone; once the file is committed resume proves the
+    new head, and once it is deleted resume gates again and the test fails. Ignored files (the .gitignore'd
+    __pycache__ the gates write) are no part of either tree."""
     repo = str(gated.repo)
     _, record = _record(gated)
     worktree = GitRepo(record["worktree"])
@@ -198,13 +248,10 @@ def test_a_green_that_needed_an_untracked_file_proves_no_commit(
     data.parent.mkdir(parents=True)
     data.write_text("ok")
     fork_before = GitRepo(gated.repo).branch_head(faultrepo.BRANCH)
-    assert main(["resume", "--repo", repo]) == 0  # the gates see the file
     capsys.readouterr()
-    assert main(["status", "--repo", repo]) == 0
-    assert f"with untracked files no commit has ({name})" in " ".join(capsys.readouterr().out.split())
+    assert main(["resume", "--repo", repo]) == 2  # the gates would see a file no commit has: refused
+    assert f"changes no commit holds ({name})" in " ".join(capsys.readouterr().err.split())
     assert main(["promote", "--repo", repo]) == 2
-    err = " ".join(capsys.readouterr().err.split())
-    assert "ran on a tree with uncommitted changes" in err and f"untracked: {name}" in err
     assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fork_before
     if then == "commit":
         worktree.run("add", "--", name)

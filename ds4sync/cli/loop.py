@@ -47,11 +47,13 @@ def nightly(
     5 out of time budget, 6 forge or notification target unreachable (try later)."""
     if ctx.invoked_subcommand is not None:
         return
+    from ds4sync.loop.handoff import shown, waiting_files
     from ds4sync.loop.nightly import run_nightly
 
     ws = _workspace(repo, config, branch, state_dir, profile)
     result = run_nightly(ws, ref=ref, progress=_progress(json_out), budget_s=budget, notify=not no_notify)
     record = result.record
+    waiting = waiting_files(record) if record is not None else []
     report = record.results.report.path if record is not None and record.results.report else None
     publish = record.results.publish if record is not None else None
     data = {
@@ -68,10 +70,13 @@ def nightly(
         "pruned": list(result.pruned),
         "notified": getattr(result.notified, "sent", None),
         "notes": list(result.notes),
+        "waiting_for_person": waiting,
     }
 
     def text() -> None:
         lines = [result.message]
+        lines += [f"waiting for a person: {shown(waiting)}"] if waiting else []
+        lines += [f"worktree: {record.worktree}"] if waiting and record is not None else []
         lines += [f"report: {report}"] if report else []
         lines += [f"log: {result.log_path}"] if result.log_path else []
         if publish is not None and publish.pr_url:

@@ -264,6 +264,9 @@ def status(
     report = ws.store.run_dir(record.run_id) / "report.md"
     fork_head = ws.repo.resolve_commit(f"refs/heads/{record.fork.branch}") if record.status == "done" else None
     green = _last_green(ws, record.upstream.branch)
+    from ds4sync.loop.handoff import handoff
+
+    stands = handoff(ws, record)
 
     def text() -> None:
         ui.run_status(
@@ -273,6 +276,7 @@ def status(
             report_path=str(report) if report.is_file() else None,
             fork_head=fork_head,
             interrupted=ws.store.interrupted(record),
+            handoff=stands,
         )
         if green is not None:
             out.print(
@@ -281,7 +285,11 @@ def status(
 
     done(
         json_out,
-        lambda: {**record.model_dump(mode="json"), "last_green": green.model_dump(mode="json") if green else None},
+        lambda: {
+            **record.model_dump(mode="json"),
+            "last_green": green.model_dump(mode="json") if green else None,
+            **stands.as_json(),
+        },
         text=text,
     )
 
@@ -297,12 +305,17 @@ def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen
 def config_check(
     repo: RepoOpt = Path("."), config: ConfigOpt = None, branch: BranchOpt = None, json_out: JsonOpt = False
 ) -> None:
-    """Validate ds4sync.yaml and print what it resolves to."""
+    """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
+    before it changes anything (the night's own preflight); exit 2 when there is one."""
     from ds4sync.config import CONFIG_NAME
+    from ds4sync.loop.preflight import preflight
 
     ws = _workspace(repo, config, branch)
     fork_branch = ws.fork_branch or ws.repo.current_branch()
+    problems = [exc.one_line() for exc in preflight(ws)]
     data = {
+        "ok": not problems,
+        "problems": problems,
         "config": str(ws.config.source) if ws.config.source else None,
         "upstream": {"remote": ws.config.upstream.remote, "url": ws.config.upstream.url, "ref": ws.config.upstream.ref},
         "fork_branch": fork_branch,
@@ -315,8 +328,10 @@ def config_check(
     def text() -> None:
         source = ws.config.source or f"(no {CONFIG_NAME}; defaults)"
         where = "" if ws.fork_branch or not fork_branch else " (the checked-out branch; no fork.branch in config)"
+        verdict = "ok" if not problems else f"{len(problems)} problem(s) that stop `ds4sync nightly`"
         lines = [
-            f"config: {source}: ok",
+            f"config: {source}: {verdict}",
+            *(f"problem: {line}" for line in problems),
             f"upstream: {ws.config.upstream.remote} {ws.config.upstream.url or ''} ref {ws.config.upstream.ref}",
             f"fork branch: {fork_branch or '(not set; pass --branch)'}{where}",
             f"profile: {ws.profile}",
@@ -326,7 +341,7 @@ def config_check(
         for line in lines:
             out.print(line, markup=False)
 
-    done(json_out, data, text=text)
+    done(json_out, data, exit_code=ExitCode.USAGE if problems else ExitCode.OK, text=text)
 
 
 @app.command()

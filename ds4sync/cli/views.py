@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ds4sync.core.words import many
+from ds4sync.loop.handoff import Handoff
+from ds4sync.loop.handoff import shown as shown_paths
 from ds4sync.merge.results import MergeSummary
 from ds4sync.record import RunRecord
 from ds4sync.runner import RunOutcome
@@ -96,9 +98,11 @@ def run_status(
     report_path: str | None = None,
     fork_head: str | None = None,
     interrupted: str | None = None,
+    handoff: Handoff | None = None,
 ) -> None:
     """A run's phases and what to do next; ``report_path``: the run's written report, where there is one
-    (a run that stopped failed or for a person gets one while its report phase stays pending)."""
+    (a run that stopped failed or for a person gets one while its report phase stays pending); ``handoff``:
+    the files waiting for a person, and what resume and promote would refuse."""
     shown = f"interrupted {interrupted}" if interrupted else record.status
     table = Table(title=f"run {record.run_id} ({shown})")
     for column in ("phase", "status", "message"):
@@ -131,7 +135,10 @@ def run_status(
             else " (of the run as it stopped; the report phase has not run)"
         )
         console.print(f"report: {report_path}{early}", markup=False)
-    console.print(f"next: {next_step(record, fork_head=fork_head, interrupted=interrupted)}")
+    if handoff is not None and handoff.waiting:
+        console.print(f"waiting for a person: {shown_paths(handoff.waiting)}", markup=False)
+    step = next_step(record, fork_head=fork_head, interrupted=interrupted, handoff=handoff)
+    console.print(f"next: {step}", markup=False)
 
 
 def run_row(record: RunRecord) -> dict[str, Any]:
@@ -169,10 +176,25 @@ def run_list(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def next_step(record: RunRecord, *, fork_head: str | None = None, interrupted: str | None = None) -> str:
+def next_step(
+    record: RunRecord,
+    *,
+    fork_head: str | None = None,
+    interrupted: str | None = None,
+    handoff: Handoff | None = None,
+) -> str:
     """The command a person should run next for this run; ``fork_head`` is the fork branch's SHA now (git's),
     which tells a done run whose promote moved the branch but was stopped before it recorded that;
-    ``interrupted``: how a ``running`` run's process died (``RecordStore.interrupted``), None while it lives."""
+    ``interrupted``: how a ``running`` run's process died (``RecordStore.interrupted``), None while it lives;
+    ``handoff``: what resume and promote would refuse now (:func:`ds4sync.loop.handoff.handoff`), so that the
+    step named is one they take."""
+    stopped = record.status in ("failed", "paused", "needs-person") or (record.status == "running" and interrupted)
+    unproven = handoff.unproven if handoff is not None else []
+    if unproven and stopped:
+        return (
+            f"commit what the worktree has that no commit holds ({shown_paths(unproven)}), then `ds4sync resume` "
+            "(it proves commits only), or `ds4sync abort`"
+        )
     if record.status == "needs-person":
         return "resolve what is listed above in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     if record.status in ("running",):
@@ -184,19 +206,34 @@ def next_step(record: RunRecord, *, fork_head: str | None = None, interrupted: s
     if record.status == "promoted":
         at = record.results.promote.promoted_at if record.results.promote else "?"
         return f"nothing: promoted at {at} ({record.fork.branch} is the merge)"
-    proven = record.results.verify.commit if record.results.verify else None
-    if record.status == "done" and fork_head is not None and fork_head == proven != record.fork.head_before:
-        return (
-            f"{record.fork.branch} already is the proven commit {proven[:12]}: a promote moved it and stopped before "
-            "it recorded that; `ds4sync promote` records it (it moves nothing)"
-        )
     if record.status == "done":
-        return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
+        return _done_step(record, fork_head, handoff.blockers if handoff else [], unproven)
     if record.status == "failed" and not (Path(record.worktree) / ".git").exists():
         return "fix what the failed phase reports, then `ds4sync resume` (it runs again), or `ds4sync abort`"
     if record.status == "failed":
         return "look at the failed phase, fix it in the worktree, then `ds4sync resume` (or `ds4sync abort`)"
     return "nothing: the run is finished"
+
+
+def _done_step(record: RunRecord, fork_head: str | None, blockers: list[str], unproven: list[str]) -> str:
+    """The next step of a finished run: promote, unless promote's own blockers say it would refuse."""
+    proven = record.results.verify.commit if record.results.verify else None
+    if fork_head is not None and fork_head == proven != record.fork.head_before:
+        return (
+            f"{record.fork.branch} already is the proven commit {proven[:12]}: a promote moved it and stopped before "
+            "it recorded that; `ds4sync promote` records it (it moves nothing)"
+        )
+    if blockers:
+        return (
+            f"`ds4sync promote` would refuse: {'; '.join(blockers)}; fix and commit in the worktree, then "
+            "`ds4sync resume` (or `ds4sync abort --yes`)"
+        )
+    if unproven:
+        return (
+            f"`ds4sync promote` to fast-forward the fork branch to the proven commit; it leaves behind what no commit "
+            f"holds ({shown_paths(unproven)}): to prove that too, commit it and `ds4sync resume` first"
+        )
+    return "`ds4sync promote` to fast-forward the fork branch (or `ds4sync abort --yes` to drop it)"
 
 
 def _kinds(summary: MergeSummary) -> str:

@@ -52,6 +52,10 @@ class _RecordingTree:
         self.read_paths.add(path)
         return self._tree.read(path)
 
+    def read_many(self, paths: list[str]) -> dict[str, str]:
+        self.read_paths.update(paths)
+        return self._tree.read_many(paths)
+
 
 @dataclass
 class PatchSetScope:

@@ -41,7 +41,7 @@ from ds4sync.core.record import now_iso
 from ds4sync.patchsets.check import check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.results import CheckReport
-from ds4sync.patchsets.tree import CommitTree, Tree
+from ds4sync.patchsets.tree import CommitTree, Tree, read_many
 from ds4sync.runner import Workspace
 
 SCHEMA_VERSION = 1
@@ -346,6 +346,11 @@ class _WatchedTree:
         if path in self._watched:
             self._owner._tainted = True
         return self._tree.read(path)
+
+    def read_many(self, paths: list[str]) -> dict[str, str]:
+        if self._watched.intersection(paths):
+            self._owner._tainted = True
+        return read_many(self._tree, paths)
 
 
 def _violated(report: CheckReport, patchset: str) -> bool:

@@ -35,6 +35,7 @@ from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
 from ds4sync.core.redact import redact_secrets
 from ds4sync.core.words import many
+from ds4sync.loop.preflight import require_preflight
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
@@ -83,6 +84,8 @@ def run_nightly(
 
     Raises:
         ConfigError: ``budget_s`` is not a number of seconds above 0.
+        Ds4syncError: what :func:`~ds4sync.loop.preflight.preflight` finds (no fork branch, a shallow clone,
+            a gate file or patch-set that does not load...).
     """
     if budget_s is not None and not (math.isfinite(budget_s) and budget_s > 0):
         raise ConfigError(
@@ -90,6 +93,7 @@ def run_nightly(
             where="--budget",
             fix="give the seconds the night may take (e.g. --budget 14400), or leave it out for nightly.budget_s",
         )
+    require_preflight(ws, ref)  # the checks `config check` reports: it never says ok where this refuses
     budget = budget_s if budget_s is not None else ws.config.nightly.budget_s
     deadline = clock() + budget if budget else None
     night = _sync(ws, ref=ref, progress=progress, deadline=deadline)
@@ -596,15 +600,15 @@ def unit_name(ws: Workspace) -> str:
 
 
 def _command(ws: Workspace, executable: str | None) -> str:
-    """``ds4sync nightly --repo ...``, refused where nightly cannot run (no fork branch, no upstream).
+    """``ds4sync nightly --repo ...``, refused where nightly cannot run (its preflight, then no upstream).
 
     The command pins ``--branch`` when only the checkout names the fork branch.
 
     Raises:
-        StateError, GitError: what is missing, and how to fix it.
+        Ds4syncError: what is missing, and how to fix it (:func:`~ds4sync.loop.preflight.preflight`).
     """
+    require_preflight(ws)
     branch = require_branch(ws)
-    ws.repo.branch_head(branch)
     remote = ws.config.upstream.remote
     if not (ws.repo.remote_url(remote) or ws.config.upstream.url):
         raise GitError(

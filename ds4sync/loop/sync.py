@@ -13,6 +13,7 @@ from ds4sync.core.errors import Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.model import updated
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
+from ds4sync.loop.handoff import refuse_uncommitted
 from ds4sync.merge.plan import plan_merge
 from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.results import MergeSummary
@@ -308,7 +309,9 @@ def resume(
     are staged only with ``accept_proposals``).
 
     Raises:
-        StateError: no active or failed run, or ``accept_markers`` given while no conflict waits.
+        StateError: no active or failed run, ``accept_markers`` given while no conflict waits, or changes no
+            commit holds in the worktree once the phases that take a person's work are done
+            (:func:`~ds4sync.loop.handoff.refuse_uncommitted`).
         NeedsPersonError: conflict markers or unmerged paths remain.
     """
     say = progress or (lambda _m: None)
@@ -321,6 +324,7 @@ def resume(
             )
         ws = for_run(ws, record)  # the profile the run was started with, not the shipped one
         stop_leftover_children(ws, record, say)
+        refuse_uncommitted(record)
         _reprove_if_moved(record, say)
         ctx = RunContext(ws, record, say, deadline=deadline)
         if accept_markers and record.phase("resolve").status != "needs-person":

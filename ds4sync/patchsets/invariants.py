@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ds4sync.core.paths import is_glob
+from ds4sync.patchsets import liveness
 from ds4sync.patchsets.model import (
     AbsentInvariant,
     ContainsInvariant,
@@ -38,8 +39,12 @@ def evaluate(tree: Tree, patchset: PatchSet) -> list[InvariantResult]:
 
 
 def evaluate_one(tree: Tree, inv: Invariant, *, patchset: str, name: str) -> InvariantResult:
-    """One invariant on ``tree``."""
-    status, files, detail, evidence = _CHECKS[inv.kind](tree, inv)
+    """One invariant on ``tree`` (with ``live`` set, only what it finds in live code counts: :mod:`.liveness`)."""
+    check = _CHECKS[inv.kind]
+    outcome = check(tree, inv)
+    if getattr(inv, "live", None) is not None:
+        outcome = liveness.judge(tree, inv, outcome, check)
+    status, files, detail, evidence = outcome
     return InvariantResult(
         patchset=patchset,
         invariant=name,

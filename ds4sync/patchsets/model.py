@@ -52,12 +52,44 @@ class _InvariantBase(FrozenModel):
     note: str = ""
 
 
+class Liveness(FrozenModel):
+    """The option ``live`` of an invariant: the code it found must be live, not a leftover.
+
+    ``entry``: dotted module names (the dispatcher or model a feature hooks into); each Python file
+    the invariant found must be reachable by imports (any depth, lazy function-level imports included,
+    ``if TYPE_CHECKING:`` ones not) from one of them that exists in the tree. ``imports_resolve``: each
+    import of such a file that names a package of the tree (and each relative import) resolves to a module
+    or package there, unless it is guarded by ``try: ... except ImportError``. ``root``: the folder the
+    packages sit in (default the top). Files that are not ``.py`` are not judged.
+    """
+
+    entry: tuple[str, ...] = ()
+    imports_resolve: bool = False
+    root: str = ""
+
+    @field_validator("entry", mode="before")
+    @classmethod
+    def _modules(cls, value: object) -> object:
+        value = _as_tuple(value)
+        for module in value if isinstance(value, tuple | list) else ():
+            if not isinstance(module, str) or not _DOTTED.fullmatch(module):
+                raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
+        return value
+
+    @model_validator(mode="after")
+    def _something(self) -> Liveness:
+        if not self.entry and not self.imports_resolve:
+            raise ValueError("set entry (modules the code must be imported from) and/or imports_resolve: true")
+        return self
+
+
 class ContainsInvariant(_InvariantBase):
     """A regular expression (Python ``re``, MULTILINE) must match in the files of ``files``.
 
     ``files`` is a path or glob (``**`` crosses folders, ``{a,b}`` alternatives) or a list
     of them. ``every_file``: each matched file must match (default: at least one);
-    ``min_count``: total matches needed across the files.
+    ``min_count``: total matches needed across the files. ``live`` (:class:`Liveness`): only
+    matches in live Python files count.
     """
 
     kind: Literal["contains"]
@@ -65,6 +97,7 @@ class ContainsInvariant(_InvariantBase):
     pattern: str
     every_file: bool = False
     min_count: int = Field(default=1, ge=1)
+    live: Liveness | None = None
 
     _files = field_validator("files", mode="before")(_as_tuple)
     _pattern = field_validator("pattern")(_compiles)
@@ -90,10 +123,12 @@ class FileExistsInvariant(_InvariantBase):
     """A file (or at least one file of a glob) must exist.
 
     ``path`` may be a list of candidate paths or globs (a file that moved): any one found holds.
+    ``live`` (:class:`Liveness`): only a live Python file counts as found.
     """
 
     kind: Literal["file_exists"]
     path: Globs
+    live: Liveness | None = None
 
     _path = field_validator("path", mode="before")(_as_tuple)
 
@@ -117,7 +152,7 @@ class SymbolInvariant(_InvariantBase):
     A symbol that moves: ``also_in`` lists other modules (``pkg.old_mod``) that may define
     the same qualified name; ``anywhere`` is a glob of Python files (``vllm/**/*.py``) searched
     for a module defining it when none of the named modules does. The result names where
-    it was found.
+    it was found. ``live`` (:class:`Liveness`): only a definition in a live module counts.
     """
 
     kind: Literal["symbol"]
@@ -125,6 +160,7 @@ class SymbolInvariant(_InvariantBase):
     root: str = ""
     also_in: tuple[str, ...] = ()
     anywhere: str | None = None
+    live: Liveness | None = None
 
     @field_validator("symbol")
     @classmethod

@@ -58,6 +58,10 @@ class FolderTree:
             return None
         return file.read_text(encoding="utf-8", errors="replace")
 
+    def read_many(self, paths: list[str]) -> dict[str, str]:
+        """``{path: text}`` of those of ``paths`` that are files (others left out)."""
+        return {p: text for p in paths if (text := self.read(p)) is not None}
+
 
 class CommitTree:
     """The tree of one commit, read from the object store (no checkout)."""
@@ -83,6 +87,23 @@ class CommitTree:
             return None
         data = self.repo.blob_bytes(self.rev, path)
         return None if data is None else data.decode("utf-8", errors="replace")
+
+    def read_many(self, paths: list[str]) -> dict[str, str]:
+        """``{path: text}`` of those of ``paths`` that are files at the commit, read in one ``ls-tree`` and one
+        ``cat-file --batch`` (others left out)."""
+        self.paths()
+        oids = self.repo.blob_ids(self.rev, [p for p in paths if p in self._set])
+        blobs = self.repo.blobs(oids.values())
+        return {p: blobs[oid].decode("utf-8", errors="replace") for p, oid in oids.items() if oid in blobs}
+
+
+def read_many(tree: Tree, paths: list[str]) -> dict[str, str]:
+    """``{path: text}`` of those of ``paths`` that ``tree`` has: in one batch where the tree can (a commit's
+    tree reads them with one ``git cat-file --batch``), else one file at a time."""
+    batch = getattr(tree, "read_many", None)
+    if batch is not None:
+        return dict(batch(paths))
+    return {p: text for p in paths if (text := tree.read(p)) is not None}
 
 
 def match_paths(tree: Tree, patterns: tuple[str, ...] | list[str]) -> list[str]:
