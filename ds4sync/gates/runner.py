@@ -325,7 +325,8 @@ class _Environments:
             ToolMissingError: ``--python`` names no existing program.
         """
         named, tools, path = tier_environment(ws.profile, options.tier)
-        tier = "--python" if options.python else ws.config.gates.environments.get(options.tier) or named or "target"
+        configured = {str(t): str(e) for t, e in ws.config.gates.environments.items()}
+        tier = "--python" if options.python else configured.get(options.tier) or named or "target"
         envs = cls(ws, options, target, record, tier, tools, path)
         if options.python:  # asked for on the command line: a missing one ends the command, as before
             python = resolve_python(options.python, target, ws.repo.path)
