@@ -170,10 +170,13 @@ def summary(record: RunRecord, *, prep_entries: int, sync: RealSync, to: str, wa
         + ("not run" if build is None else f"{build.status} ({build.profile}) {build.summary or build.message}")
     )
     if build is not None and build.status != "passed":
-        lines += [
-            f"  - failed step: {build.failed_step}",
-            *(f"  - {t}" for t in build.first_errors[:5] or build.tail[-5:]),
+        failed = [i for i in (build.proof.items if build.proof else ()) if i.status != "passed" and not i.optional]
+        why = [
+            f"{i.kind} {i.name}: {i.status}: {i.detail.split(' ', 1)[0]} ...{i.detail.rsplit('`', 1)[-1]}"
+            for i in failed
         ]
+        why = why or list(build.first_errors[:5] or build.tail[-5:])
+        lines += [f"  - failed step: {build.failed_step}", *(f"  - {t}" for t in why)]
     lines += ["", "Gates:", *_tier_lines(record), "", "Remaining gate (the report's):"]
     lines += [f"- {item.text}" for item in build_view(record).remaining]
     return "\n".join(line for line in lines if line is not None)
