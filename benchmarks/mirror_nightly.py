@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -186,7 +187,8 @@ def _scrub(text: str, names: dict[str, str]) -> str:
     for path, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
         if path:
             text = text.replace(path, name)
-    return text
+    # Scratch folders of the proof and the gates (under the system's temporary folder): no machine path either.
+    return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s:)`'\"]+", "TMP", text)
 
 
 def main(argv: list[str] | None = None) -> int:
