@@ -105,6 +105,9 @@ class RunRecord(BaseModel):
     worktree: str
     backup_ref: str
     backup_branch: str | None = None
+    #: The gate tiers that had to pass when the run started (``gates.promote_tiers``, else ``gates.tiers``);
+    #: None in records written before it was kept.
+    required_tiers: tuple[str, ...] | None = None
     status: RunStatus = "running"
     phases: dict[str, PhaseState] = Field(default_factory=dict)
     results: RunResults = Field(default_factory=RunResults)

@@ -61,12 +61,16 @@ def gate(
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
 
+    from ds4sync.gates.collect import check_proof, run_head, run_of_worktree
     from ds4sync.gates.runner import TierOptions, record_tier, run_tier
 
     ws = _workspace(repo, config, None, state_dir, profile)
     record = ws.store.current()
+    # In the worktree of a run that is no longer active (a failed run): the result is added to that run
+    # when it proves the run's head (same commit and tree), else refused in one line.
+    ended = run_of_worktree(ws.store, ws.repo.path) if record is None else None
     if merge_results:
-        _merge_results(ws, record, merge_results, json_out=json_out)
+        _merge_results(ws, record or ended, merge_results, json_out=json_out)
         return
     options = TierOptions(
         tier=tier.value,
@@ -81,6 +85,7 @@ def gate(
         executor=executor,
         address=address,
     )
+    record = record or ended
     with ws.store.lock("gate") if record else contextlib.nullcontext():
         if record is not None:  # never beside a killed run's gate children, in the same worktree
             from ds4sync.runner import stop_leftover_children
@@ -93,6 +98,9 @@ def gate(
 
             with render.LiveGates(err, f"tier {tier}") as live:
                 result = run_tier(ws, options, record=record, progress=live)
+        if ended is not None:
+            head, tree = run_head(ws.repo, ended)
+            check_proof(ended.worktree, result, run_id=ended.run_id, head=head, tree=tree)
         path = str(record_tier(ws, record, result)) if record else None
     code = ExitCode.OK if result else ExitCode.FAILED if result.status == "failed" else ExitCode.NEEDS_PERSON
     done(
@@ -175,19 +183,22 @@ def _render_kernels(result) -> None:
 
 
 def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
-    from ds4sync.core.git import GitRepo
-    from ds4sync.gates.collect import check_commit, merge_into, read_results
+    from ds4sync.gates.collect import check_proof, merge_into, read_results, run_head
 
     if record is None:
-        fail("no active run to merge gate results into (start one with `ds4sync merge`)")
+        fail(
+            "no run to merge gate results into: no active run, and --repo is no run's worktree"
+            " (start one with `ds4sync merge`, or pass --repo <the run's worktree>)"
+        )
     found = read_results(paths)
     if not found:
         fail(f"no gate results in {', '.join(map(str, paths))}")
-    head = GitRepo(Path(record.worktree)).head()
+    head, tree = run_head(ws.repo, record)
     with ws.store.lock("gate --merge-results"):
         fresh = ws.store.load(record.run_id)
-        for file, result in found:
-            check_commit(file, result, head)
+        for file, result in found:  # every file proves the head, or nothing is merged
+            check_proof(str(file), result, run_id=record.run_id, head=head, tree=tree)
+        for _file, result in found:
             fresh.results.gates[result.tier] = merge_into(fresh.results.gates.get(result.tier), result)
         path = ws.store.save(fresh)
     merged = {t: r.status for t, r in fresh.results.gates.items()}

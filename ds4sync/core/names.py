@@ -35,6 +35,11 @@ PATCHSET_KINDS: tuple[PatchSetKind, ...] = get_args(PatchSetKind)
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 
+#: Where a tier's gates run (ds4sync.gates.environments): the build's venv, a venv of pinned tools,
+#: the interpreter running ds4sync, or the target environment (gates.python and its defaults).
+EnvironmentName = Literal["build", "tools", "ds4sync", "target"]
+ENVIRONMENTS: tuple[EnvironmentName, ...] = get_args(EnvironmentName)
+
 
 class KernelOp(StrEnum):
     """The DeepSeek ops of the kernel tier, all in its default set."""

@@ -31,11 +31,16 @@ ARTEFACTS = ".ds4sync-ci"
 
 
 def gate_command(gate: Gate, *, changed_since: str | None = None) -> str:
-    """The one command a CI step runs for ``gate``: its JSON result and JUnit end up in the artefact folder."""
+    """The one command a CI step runs for ``gate``: its JSON result and JUnit end up in the artefact folder.
+
+    The folder ignores itself (a ``.gitignore`` of ``*``, as a venv does), so that what the jobs write there is no
+    part of the tree the gates prove: a result counts for a run only on the run's exact commit and tree.
+    """
     since = f" --changed-since {changed_since}" if changed_since else ""
     result = f"{ARTEFACTS}/{gate.tier}-{gate.name}.json"
     return (
-        f"mkdir -p {ARTEFACTS} && ds4sync gate --tier {gate.tier} --gate {gate.name}{since} --json "
+        f"mkdir -p {ARTEFACTS} && echo '*' > {ARTEFACTS}/.gitignore && "
+        f"ds4sync gate --tier {gate.tier} --gate {gate.name}{since} --json "
         f"--state-dir {ARTEFACTS}/state > {result}"
     )
 

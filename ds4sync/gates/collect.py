@@ -1,9 +1,11 @@
 """Gate results produced elsewhere (CI artefacts, another host), read back into the run record.
 
 Each file is what ``ds4sync gate --json`` printed (the envelope, whose ``data`` is a tier result) or a
-bare tier result. A result counts for a run only when it ran on the run's exact commit: promote compares
-the commit every required gate ran on with the one it moves the fork to, so a result of another commit
-is refused here, by name, instead of being merged and then refused later.
+bare tier result. A result counts for a run only when it proves the run's head: the same commit, and the same
+tree (nothing uncommitted, no untracked file the commit lacks). Promote compares the commit every required gate
+ran on with the one it moves the fork to, so a result of another commit or tree is refused here, in one line,
+instead of being merged and then refused later. The same holds for a tier run by hand in the worktree of a run
+that is no longer active (a failed run, say): :func:`run_of_worktree` finds it, :func:`check_proof` decides.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ds4sync.core.errors import ConfigError
+from ds4sync.core.errors import ConfigError, StateError
+from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
 from ds4sync.gates.model import GateResult, TierResult
+from ds4sync.record import RecordStore, RunRecord
 
 
 def read_results(paths: Iterable[Path]) -> list[tuple[Path, TierResult]]:
@@ -61,16 +65,54 @@ def merge_into(existing: TierResult | None, incoming: TierResult) -> TierResult:
     return updated(existing, gates=tuple(by_name.values()), duration_s=existing.duration_s + incoming.duration_s)
 
 
-def check_commit(file: Path, result: TierResult, head: str) -> None:
-    """Refuse a result that ran on another commit than ``head`` (or says nothing of its commit).
+def run_of_worktree(store: RecordStore, checkout: Path) -> RunRecord | None:
+    """The run (active or not, latest first) whose worktree is ``checkout``; None when it is no run's."""
+    here = checkout.resolve()
+    for run_id in reversed(store.run_ids()):
+        record = store.load(run_id)
+        if Path(record.worktree).resolve() == here:
+            return record
+    return None
+
+
+def run_head(repo: GitRepo, record: RunRecord) -> tuple[str, str]:
+    """(commit, tree id) of the run's head: its worktree's HEAD (else its sync branch) and that commit's tree.
 
     Raises:
-        ConfigError: the commits differ, or the result names none.
+        StateError: neither the worktree nor the sync branch is there any more.
     """
-    if result.head != head:
-        ran = result.head[:12] if result.head else "an unnamed commit"
-        raise ConfigError(
-            f"tier {result.tier} ran on {ran}, the run's head is {head[:12]}",
-            where=str(file),
-            fix="run the gates on the run's sync branch head, or drop this artefact",
+    worktree = Path(record.worktree)
+    head = GitRepo(worktree).head() if worktree.is_dir() else repo.resolve_commit(f"refs/heads/{record.sync_branch}")
+    if head is None:
+        raise StateError(
+            f"run {record.run_id} has neither its worktree nor its sync branch {record.sync_branch}",
+            where=str(worktree),
+            fix="gate results can only be added to a run whose head is still there",
         )
+    return head, repo.out("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}")
+
+
+def check_proof(where: str, result: TierResult, *, run_id: str, head: str, tree: str) -> None:
+    """Refuse ``result`` unless it, and each of its gates, proves the run's head: commit ``head``, tree ``tree``.
+
+    Raises:
+        ConfigError: another commit, a tree with changes the commit lacks, or a result naming neither.
+    """
+    proofs = [(f"tier {result.tier}", result.head, result.tree)]
+    proofs += [(f"gate {result.tier}/{g.name}", g.commit, g.tree) for g in result.gates if g.commit or g.tree]
+    for what, commit, ran_tree in proofs:
+        if commit != head:
+            ran = commit[:12] if commit else "an unnamed commit"
+            raise ConfigError(
+                f"not added to run {run_id}: {what} ran on {ran}, the run's head is {head[:12]}",
+                where=where,
+                fix="run the gates on the run's sync branch head, or drop this result",
+            )
+        if ran_tree != tree:
+            ran = f"tree {ran_tree[:12]}" if ran_tree else "no named tree"
+            raise ConfigError(
+                f"not added to run {run_id}: {what} ran on {head[:12]} with {ran}, the commit's tree is {tree[:12]}"
+                " (changes or untracked files no commit has)",
+                where=where,
+                fix="commit them to the sync branch (or remove them) and run the gates again",
+            )

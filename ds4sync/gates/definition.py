@@ -3,6 +3,8 @@
 File shape (one file per tier)::
 
     tier: unit
+    environment: build       # where its gates run: build, tools, ds4sync or target (ds4sync.gates.environments)
+    tools: {requirements: [ruff==0.14.0]}   # the tools venv, for environment: tools
     env_failures:            # rules shared by every gate of the file
       - {name: hf-gated-403, category: gated-model-403, pattern: "403 Client Error|GatedRepoError"}
     gates:
@@ -15,6 +17,7 @@ File shape (one file per tier)::
         required: true
         rerun_failures: 1
         devices: 0           # GPUs the gate needs; 0 = CPU only
+        environment: target  # this gate's own, instead of its tier's
 
 ``run`` is validated by the kind's own ``Spec`` model. Every error is one line naming
 the file and the key path (``gates.2.run.maxfail: ...``).
@@ -31,6 +34,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.names import TIERS
+from ds4sync.gates.environments import EnvironmentName, ToolsEnv
 
 
 class EnvFailureRule(FrozenModel):
@@ -138,6 +142,9 @@ class GateDef(FrozenModel):
     required: bool = True
     env_failures: tuple[EnvFailureRule, ...] = ()
     rerun_failures: int = Field(default=0, ge=0, le=5)
+    environment: EnvironmentName | None = Field(
+        default=None, description="where this gate runs, when not where its tier runs (build, tools, ds4sync, target)"
+    )
     devices: int = Field(default=0, ge=0)
     gpu_kind: str | None = Field(
         default=None,
@@ -161,6 +168,8 @@ class GateFile(FrozenModel):
     """The whole of one ``gates/<tier>.yaml``."""
 
     tier: str
+    environment: EnvironmentName | None = None
+    tools: ToolsEnv | None = None
     env_failures: tuple[EnvFailureRule, ...] = ()
     gates: tuple[GateDef, ...] = ()
 
@@ -180,6 +189,12 @@ class GateFile(FrozenModel):
         for gate in self.gates:
             if gate.tier is not None and gate.tier != self.tier:
                 raise ValueError(f"gate '{gate.name}' says tier '{gate.tier}' in the '{self.tier}' file")
+        uses_tools = [g.name for g in self.gates if g.environment == "tools"] + (
+            [f"tier {self.tier}"] if self.environment == "tools" else []
+        )
+        if uses_tools and self.tools is None:
+            named = ", ".join(uses_tools)
+            raise ValueError(f"environment 'tools' ({named}) needs a tools: section (its pinned requirements)")
         return self
 
 
@@ -192,6 +207,7 @@ class Gate:
     tier: str
     source: Path
     shared_rules: tuple[EnvFailureRule, ...] = ()
+    environment: str | None = None  # the gate's own (None: its tier's)
 
     @property
     def name(self) -> str:

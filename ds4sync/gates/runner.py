@@ -30,12 +30,13 @@ from ds4sync.core.proc import stop_process_groups
 from ds4sync.core.record import now_iso
 from ds4sync.gates.cache import GateCache, cache_key, environment_fingerprint
 from ds4sync.gates.definition import Gate
+from ds4sync.gates.environments import ToolsEnv, build_python, tools_python
 from ds4sync.gates.executors import GateExecutor
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
 from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
 from ds4sync.gates.status import gate_green, gate_ran
-from ds4sync.gates.tiers import load_tier
+from ds4sync.gates.tiers import load_tier, tier_environment
 from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace, for_run
 
@@ -235,10 +236,10 @@ def _run_tier(
         patterns=settings.run_all_patterns,
         excludes=settings.run_all_exclude_patterns,
     )
-    build = record.results.build if record else None
-    built = build.python if build is not None and build.status == "passed" else None
-    python = resolve_python(options.python or settings.python, target, ws.repo.path, built=built)
-    fingerprint = environment_fingerprint(python)
+    environments = _Environments.of(ws, options, target=target, record=record)
+    tier_env = environments.resolve(environments.tier)
+    python = tier_env.python
+    fingerprint = tier_env.fingerprint
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     log_dir = (
         ws.store.log_dir(record.run_id) / "gates" if record else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}"
@@ -247,14 +248,14 @@ def _run_tier(
     plan = _Plan(
         repo=repo,
         cache=GateCache(ws.store.root / "gate-cache"),
-        fingerprint=fingerprint,
+        environments=environments,
         use_cache=options.use_cache,
         emit=emit,
         children=_Children(),
         devices=_Devices(_gpus(options.gpus, settings.gpus)),
         cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
         context=GateContext(
-            cwd=target, python=python, log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
+            cwd=target, python=python or "", log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
         ),
         deadline=options.deadline,
     )
@@ -292,11 +293,85 @@ def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
     return ws.store.save(fresh)
 
 
+@dataclass(frozen=True)
+class _Environment:
+    """One environment resolved: its interpreter and fingerprint, or why it cannot be used (``error``)."""
+
+    name: str
+    python: str | None = None
+    fingerprint: tuple[tuple[str, str], ...] = ()
+    error: str | None = None
+
+
+@dataclass
+class _Environments:
+    """The environments a tier's gates name (:mod:`ds4sync.gates.environments`), each resolved once."""
+
+    ws: Workspace
+    options: TierOptions
+    target: Path
+    record: RunRecord | None
+    tier: str
+    tools: ToolsEnv | None
+    tier_file: Path
+    resolved: dict[str, _Environment] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(cls, ws: Workspace, options: TierOptions, *, target: Path, record: RunRecord | None) -> _Environments:
+        """``--python``, else ``gates.environments[tier]``, else the tier file's ``environment``, else target.
+
+        Raises:
+            ToolMissingError: ``--python`` names no existing program.
+        """
+        named, tools, path = tier_environment(ws.profile, options.tier)
+        configured = {str(t): str(e) for t, e in ws.config.gates.environments.items()}
+        tier = "--python" if options.python else configured.get(options.tier) or named or "target"
+        envs = cls(ws, options, target, record, tier, tools, path)
+        if options.python:  # asked for on the command line: a missing one ends the command, as before
+            python = resolve_python(options.python, target, ws.repo.path)
+            envs.resolved["--python"] = _Environment("--python", python, environment_fingerprint(python))
+        return envs
+
+    def name_of(self, gate: Gate) -> str:
+        """The environment ``gate`` runs in: ``--python`` over its own ``environment`` over its tier's."""
+        return self.tier if self.tier == "--python" else gate.environment or self.tier
+
+    def resolve(self, name: str) -> _Environment:
+        """``name`` resolved (made, for a tools venv) the first time it is asked for; errors kept, not raised."""
+        with self.lock:
+            if name not in self.resolved:
+                try:
+                    python = self._python(name)
+                    self.resolved[name] = _Environment(name, python, environment_fingerprint(python))
+                except ToolMissingError as exc:
+                    self.resolved[name] = _Environment(name, error=exc.one_line())
+            return self.resolved[name]
+
+    def _python(self, name: str) -> str:
+        build = self.record.results.build if self.record else None
+        built = build.python if build is not None and build.status == "passed" else None
+        if name == "build":
+            why = "this run has no build result" if build is None else f"this run's build {build.status}"
+            return build_python(built, in_run=self.record is not None, why_not=why)
+        if name == "tools":
+            if self.tools is None:
+                raise ToolMissingError(
+                    "environment 'tools' asked for, but the tier file describes no tools venv",
+                    where=str(self.tier_file),
+                    fix="add tools: {requirements: [NAME==VERSION]} to it",
+                )
+            return tools_python(self.tools, self.ws.store.root / "tools-venvs", where=str(self.tier_file))
+        if name == "ds4sync":
+            return sys.executable
+        return resolve_python(self.ws.config.gates.python, self.target, self.ws.repo.path, built=built)
+
+
 @dataclass
 class _Plan:
     repo: GitRepo
     cache: GateCache
-    fingerprint: tuple[tuple[str, str], ...]
+    environments: _Environments
     use_cache: bool
     emit: Progress
     children: _Children
@@ -312,7 +387,12 @@ class _Plan:
         todo: list[tuple[Gate, str | None, str]] = []
         for item in decisions:
             gate = item.gate
-            key = cache_key(gate, self.repo, self.fingerprint)
+            env = self.environments.resolve(self.environments.name_of(gate))
+            if env.error is not None:  # the environment it names is not there: an error, never another python
+                results[gate.name] = _plain(gate, "error", f"environment {env.name}: {env.error}")
+                self.emit(GateEvent(gate.name, "finished", result=results[gate.name]))
+                continue
+            key = cache_key(gate, self.repo, env.fingerprint)
             # A gate left out by selection proves something only through a pass on identical inputs.
             hit = self.cache.get(key) if key and (self.use_cache or not item.runs) else None
             if hit is not None:
@@ -421,7 +501,7 @@ class _Plan:
     def _remote(self, gate: Gate, why: str) -> GateResult:
         assert self.executor is not None
         self.emit(GateEvent(gate.name, "started"))
-        result = self.executor.run(gate, self.context)
+        result = self.executor.run(gate, dataclasses.replace(self.context, python=self._python(gate)))
         return updated(result, details={**result.details, "selected_because": why})
 
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
@@ -437,7 +517,7 @@ class _Plan:
 
         ctx = GateContext(
             cwd=self.context.cwd,
-            python=self.context.python,
+            python=self._python(gate),
             log_dir=self.context.log_dir,
             devices=devices,
             base_ref=self.context.base_ref,
@@ -457,7 +537,14 @@ class _Plan:
             )
         elif self.children.cancelled.is_set() and _stopped_short(result.status):
             result = updated(result, status="error", reason=f"interrupted ({result.reason})")
-        return updated(result, details={**result.details, "selected_because": why})
+        env = self.environments.name_of(gate)
+        return updated(result, details={**result.details, "selected_because": why, "environment": env})
+
+    def _python(self, gate: Gate) -> str:
+        """The interpreter of the environment ``gate`` runs in (resolved before the gate was queued)."""
+        python = self.environments.resolve(self.environments.name_of(gate)).python
+        assert python is not None  # execute() made a gate whose environment failed an error result
+        return python
 
 
 def _stopped_short(status: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.core.names import ExecutorName, TierName
+from ds4sync.core.names import EnvironmentName, ExecutorName, TierName
 
 # Source: vllm-project/vllm .buildkite/ci_config.yaml (run_all_patterns / run_all_exclude_patterns).
 VLLM_RUN_ALL_PATTERNS: tuple[str, ...] = (
@@ -37,7 +37,9 @@ class GatesConfig(BaseModel):
 
     ``python``: the target environment's interpreter (relative paths are taken from the
     checkout; default ``<checkout>/.venv/bin/python``, else the fork checkout's, else the
-    python running ds4sync). ``gpus``: device ids for GPU gates (default: none). ``tiers``:
+    python running ds4sync). ``environments``: per tier, ``build``, ``tools``, ``ds4sync`` or
+    ``target`` (:mod:`ds4sync.gates.environments`), over the tier file's ``environment``.
+    ``gpus``: device ids for GPU gates (default: none). ``tiers``:
     what the pipeline's ``gate`` phase runs (none unless configured: a sync of an unknown
     tree runs no tests by surprise). ``promote_tiers``: the tiers ``promote`` requires to have
     passed on the promoted commit (default: ``tiers``).
@@ -46,6 +48,9 @@ class GatesConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     python: str | None = None
+    environments: dict[TierName, EnvironmentName] = Field(
+        default_factory=dict, description="per tier, where its gates run (overrides the tier file's environment)"
+    )
     tiers: tuple[TierName, ...] = ()
     promote_tiers: tuple[TierName, ...] | None = None
     jobs: int = Field(default=2, ge=1)

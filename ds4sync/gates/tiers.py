@@ -14,6 +14,7 @@ from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import read_yaml, validate
 from ds4sync.core.names import TIERS
 from ds4sync.gates.definition import Gate, GateDef, GateFile
+from ds4sync.gates.environments import ToolsEnv
 from ds4sync.gates.kinds import KIND_MODULES, kind_module
 
 
@@ -23,7 +24,19 @@ def gates_dir(profile: Path) -> Path:
 
 
 def load_tier(profile: Path, tier: str) -> tuple[Gate, ...]:
-    """Load and validate ``<profile>/gates/<tier>.yaml``.
+    """Load and validate ``<profile>/gates/<tier>.yaml`` (:func:`load_tier_file`) into its gates."""
+    parsed, path = load_tier_file(profile, tier)
+    return tuple(_load_gate(parsed, index, gate, path) for index, gate in enumerate(parsed.gates))
+
+
+def tier_environment(profile: Path, tier: str) -> tuple[str | None, ToolsEnv | None, Path]:
+    """The tier file's ``environment`` (None: not named), its ``tools:`` venv (None: none) and the file's path."""
+    parsed, path = load_tier_file(profile, tier)
+    return parsed.environment, parsed.tools, path
+
+
+def load_tier_file(profile: Path, tier: str) -> tuple[GateFile, Path]:
+    """Read and validate ``<profile>/gates/<tier>.yaml``; returns the file's model and its path.
 
     Raises:
         ConfigError: unknown tier, missing file, malformed YAML, a bad field, an unknown
@@ -44,7 +57,7 @@ def load_tier(profile: Path, tier: str) -> tuple[Gate, ...]:
     parsed = validate(GateFile, data, source=path)
     if parsed.tier != tier:
         raise ConfigError(f"tier: file says '{parsed.tier}', expected '{tier}'", where=str(path))
-    return tuple(_load_gate(parsed, index, gate, path) for index, gate in enumerate(parsed.gates))
+    return parsed, path
 
 
 def _load_gate(parsed: GateFile, index: int, gate: GateDef, path: Path) -> Gate:
@@ -55,4 +68,11 @@ def _load_gate(parsed: GateFile, index: int, gate: GateDef, path: Path) -> Gate:
         )
     spec_model: type[BaseModel] = kind_module(gate.kind).Spec
     spec = validate(spec_model, gate.run, source=path, at=("gates", index, "run"))
-    return Gate(definition=gate, spec=spec, tier=parsed.tier, source=path, shared_rules=parsed.env_failures)
+    return Gate(
+        definition=gate,
+        spec=spec,
+        tier=parsed.tier,
+        source=path,
+        shared_rules=parsed.env_failures,
+        environment=gate.environment,
+    )

@@ -196,6 +196,7 @@ def start_merge(
             worktree=str(ws.store.worktree_path(run_id)),
             backup_ref=f"refs/ds4sync/backup/{run_id}",
             backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
+            required_tiers=config.gates.required_for_promote,
         )
         _require_free_sync_branch(ws, record.sync_branch)
         if stale:

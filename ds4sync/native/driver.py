@@ -21,6 +21,7 @@ from ds4sync.core.files import redact_file, tail_lines, write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import run
 from ds4sync.core.redact import secret_values
+from ds4sync.core.venv import inherit_packages
 from ds4sync.native.manifest import Manifest
 from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
 from ds4sync.native.proof import prove_archs, run_proof
@@ -163,7 +164,7 @@ class _Build:
             if not self.step("venv", argv, cwd=self.work_dir, timeout_s=600):
                 return self.failed("venv", build_s=time.monotonic() - clock)
             if self.profile.venv.inherit_site_packages:
-                _inherit(self.base_python, self.python, self.env)
+                inherit_packages(self.base_python, self.python, self.env)
         venv_s = time.monotonic() - clock
         self.note("toolchain", "")
         toolchain = capture_toolchain(
@@ -364,20 +365,6 @@ def _venv_argv(profile: BuildProfile, base_python: str, venv: Path, env: Mapping
         return [uv, "venv", "--python", base_python, str(venv)]
     extra = ["--without-pip"] if profile.venv.inherit_site_packages else []
     return [base_python, "-m", "venv", *extra, str(venv)]
-
-
-def _inherit(base_python: str, python: str, env: Mapping[str, str]) -> None:
-    """Let the new venv import ``base_python``'s packages (an existing torch) after its own.
-
-    A plain path line in a ``.pth`` file: the base's own ``.pth`` files (editable installs
-    of another checkout) are not processed, so they cannot shadow what this build installs.
-    """
-    query = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps([p['purelib'], p['platlib']]))"
-    with tempfile.TemporaryDirectory() as tmp:
-        theirs = json.loads(run([base_python, "-c", query], cwd=tmp, env=env, timeout_s=120).output)
-        ours = json.loads(run([python, "-c", query], cwd=tmp, env=env, timeout_s=120).output)
-    lines = list(dict.fromkeys(theirs))
-    Path(ours[0], "_ds4sync_inherit.pth").write_text("\n".join(lines) + "\n")
 
 
 class OverlayError(Exception):

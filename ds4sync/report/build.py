@@ -81,7 +81,7 @@ def build_view(record: RunRecord, *, public: bool = False, notes: str | None = N
     """The report view of ``record``; extra ``notes`` are a person's text (Markdown)."""
     results = record.results
     merge = merge_view(results.merge)
-    validation = validation_view(results)
+    validation = validation_view(results, required=record.required_tiers or ())
     integration = integration_view(merge, results.replay, results.verify)
     view_notes = [n for n in record.notes if n]
     if notes and notes.strip():
@@ -285,8 +285,12 @@ def duplicate_view(publish: PublishResult | None) -> DuplicateView | None:
     )
 
 
-def validation_view(results: RunResults) -> ValidationView:
-    """Environment, build, gates by tier, kernel checks, serving probes and the A/B comparison."""
+def validation_view(results: RunResults, *, required: tuple[str, ...] = ()) -> ValidationView:
+    """Environment, build, gates by tier, kernel checks, serving probes and the A/B comparison.
+
+    ``required``: the tiers the run had to pass (the record's ``required_tiers``); the others that did not run
+    are shown as not run, never as blockers.
+    """
     tiers = gate_tiers(results.gates)
     groups = [g for g in (kernel_group(results.gates.get("kernel")), serving_group(results.serving)) if g]
     ab = ab_group(results.ab)
@@ -298,6 +302,7 @@ def validation_view(results: RunResults) -> ValidationView:
         build=build_view_of(results.build),
         tiers=tiers,
         tiers_not_run=tuple(t for t in TIERS if t not in present),
+        tiers_required=required,
         probes=tuple(groups),
     )
 
@@ -502,7 +507,11 @@ def _patchset_items(integration: IntegrationView) -> list[RemainingItem]:
 def remaining(
     phases: tuple[PhaseView, ...], merge: MergeView | None, integration: IntegrationView, validation: ValidationView
 ) -> tuple[RemainingItem, ...]:
-    """Everything not run or not green, in pipeline order, ending with the review a person owes."""
+    """Everything not run or not green, in pipeline order, ending with the review a person owes.
+
+    Blockers only: a tier not run is listed when the run required it (``validation.tiers_required``), the
+    build when one was configured (its phase not skipped), a patch-set when the branch carries it.
+    """
     items = [
         RemainingItem(kind="phase", text=f"phase {p.name} is {p.status}" + (f": {p.message}" if p.message else ""))
         for p in phases
@@ -515,11 +524,17 @@ def remaining(
         items.append(RemainingItem(kind="conflict", text=f"{n} conflicted file{'s' * (n != 1)} unresolved"))
     items.extend(_patchset_items(integration))
     build = validation.build
+    build_skipped = any(p.name == "build" and p.status == "skipped" for p in phases)  # no build configured
     if build is None:
-        items.append(RemainingItem(kind="build", text="native build: not run"))
+        if not build_skipped:
+            items.append(RemainingItem(kind="build", text="native build: not run"))
     elif build.status != "passed":
         items.append(RemainingItem(kind="build", text=f"native build: {build.status}"))
-    items.extend(RemainingItem(kind="tier", text=f"{tier} tier: not run") for tier in validation.tiers_not_run)
+    items.extend(
+        RemainingItem(kind="tier", text=f"{tier} tier: required, not run")
+        for tier in validation.tiers_required
+        if tier in validation.tiers_not_run
+    )
     for g in validation.gates:
         if not gate_green(g.status):
             why = f" ({g.reason})" if g.reason else ""

@@ -361,6 +361,7 @@ class ValidationView(View):
     build: BuildView | None = None
     tiers: tuple[TierView, ...] = ()
     tiers_not_run: tuple[str, ...] = ()
+    tiers_required: tuple[str, ...] = ()
     probes: tuple[ProbeGroup, ...] = ()
 
     @property

@@ -88,11 +88,11 @@ def _base(ctx: GateContext, spec: Spec) -> str:
 
 def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
     base = _base(ctx, spec)
+    prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
+    tool = _tool_version(gate, ctx, prefix, "ruff", pinned=spec.ruff_version)  # first: no tool, no pass
     files = delta_files(GitRepo(ctx.cwd), base, spec.suffixes)
     if not files:
-        return GateResult(status="passed", reason=f"no Python files changed since {base[:12]}", **common)
-    prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
-    tool = _tool_version(gate, ctx, prefix, "ruff", pinned=spec.ruff_version)
+        return GateResult(status="passed", reason=f"{tool}: no Python files changed since {base[:12]}", **common)
     report = ctx.log_path(gate, "ruff.json")
     sub = (
         ["check", "--no-fix", "--output-format", "json", "--output-file", str(report)]
@@ -129,6 +129,8 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
         failures = (TestFailure(node_id=gate.name, message=res.output.strip()[-2000:]),)
     status: GateStatus = "failed" if res.returncode == 1 else "passed"
     reason = f"{tool}: {len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
+    if failures and status == "failed":  # the headline names the worst finding (they come worst first)
+        reason += f"; worst: {failures[0].node_id} {failures[0].message.splitlines()[0][:160]}"
     return GateResult(status=status, reason=reason, counts=counts, failures=failures, **common, **info)
 
 
@@ -148,7 +150,7 @@ def _tool_version(gate: Gate, ctx: GateContext, prefix: list[str], name: str, *,
         raise ToolMissingError(
             f"{name} does not run as `{shlex.join(prefix)}` ({said[0][-200:]})",
             where=f"gate {gate.name}",
-            fix=f"install {name} there, or point the gate's run.{name} or gates.python at an environment with it",
+            fix=f"run the gate where {name} is (environment: tools with {name}==VERSION), or set its run.{name}",
         )
     if pinned is not None and words[1] != pinned:
         raise ToolMissingError(
