@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Style and types, as CI checks them before the tests: ruff check, ruff format --check, mypy (pydantic plugin).
+# Style and types, as CI checks them before the tests: ruff check, ruff format --check, mypy (pydantic plugin)
+# over the package, the kernel suite (kernels/) and the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"

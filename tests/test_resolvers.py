@@ -21,7 +21,7 @@ from werkzeug import Request, Response
 
 from ds4sync.cli import main
 from ds4sync.config import ResolutionRule
-from ds4sync.merge.hunks import ConflictHunk, split_diff3
+from ds4sync.merge.hunks import ConflictHunk, Diff3, HunkSource, split_diff3
 from ds4sync.merge.resolvers import Answer, HunkPacket, RuleResolver, StoreResolver, resolve_file
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
@@ -39,7 +39,7 @@ class Scripted:
     """A resolver that replies with fixed texts per hunk index (None: no answer); counts its calls."""
 
     replies: dict[int, str | None]
-    name: str = "model"
+    name: HunkSource = "model"
     calls: int = 0
 
     def answer(self, packet: HunkPacket) -> Answer | None:
@@ -51,7 +51,7 @@ class Scripted:
         return Answer("model", body, "scripted", "" if body else "no reply")
 
 
-def hunks() -> tuple[list[ConflictHunk], object]:
+def hunks() -> tuple[list[ConflictHunk], Diff3]:
     split = split_diff3(MERGED)
     return [ConflictHunk(index=i + 1, fork=f, base=b, upstream=u) for i, (f, b, u) in enumerate(split.hunks)], split
 

@@ -8,7 +8,7 @@ which produce them, so that the run record can name them without importing the g
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -133,7 +133,7 @@ class MergeSummary(BaseModel):
         """Conflict counts by resolution (``recorded``, ``rule``, ``person``, ``unresolved``)."""
         return dict(Counter(c.resolution or "unresolved" for c in self.conflicts).most_common())
 
-    def brief(self) -> dict[str, object]:
+    def brief(self) -> dict[str, Any]:
         """The JSON contract of ``plan --json`` / ``merge --json``."""
         return {
             "upstream_sha": self.upstream_sha,

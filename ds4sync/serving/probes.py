@@ -93,21 +93,31 @@ def probe_tool_call(client: OpenAIClient, case: ToolCallCase) -> ProbeResult:
     except RequestFailed as exc:
         return request_error("tool_call", exc, start)
     problems, call = _tool_problems(reply, case)
-    ok = not problems
-    summary = (
-        f"tool call {case.expect_name}({json.dumps(call.get('arguments'), sort_keys=True)})"
-        if ok
-        else "tool call wrong: " + "; ".join(problems)
+    return _checked(
+        "tool_call",
+        problems,
+        passed=f"tool call {case.expect_name}({json.dumps(call.get('arguments'), sort_keys=True)})",
+        failed="tool call wrong",
+        start=start,
+        details={"problems": problems, "call": call, "finish_reason": reply.finish_reason},
     )
+
+
+def _checked(
+    name: str, problems: list[str], *, passed: str, failed: str, start: float, details: dict[str, Any]
+) -> ProbeResult:
+    """A yes/no probe: ``passed`` (value 1.0 of baseline 1.0, unit ``ok``) when ``problems`` is empty, else
+    failed with ``"<failed>: <problems joined>"``; ``start`` is its ``time.monotonic()`` start."""
+    ok = not problems
     return ProbeResult(
-        name="tool_call",
+        name=name,
         status="passed" if ok else "failed",
         value=1.0 if ok else 0.0,
         baseline=1.0,
         unit="ok",
-        summary=summary,
+        summary=passed if ok else f"{failed}: " + "; ".join(problems),
         duration_s=time.monotonic() - start,
-        details={"problems": problems, "call": call, "finish_reason": reply.finish_reason},
+        details=details,
     )
 
 
@@ -148,20 +158,12 @@ def probe_reasoning(client: OpenAIClient, case: ReasoningCase) -> ProbeResult:
         problems.append(f"content {reply.content[:80]!r} does not match {case.expect_pattern!r}")
     if "</think>" in reply.content or "<think>" in reply.content:
         problems.append("think tags leaked into content")
-    ok = not problems
-    summary = (
-        f"reasoning {len(reply.reasoning or '')} chars, final {len(reply.content)} chars"
-        if ok
-        else "routing wrong: " + "; ".join(problems)
-    )
-    return ProbeResult(
-        name="reasoning",
-        status="passed" if ok else "failed",
-        value=1.0 if ok else 0.0,
-        baseline=1.0,
-        unit="ok",
-        summary=summary,
-        duration_s=time.monotonic() - start,
+    return _checked(
+        "reasoning",
+        problems,
+        passed=f"reasoning {len(reply.reasoning or '')} chars, final {len(reply.content)} chars",
+        failed="routing wrong",
+        start=start,
         details={"problems": problems, "content": reply.content[:300], "reasoning": (reply.reasoning or "")[:300]},
     )
 

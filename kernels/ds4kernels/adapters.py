@@ -81,8 +81,8 @@ def _triton_utils_shim() -> dict:
     pkg = types.ModuleType("vllm")
     pkg.__path__ = []
     utils = types.ModuleType("vllm.triton_utils")
-    utils.tl, utils.triton, utils.LOG2E = tl, triton, math.log2(math.e)
-    pkg.triton_utils = utils
+    vars(utils).update(tl=tl, triton=triton, LOG2E=math.log2(math.e))
+    vars(pkg)["triton_utils"] = utils
     return {"vllm": pkg, "vllm.triton_utils": utils}
 
 
@@ -99,6 +99,8 @@ def load_callable(spec: str) -> Callable:
         if not path.is_file():
             raise ValueError(f"candidate file {target} does not exist")
         mod_spec = importlib.util.spec_from_file_location(f"ds4cand_{path.stem}", path)
+        if mod_spec is None or mod_spec.loader is None:
+            raise ValueError(f"candidate file {target} cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(mod_spec)
         shim = {}
         if "vllm.triton_utils" in path.read_text(errors="replace") and importlib.util.find_spec("vllm") is None:

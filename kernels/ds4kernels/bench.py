@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .common import FP8, H200, Cost
@@ -72,7 +74,7 @@ def bench_case(op: str, name: str, impl_call, ref_call, a: dict, target: dict | 
     ref_us, ref_mode = _time_us(lambda: ref_call(a), heavy=True, graph=op in GRAPH_SAFE_REFS)
     t = t_us * 1e-6
     roof = cost.roof_seconds()
-    row = {
+    row: dict[str, Any] = {
         "op": op,
         "case": name,
         "time_us": t_us,

@@ -60,6 +60,8 @@ def route_ref(
     """
     s = scores_ref(logits)
     if tid2eid is not None:
+        if input_ids is None:
+            raise ValueError("a hash layer needs input_ids [T] beside tid2eid [vocab, topk]")
         ids = hash_ids_ref(input_ids, tid2eid, logits.shape[1])
     else:
         sel = s if bias is None else s + bias.float()
@@ -166,7 +168,7 @@ def route(
     """Triton routing in one launch; same contract and outputs as :func:`route_ref`."""
     t, e = logits.shape
     hashed = tid2eid is not None
-    if hashed and (input_ids is None or tid2eid.shape[1] != topk):
+    if tid2eid is not None and (input_ids is None or tid2eid.shape[1] != topk):
         raise ValueError("hash layers need input_ids [T] and tid2eid [vocab, topk]")
     ids = torch.empty((t, topk), dtype=torch.int32, device=logits.device)
     w = torch.empty((t, topk), dtype=torch.float32, device=logits.device)
@@ -176,8 +178,8 @@ def route(
     bt = cfg.pop("BLOCK_T")
     logits = logits if logits.stride(1) == 1 else logits.contiguous()
     dummy = ids
-    table = tid2eid.int().contiguous() if hashed else dummy
-    vocab = tid2eid.shape[0] if hashed else 0
+    table = tid2eid.int().contiguous() if tid2eid is not None else dummy
+    vocab = tid2eid.shape[0] if tid2eid is not None else 0
     _route_kernel[(triton.cdiv(t, bt),)](
         logits,
         bias if bias is not None else w,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import warnings
 from datetime import UTC, datetime
+from typing import Any
 
 import torch
 
@@ -48,7 +49,7 @@ def environment(device: str) -> dict:
     return env
 
 
-def run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, dict | None]:
+def run_case(case, impl, device: str, repeats: int, seed: int) -> tuple[dict, dict]:
     """One grid case of ``impl`` against the op's reference and check, plus bitwise determinism over
     ``repeats`` calls: (the case's result row, its arguments). Raises whatever the implementation raises."""
     g = torch.Generator(device=device)
@@ -136,7 +137,13 @@ def run_suite(
         raise ValueError(f"unknown op(s) {unknown}; known: {', '.join(OPS + OPT_IN_OPS)}")
     if candidate and len(ops) != 1:
         raise ValueError("--candidate checks one op: pass --op")
-    report = {"environment": environment(device), "scale": scale, "repeats": repeats, "ops": [], "bench": []}
+    report: dict[str, Any] = {
+        "environment": environment(device),
+        "scale": scale,
+        "repeats": repeats,
+        "ops": [],
+        "bench": [],
+    }
     tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False  # the references are plain fp32
     try:

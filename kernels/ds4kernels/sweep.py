@@ -4,6 +4,8 @@ the default config's output, print the best. Used to pick the defaults in the ``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -12,7 +14,7 @@ from .bench import _time_us, case_cost
 from .check import CHECKS
 from .grid import decode_cases, mhc_pre_cases, prefill_cases, routing_cases, topk_cases
 
-PREFILL = [  # pointer loads, then each head's query tile by TMA pipelined STAGES deep
+PREFILL: list[dict[str, Any]] = [  # pointer loads, then each head's query tile by TMA pipelined STAGES deep
     *(
         dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
         for bm, bn, w, s in (
@@ -29,7 +31,8 @@ PREFILL = [  # pointer loads, then each head's query tile by TMA pipelined STAGE
         for bm, bn, st in ((64, 128, 2), (64, 128, 3), (128, 64, 3))
     ),
 ]
-DECODE = [  # pointer loads (any cache), then keys by TMA pipelined STAGES deep; SPLIT false: one [TILE, 2H] dot
+# pointer loads (any cache), then keys by TMA pipelined STAGES deep; SPLIT false: one [TILE, 2H] dot
+DECODE: list[dict[str, Any]] = [
     *(
         dict(BLOCKS=b, TILE=64, HEAD_DOT=False, SPLIT=True, num_warps=4, num_stages=s)
         for b, s in ((8, 6), (16, 5), (32, 5), (64, 5))
@@ -90,7 +93,8 @@ MHC_PRE = [  # LOAD "tma": the mix stage's tiles by TMA (16-19% faster at T=137,
 ]
 ROUTE = [dict(BLOCK_T=b, num_warps=w) for b, w in ((4, 1), (2, 1), (1, 1), (8, 1), (4, 2), (8, 2), (16, 4))]
 
-TARGETS = {
+#: op -> (the kernel, its candidate configs, the names of the cases a sweep times).
+TARGETS: dict[str, tuple[Callable[..., Any], list[dict[str, Any]], tuple[str, ...]]] = {
     "prefill": (prefill.mqa_logits, PREFILL, ("bench-fp8-M4096-N32768", "bench-bf16-M4096-N32768")),
     "decode": (
         decode.paged_mqa_logits,

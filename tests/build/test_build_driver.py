@@ -45,6 +45,7 @@ def test_cpu_build_passes_and_proves(built_demo: tuple[DemoExtension, BuildResul
     imported = next(i for i in result.proof.items if i.kind == "import")
     assert imported.detail.startswith(str(ext.path)) and imported.detail.endswith(".so")
     fill = next(i for i in result.proof.items if i.name == "ds4demo::fill_")
+    assert fill.actual is not None
     # torch prints `Tensor!` with an alias set, so only the parsed comparison can match it.
     assert normalize_schema(fill.actual) != normalize_schema(f"ds4demo::{FILL}")
     assert fill.status == "passed"

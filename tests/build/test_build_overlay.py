@@ -116,7 +116,7 @@ def test_overlay_keeps_the_trees_own_native_file_and_fails_without_the_package(b
     assert not own.is_symlink() and result.status == "failed" and result.failed_step == "proof"
     other = _profile(base_env).model_copy(
         update={"overlay": _profile(base_env).overlay.model_copy(update={"package": "nopkg"})}
-    )  # type: ignore[union-attr]
+    )
     missing = run_build(tree.path, other, manifest=MANIFEST, work_dir=tmp_path / "work2")
     assert missing.failed_step == "overlay" and any("no installed package 'nopkg'" in line for line in missing.tail)
 

@@ -17,6 +17,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -132,7 +133,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RepoBuild
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     repo = RepoBuilder(tmp_path / "proj")
     out = tmp_path / "seen.json"
-    tier = {
+    tier: dict[str, Any] = {
         "tier": "unit",
         "gates": [{"name": "manifest", "kind": "command", "run": {"argv": ["{python}", "manifest.py", str(out)]}}],
     }
@@ -182,6 +183,7 @@ def test_gate_in_a_given_worktree_proves_the_tree_it_saw(checkout: tuple[RepoBui
     # The tree holds what the gate saw but the ignored files: check it out elsewhere and compare.
     elsewhere = repo.path.parent / "from-the-tree"
     GitRepo(repo.path).run("worktree", "add", "--quiet", "--detach", str(elsewhere), "HEAD")
+    assert result.tree is not None
     GitRepo(elsewhere).run("read-tree", "--reset", "-u", result.tree)
     assert manifest(elsewhere) == {rel: entry for rel, entry in seen.items() if rel not in IGNORED}
     assert gate.tree == result.tree and gate.commit == GitRepo(repo.path).head()
@@ -192,7 +194,7 @@ def test_a_gate_that_edits_a_tracked_file_makes_every_result_an_error(checkout: 
     itself) turns every gate of the tier into an error naming both trees; an untracked file a gate writes (a cache)
     does not count."""
     repo, out = checkout
-    tier = {
+    tier: dict[str, Any] = {
         "tier": "unit",
         "gates": [
             {"name": "manifest", "kind": "command", "run": {"argv": ["{python}", "manifest.py", str(out)]}},

@@ -152,6 +152,7 @@ def test_any_change_beyond_the_paths_is_refused(edit, message: str) -> None:
     before = YAML(typ="safe").load(SWAP)["models"]["deepseek-v4"]
     old = StanzaPaths(tree=OLD_TREE, binary=f"{OLD_TREE}/.venv/bin/vllm", cache=OLD_CACHE)
     new = StanzaPaths(tree="/srv/new", binary="/srv/new/.venv/bin/vllm", cache="/srv/cache/new")
+    assert new.cache is not None
     switched = {
         k: (v.replace(OLD_CACHE, new.cache).replace(OLD_TREE, new.tree) if isinstance(v, str) else v)
         for k, v in before.items()

@@ -70,7 +70,7 @@ class Scenario:
         """A patch-set folder with ``data`` as yaml and ``commits`` as format-patch files."""
         folder = self.patches / data["id"]
         folder.mkdir(parents=True, exist_ok=True)
-        names = []
+        names: list[str] = []
         repo = GitRepo(self.fork.path)
         for sha in commits:
             for path in repo.format_patch(f"{sha}^..{sha}", folder / ".tmp"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def _one(tree: Tree, invariant: dict) -> InvariantResult:
     return evaluate(tree, ps)[0]
 
 
-CASES = [
+CASES: list[tuple[dict[str, Any], str, str]] = [
     # (invariant, expected status, fragment of detail or evidence)
     ({"kind": "contains", "files": "vllm/envs.py", "pattern": r'^\s+"VLLM_B":'}, "holds", "vllm/envs.py:3"),
     ({"kind": "contains", "files": "vllm/envs.py", "pattern": r"VLLM_C"}, "violated", "/VLLM_C/ not found"),

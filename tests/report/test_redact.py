@@ -11,6 +11,7 @@ from ds4sync.core.redact import redact, redact_private, redact_secrets
 from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
+from ds4sync.report.render import Format, Kind
 from tests.report.pipeline_runs import failed_run
 
 # Built at run time so that no credential-shaped literal sits in the repository.
@@ -71,7 +72,7 @@ def planted_record(failed_nightly: tuple[RecordStore, str]) -> RunRecord:
 
 @pytest.mark.parametrize(("fmt", "kind"), [("md", "pr"), ("html", "pr"), ("json", "pr"), ("md", "nightly")])
 def test_public_report_holds_no_secret_nor_private_detail(
-    failed_nightly: tuple[RecordStore, str], templates: Path, fmt: str, kind: str
+    failed_nightly: tuple[RecordStore, str], templates: Path, fmt: Format, kind: Kind
 ) -> None:
     record = planted_record(failed_nightly)
     notes = f"Deployed by alexbi@10.20.30.40 with {SK}; see /home/alexbi/notes.md\n"
@@ -80,9 +81,9 @@ def test_public_report_holds_no_secret_nor_private_detail(
         templates_dir=templates,
         fmt=fmt,
         public=True,
-        notes=notes,  # type: ignore[arg-type]
+        notes=notes,
         kind=kind,
-    )  # type: ignore[arg-type]
+    )
     for needle in (*SECRETS, *PRIVATE):
         assert needle not in text, f"{needle!r} leaked into the {fmt} report"
     if kind == "pr":
@@ -93,7 +94,7 @@ def test_public_report_holds_no_secret_nor_private_detail(
 def test_secrets_are_redacted_even_without_public(failed_nightly: tuple[RecordStore, str], templates: Path) -> None:
     record = planted_record(failed_nightly)
     for fmt in ("md", "html", "json"):
-        text = render_report(record, templates_dir=templates, fmt=fmt)  # type: ignore[arg-type]
+        text = render_report(record, templates_dir=templates, fmt=fmt)
         for secret in SECRETS:
             assert secret not in text
         assert "GITHUB_TOKEN=[redacted]" in text or fmt == "json"

@@ -79,13 +79,13 @@ def recorded_nights(tmp_path: Path):
         ((2488.9, 1778916, 289.6, 3120.5), (2301.0, 1712000, 292.6, 3350.0))
     ):
         # Nights on a GPU host: a build, a kernel tier and a serving run, recorded the way those phases do.
-        night = last.model_copy(
+        gpu_night = last.model_copy(
             deep=True, update={"run_id": f"29990101-00000{i}-gpu{i}", "created_at": f"2999-01-0{i + 1}T02:30:00+00:00"}
         )
-        night.results.build = BuildResult(
+        gpu_night.results.build = BuildResult(
             status="passed", profile="sm120", src=".", python="python", log_path="build.log", total_s=build_s
         )
-        night.results.gates["kernel"] = tier(
+        gpu_night.results.gates["kernel"] = tier(
             "kernel",
             GateResult(
                 name="kernel-suite",
@@ -95,7 +95,7 @@ def recorded_nights(tmp_path: Path):
                 details={"kernel": {"bench": [{"op": "sparse_mla", "case": "decode", "gb_per_s": gb_s}]}},
             ),
         )
-        night.results.serving = ServingResult(
+        gpu_night.results.serving = ServingResult(
             status="passed",
             base_url="http://127.0.0.1:8000",
             started=True,
@@ -104,7 +104,7 @@ def recorded_nights(tmp_path: Path):
                 ProbeResult(name="kv_capacity", status="passed", value=kv, unit="tokens"),
             ),
         )
-        ws.store.save(night)
+        ws.store.save(gpu_night)
     return pair, ws
 
 

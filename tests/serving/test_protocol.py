@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted import Response, ScriptedServer, chat_answer, healthy_routes
@@ -193,7 +194,9 @@ def test_recall_needs_disambiguation_and_reports_truncation(scripted: ScriptedSe
 
 
 def test_slow_stream_gives_ttft_and_gaps(scripted: ScriptedServer) -> None:
-    chunks = [{"choices": [{"delta": {"content": c}, "finish_reason": None}]} for c in ("4", "2", "!")]
+    chunks: list[dict[str, Any]] = [
+        {"choices": [{"delta": {"content": c}, "finish_reason": None}]} for c in ("4", "2", "!")
+    ]
     chunks.append({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: Response(stream=chunks, stream_gap_s=0.05)
     with client_for(scripted) as client:

@@ -15,7 +15,8 @@ entry below. Modules are imported only when a tier file names them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,8 @@ from ds4sync.core import proc
 
 if TYPE_CHECKING:
     from ds4sync.gates.definition import Gate
-    from ds4sync.gates.model import GateResult
+    from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+    from ds4sync.gates.status import GateStatus
 
 KIND_MODULES: dict[str, str] = {
     "pytest": "ds4sync.gates.kinds.pytest_kind",
@@ -90,6 +92,23 @@ class GateContext:
         path.unlink(missing_ok=True)
         return path
 
+    def start(
+        self, gate: Gate, kind: str, argv: Sequence[str], *, log_path: Path, display: str | None = None
+    ) -> GateRun:
+        """What the gate's result will say about how it ran: ``argv`` in ``cwd`` with the gate's environment
+        overrides and devices, output to ``log_path``; ``display`` is the command shown to a person
+        (``argv`` joined when not given)."""
+        return GateRun(
+            gate=gate,
+            kind=kind,
+            command=tuple(argv),
+            cwd=str(self.cwd),
+            env_overrides=self.env_overrides(gate),
+            devices=self.devices,
+            log_path=str(log_path),
+            details={"display_command": display if display is not None else shlex.join(argv)},
+        )
+
     def run(
         self,
         argv: list[str],
@@ -110,3 +129,65 @@ class GateContext:
             on_line=self.on_line,
             on_start=self.on_start,
         )
+
+
+@dataclass
+class GateRun:
+    """How one gate is being run, the part of its result every kind records the same way.
+
+    Made by :meth:`GateContext.start`; a kind adds to ``details`` (kind-specific data: JUnit path,
+    kernel tables, serving probes) and sets ``duration_s`` (seconds) once its child ended, then ends
+    the run with :meth:`result`, which builds the :class:`~ds4sync.gates.model.GateResult` with
+    typed arguments only.
+    """
+
+    gate: Gate
+    kind: str
+    command: tuple[str, ...]
+    cwd: str
+    env_overrides: dict[str, str]
+    devices: tuple[str, ...]
+    log_path: str | None
+    details: dict[str, Any]
+    duration_s: float = 0.0
+
+    def result(
+        self,
+        status: GateStatus,
+        reason: str,
+        *,
+        counts: TestCounts | None = None,
+        failures: Sequence[TestFailure] = (),
+        flaky: Sequence[str] = (),
+        details: Mapping[str, Any] | None = None,
+    ) -> GateResult:
+        """The gate's result: ``status`` and ``reason``, with ``details`` added to the run's own."""
+        from ds4sync.gates.model import GateResult, TestCounts
+
+        return GateResult(
+            name=self.gate.name,
+            tier=self.gate.tier,
+            kind=self.kind,
+            status=status,
+            required=self.gate.definition.required,
+            reason=reason,
+            counts=counts if counts is not None else TestCounts(),
+            failures=tuple(failures),
+            flaky=tuple(flaky),
+            duration_s=self.duration_s,
+            command=self.command,
+            cwd=self.cwd,
+            env_overrides=self.env_overrides,
+            devices=self.devices,
+            log_path=self.log_path,
+            details={**self.details, **(details or {})},
+        )
+
+    def ended(self, res: proc.ProcResult) -> GateResult | None:
+        """Records the child's duration; an ``error`` result when it timed out or was interrupted, else None."""
+        self.duration_s = res.duration_s
+        if res.timed_out:
+            return self.result("error", f"timed out after {self.gate.definition.timeout:g}s")
+        if res.interrupted:
+            return self.result("error", "interrupted")
+        return None

@@ -13,8 +13,6 @@ command whose output matches an environment-only rule makes the gate ``incomplet
 from __future__ import annotations
 
 import re
-import shlex
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -57,31 +55,16 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     spec: Spec = gate.spec  # type: ignore[assignment]
     argv = [part.replace("{python}", ctx.python) for part in spec.argv]
     log = ctx.log_path(gate)
-    env = ctx.env_overrides(gate)
-    common: dict[str, Any] = dict(
-        name=gate.name,
-        tier=gate.tier,
-        kind="command",
-        required=gate.definition.required,
-        command=tuple(argv),
-        cwd=str(ctx.cwd),
-        env_overrides=env,
-        devices=ctx.devices,
-        log_path=str(log),
-        details={"display_command": shlex.join(argv)},
-    )
+    run = ctx.start(gate, "command", argv, log_path=log)
     try:
-        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
+        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=run.env_overrides)
     except ToolMissingError as exc:
-        return GateResult(status="error", reason=exc.one_line(), **common)
-    common["duration_s"] = res.duration_s
-    if res.timed_out:
-        return GateResult(status="error", reason=f"timed out after {gate.definition.timeout:g}s", **common)
-    if res.interrupted:
-        return GateResult(status="error", reason="interrupted", **common)
+        return run.result("error", exc.one_line())
+    if stopped := run.ended(res):
+        return stopped
     problems = check_output(spec, res.returncode, res.output)
     if not problems:
-        return GateResult(status="passed", reason=f"exit {res.returncode}", counts=TestCounts(passed=1), **common)
+        return run.result("passed", f"exit {res.returncode}", counts=TestCounts(passed=1))
     text = "; ".join(problems)
     rule = classify_startup(gate.rules, log_text=res.output)
     failure = TestFailure(
@@ -91,14 +74,8 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         env_rule=rule.name if rule else None,
     )
     if rule:
-        return GateResult(
-            status="incomplete",
-            reason=f"{text} [{rule.category}]",
-            counts=TestCounts(env_only=1),
-            failures=(failure,),
-            **common,
-        )
-    return GateResult(status="failed", reason=text, counts=TestCounts(failed=1), failures=(failure,), **common)
+        return run.result("incomplete", f"{text} [{rule.category}]", counts=TestCounts(env_only=1), failures=(failure,))
+    return run.result("failed", text, counts=TestCounts(failed=1), failures=(failure,))
 
 
 def check_output(spec: Spec, returncode: int | None, output: str) -> list[str]:

@@ -16,7 +16,6 @@ and triton), through ``<profile>/kernels/run_suite.py``; its JSON becomes a
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from ds4sync.core.names import KERNEL_OPS
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
 from ds4sync.gates.kernelsuite import KernelSuiteResult
-from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.kinds import GateContext, GateRun
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 
 TAIL_CHARS = 2000
@@ -78,29 +77,15 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     log = ctx.log_path(gate)
     json_out = ctx.log_path(gate, "json")
     argv = suite_argv(spec, ctx.python, script, json_out, bench)
-    env = ctx.env_overrides(gate)
-    common: dict[str, Any] = dict(
-        name=gate.name,
-        tier=gate.tier,
-        kind="kernel",
-        required=gate.definition.required,
-        command=tuple(argv),
-        cwd=str(ctx.cwd),
-        env_overrides=env,
-        devices=ctx.devices,
-        log_path=str(log),
-        details={"display_command": shlex.join(argv)},
-    )
+    run = ctx.start(gate, "kernel", argv, log_path=log)
     if not script.is_file():
-        return GateResult(status="error", reason=f"no kernel tier at {script.parent}", **common)
+        return run.result("error", f"no kernel tier at {script.parent}")
     try:
-        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=env)
+        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=run.env_overrides)
     except ToolMissingError as exc:
-        return GateResult(status="error", reason=exc.one_line(), **common)
-    common["duration_s"] = res.duration_s
-    if res.timed_out or res.interrupted:
-        why = f"timed out after {gate.definition.timeout:g}s" if res.timed_out else "interrupted"
-        return GateResult(status="error", reason=why, **common)
+        return run.result("error", exc.one_line())
+    if stopped := run.ended(res):
+        return stopped
     try:
         result = KernelSuiteResult.model_validate_json(json_out.read_text())
     except (OSError, ValidationError) as exc:
@@ -114,11 +99,11 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
             env_category=rule.category if rule else None,
             env_rule=rule.name if rule else None,
         )
-        return GateResult(status=status, reason=reason, failures=(failure,), **common)
-    return to_gate_result(result, spec, common)
+        return run.result(status, reason, failures=(failure,))
+    return to_gate_result(result, spec, run)
 
 
-def to_gate_result(result: KernelSuiteResult, spec: Spec, common: dict[str, Any]) -> GateResult:
+def to_gate_result(result: KernelSuiteResult, spec: Spec, run: GateRun) -> GateResult:
     """Counts, failures (``op::case``), status and details from a suite result."""
     cases = [(op.op, c) for op in result.ops for c in op.cases]
     failures = [
@@ -142,16 +127,12 @@ def to_gate_result(result: KernelSuiteResult, spec: Spec, common: dict[str, Any]
         errors=sum(c.status == "error" for _, c in cases),
         skipped=sum(c.status == "skip" for _, c in cases),
     )
-    details = {**common.pop("details"), "kernel": result.model_dump(mode="json")}
     env = result.environment
     where = f"{env.gpu or env.device}, torch {env.torch}, triton {env.triton}"
-    if failures:
-        return GateResult(
-            status="failed",
-            reason=f"{counts.summary()} ({where})",
-            counts=counts,
-            failures=tuple(failures),
-            details=details,
-            **common,
-        )
-    return GateResult(status="passed", reason=f"{counts.summary()} ({where})", counts=counts, details=details, **common)
+    return run.result(
+        "failed" if failures else "passed",
+        f"{counts.summary()} ({where})",
+        counts=counts,
+        failures=failures,
+        details={"kernel": result.model_dump(mode="json")},
+    )

@@ -30,7 +30,7 @@ from ds4sync.gates import pytest_counts
 from ds4sync.gates.definition import EnvFailureRule, Gate
 from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
-from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.kinds import GateContext, GateRun
 from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
@@ -122,48 +122,29 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     log = ctx.log_path(gate)
     base = build_argv(spec, python)
     argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
-    env = ctx.env_overrides(gate)
+    run = ctx.start(gate, "pytest", argv, log_path=log, display=shlex.join(base))
+    run.details["junit"] = str(xml)
+    env = run.env_overrides
     counts_json = ctx.log_path(gate, "counts.json")
     res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
-    common: dict[str, Any] = dict(
-        name=gate.name,
-        tier=gate.tier,
-        kind="pytest",
-        required=gate.definition.required,
-        command=tuple(argv),
-        cwd=str(ctx.cwd),
-        env_overrides=env,
-        devices=ctx.devices,
-        log_path=str(log),
-        duration_s=res.duration_s,
-        details={"display_command": shlex.join(base), "junit": str(xml)},
-    )
+    run.duration_s = res.duration_s
     if missing:
-        common["details"]["missing_paths"] = missing
+        run.details["missing_paths"] = missing
     if reasons:
-        common["details"]["deselected_reasons"] = reasons
+        run.details["deselected_reasons"] = reasons
     if res.timed_out or res.interrupted:
-        return _stopped(gate, res, xml, ctx, common)
+        return _stopped(gate, res, xml, ctx, run)
     # pytest wrote it: a failure text can quote a secret
     redact_file(xml, extra=tuple(v for k, v in env.items() if is_secret_name(k)))
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
         said = cause_line(res.output)  # e.g. "No module named pytest": why no XML was written
-        return GateResult(
-            status="error", reason=f"{exc} (pytest exit {res.returncode}{': ' + said if said else ''})", **common
-        )
+        return run.result("error", f"{exc} (pytest exit {res.returncode}{': ' + said if said else ''})")
     summary, xpassed = pytest_summary(counts_json, res.output)
     failures, counts = _tally(gate, cases, summary, xpassed)
-    flaky = [c.node_id for c in cases if c.flaky and c.outcome == "passed"]  # pytest-rerunfailures
+    failures, flaky = _rerun_failures(gate, ctx, spec, python, failures, cases)
     real = [f for f in failures if not f.env_category]
-    for attempt in range(1, gate.definition.rerun_failures + 1):
-        if not real:
-            break
-        passed_now = _rerun(gate, ctx, spec, python, tuple(f.node_id for f in real), attempt)
-        flaky += [f.node_id for f in real if f.node_id in passed_now]
-        real = [f for f in real if f.node_id not in passed_now]
-    failures = [f for f in failures if f.node_id not in flaky]
     counts = updated(
         counts,
         failed=sum(1 for f in real if f.kind == "failure"),
@@ -175,16 +156,35 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         # a partial suite is never a green: passed becomes incomplete, the missing paths are named
         reason += f"; {len(missing)} of {len(spec.paths) + len(missing)} test path(s) not in this tree"
         status = "incomplete" if status == "passed" else status
-    common["details"]["tests"] = len(cases)
     slowest = sorted(cases, key=lambda c: c.duration_s, reverse=True)[:SLOWEST]
-    common["details"]["slowest"] = [[c.node_id, round(c.duration_s, 3)] for c in slowest]
-    common["duration_s"] = time.monotonic() - start
-    return GateResult(
-        status=status, reason=reason, counts=counts, failures=tuple(failures), flaky=tuple(flaky), **common
+    run.duration_s = time.monotonic() - start
+    return run.result(
+        status,
+        reason,
+        counts=counts,
+        failures=failures,
+        flaky=flaky,
+        details={"tests": len(cases), "slowest": [[c.node_id, round(c.duration_s, 3)] for c in slowest]},
     )
 
 
-def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str, Any]) -> GateResult:
+def _rerun_failures(
+    gate: Gate, ctx: GateContext, spec: Spec, python: str, failures: list[TestFailure], cases: list[CaseResult]
+) -> tuple[list[TestFailure], list[str]]:
+    """The failures left after up to ``rerun_failures`` reruns of the real (not environment) ones, and the
+    flaky node ids: passed by pytest-rerunfailures within the run, or passed again on a rerun here."""
+    flaky = [c.node_id for c in cases if c.flaky and c.outcome == "passed"]  # pytest-rerunfailures
+    real = [f for f in failures if not f.env_category]
+    for attempt in range(1, gate.definition.rerun_failures + 1):
+        if not real:
+            break
+        passed_now = _rerun(gate, ctx, spec, python, tuple(f.node_id for f in real), attempt)
+        flaky += [f.node_id for f in real if f.node_id in passed_now]
+        real = [f for f in real if f.node_id not in passed_now]
+    return [f for f in failures if f.node_id not in flaky], flaky
+
+
+def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, run: GateRun) -> GateResult:
     """A run stopped for its timeout (or Ctrl-C): the tests that finished, from the JUnit pytest
     wrote on SIGINT, and the test that was still running, from pytest's KeyboardInterrupt line."""
     what = f"timed out after {gate.definition.timeout:g}s" if res.timed_out else "interrupted"
@@ -198,9 +198,8 @@ def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, common: dict[str,
     failures.append(TestFailure(node_id=hung or "(unknown test)", kind="error", message=f"{what} while this test ran"))
     real = [f for f in failures if not f.env_category]
     counts = updated(counts, errors=sum(f.kind == "error" for f in real), failed=sum(f.kind == "failure" for f in real))
-    common["details"]["tests"] = len(cases)
     reason = f"{what}; still running: {hung or 'unknown test'} ({len(cases)} tests finished)"
-    return GateResult(status="error", reason=reason, counts=counts, failures=tuple(failures), **common)
+    return run.result("error", reason, counts=counts, failures=failures, details={"tests": len(cases)})
 
 
 _INTERRUPTED_AT = re.compile(r"^(?P<path>\S.*?\.py):(?P<line>\d+): KeyboardInterrupt$", re.MULTILINE)

@@ -30,7 +30,7 @@ from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
 from ds4sync.serving.config import ServingConfig, read_serving_file
 from ds4sync.serving.gate import run_serving_gate
 
@@ -67,14 +67,11 @@ def _serving_config(spec: Spec, ctx: GateContext) -> ServingConfig:
 def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run the serving probes; passed when the server started and no probe failed."""
     spec: Spec = gate.spec  # type: ignore[assignment]
-    common: dict[str, Any] = dict(
-        name=gate.name, tier=gate.tier, kind="serving", required=gate.definition.required, cwd=str(ctx.cwd)
-    )
     start = time.monotonic()
     try:
         config = _serving_config(spec, ctx)
     except ConfigError as exc:
-        return GateResult(status="error", reason=exc.one_line(), **common)
+        return _result(gate, ctx, "error", exc.one_line())
     out_dir = ctx.log_dir / f"{gate.tier}-{gate.name}"
     registry = ctx.extra.get("child_registry")
     result = run_serving_gate(
@@ -86,33 +83,62 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         on_start=ctx.on_start,
     )
     counts = result.counts()
-    failures = tuple(
-        TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary)
-        for p in result.probes
-        if p.status in ("failed", "error")
-    )
-    details = {
-        "probes": [p.brief() for p in result.probes],
-        "startup": result.startup.brief() if result.startup else None,
-        "serving": result.model_dump(mode="json"),
-    }
-    common.update(
-        command=config.server.argv() or (),
+    status: GateStatus = "failed" if counts["failed"] or counts["error"] else "passed"
+    reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status in ("failed", "error"))
+    if result.wedged:
+        reason = f"{reason}; server unresponsive {result.wedged}"
+    if result.startup_error:
+        status, reason = "error", result.startup_error.splitlines()[0]
+    return _result(
+        gate,
+        ctx,
+        status,
+        reason or f"{counts['passed']} probes passed",
+        command=tuple(config.server.argv() or ()),
         log_path=result.server_log,
-        details=details,
+        details={
+            "probes": [p.brief() for p in result.probes],
+            "startup": result.startup.brief() if result.startup else None,
+            "serving": result.model_dump(mode="json"),
+        },
         duration_s=time.monotonic() - start,
         counts=TestCounts(
             passed=counts["passed"], failed=counts["failed"], errors=counts["error"], skipped=counts["skipped"]
         ),
-        failures=failures,
+        failures=tuple(
+            TestFailure(node_id=f"{gate.name}::{p.name}", message=p.summary)
+            for p in result.probes
+            if p.status in ("failed", "error")
+        ),
     )
-    if result.startup_error:
-        return GateResult(status="error", reason=result.startup_error.splitlines()[0], **common)
-    reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status in ("failed", "error"))
-    if result.wedged:
-        reason = f"{reason}; server unresponsive {result.wedged}"
+
+
+def _result(
+    gate: Gate,
+    ctx: GateContext,
+    status: GateStatus,
+    reason: str,
+    *,
+    command: tuple[str, ...] = (),
+    log_path: str | None = None,
+    details: dict[str, Any] | None = None,
+    duration_s: float = 0.0,
+    counts: TestCounts | None = None,
+    failures: tuple[TestFailure, ...] = (),
+) -> GateResult:
+    """The serving gate's result: the server's argv and log stand for the command and its output."""
     return GateResult(
-        status="failed" if counts["failed"] or counts["error"] else "passed",
-        reason=reason or f"{counts['passed']} probes passed",
-        **common,
+        name=gate.name,
+        tier=gate.tier,
+        kind="serving",
+        required=gate.definition.required,
+        cwd=str(ctx.cwd),
+        status=status,
+        reason=reason,
+        command=command,
+        log_path=log_path,
+        details=details or {},
+        duration_s=duration_s,
+        counts=counts if counts is not None else TestCounts(),
+        failures=failures,
     )
