@@ -61,7 +61,8 @@ def gate(
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
 
-    from ds4sync.gates.runner import TierOptions, record_tier, run_tier
+    from ds4sync.gates import render
+    from ds4sync.gates.runner import TierOptions, run_tier, run_tier_in_run
 
     ws = _workspace(repo, config, None, state_dir, profile)
     record = ws.store.current()
@@ -82,18 +83,15 @@ def gate(
         address=address,
     )
     with ws.store.lock("gate") if record else contextlib.nullcontext():
-        if record is not None:  # never beside a killed run's gate children, in the same worktree
-            from ds4sync.runner import stop_leftover_children
-
-            stop_leftover_children(ws, record, _progress(json_out))
-        if json_out:
-            result = run_tier(ws, options, record=record)
-        else:
-            from ds4sync.gates import render
-
-            with render.LiveGates(err, f"tier {tier}") as live:
-                result = run_tier(ws, options, record=record, progress=live)
-        path = str(record_tier(ws, record, result)) if record else None
+        if record is not None:  # stored into the run; never beside a killed run's gate children
+            record = ws.store.load(record.run_id)
+        with contextlib.ExitStack() as stack:
+            live = None if json_out else stack.enter_context(render.LiveGates(err, f"tier {tier}"))
+            if record is not None:
+                result = run_tier_in_run(ws, record, options, progress=live, say=_progress(json_out))
+            else:
+                result = run_tier(ws, options, progress=live)
+        path = str(ws.store.record_path(record.run_id)) if record else None
     code = ExitCode.OK if result else ExitCode.FAILED if result.status == "failed" else ExitCode.NEEDS_PERSON
     done(
         json_out,
@@ -177,6 +175,7 @@ def _render_kernels(result) -> None:
 def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
     from ds4sync.core.git import GitRepo
     from ds4sync.gates.collect import check_commit, merge_into, read_results
+    from ds4sync.runner import record_by_hand
 
     if record is None:
         fail("no active run to merge gate results into (start one with `ds4sync merge`)")
@@ -184,12 +183,17 @@ def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
     if not found:
         fail(f"no gate results in {', '.join(map(str, paths))}")
     head = GitRepo(Path(record.worktree)).head()
-    with ws.store.lock("gate --merge-results"):
-        fresh = ws.store.load(record.run_id)
+
+    def merge(fresh) -> None:
         for file, result in found:
             check_commit(file, result, head)
             fresh.results.gates[result.tier] = merge_into(fresh.results.gates.get(result.tier), result)
-        path = ws.store.save(fresh)
+
+    with ws.store.lock("gate --merge-results"):
+        fresh = record_by_hand(ws, merge)
+    if fresh is None:
+        fail("no active run to merge gate results into (start one with `ds4sync merge`)")
+    path = ws.store.record_path(fresh.run_id)
     merged = {t: r.status for t, r in fresh.results.gates.items()}
     done(
         json_out,
