@@ -2,6 +2,11 @@
 
 Each phase reads the run record, does one thing, and returns a :class:`PhaseOutcome`;
 the runner writes it back atomically. ``resume`` starts at the first phase not done.
+
+This module is the only writer of the run record (:func:`update_run`) and of its report
+(written by the runner after every stop, :func:`run_phases`); a command that runs one phase of
+an existing run by hand (``ds4sync build``, ``gate``, ``serving gate`` inside a run) goes through
+:func:`run_by_hand` or :func:`record_by_hand`.
 """
 
 from __future__ import annotations
@@ -91,6 +96,10 @@ class RunContext:
     start_commit: str | None = None
     recovering: bool = False
     deadline: float | None = None  # time.monotonic() of the run's time budget (nightly), None: no budget
+    #: What the person said on ``resume`` (``--accept-markers PATH``, ``--accept-proposals``), read by the
+    #: ``on_person`` hook of the phase that waits for them.
+    accept_markers: tuple[str, ...] = ()
+    accept_proposals: bool = False
 
     @property
     def worktree(self) -> GitRepo:
@@ -119,9 +128,10 @@ class Phase:
     name: str
     run: PhaseFn
     result_key: str | None = None
-    #: Called once the runner stopped and saved the run's final status, for each done phase that has
-    #: one (the report rewrites itself so that it states the status the run ended with).
-    after_run: Callable[[RunContext], None] | None = None
+    #: Called instead of ``run`` when the phase waits for a person (``needs-person``) and the run goes on:
+    #: it takes what the person did (the resolve phase: their resolutions) and returns the phase's outcome.
+    #: It raises :class:`~ds4sync.core.errors.NeedsPersonError` to refuse, the record saved as it left it.
+    on_person: PhaseFn | None = None
 
 
 @dataclass(frozen=True)
@@ -281,15 +291,9 @@ def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tup
     name = ref[len(remote) + 1 :] if has_remote and ref.startswith(f"{remote}/") else ref
     if fetch and source:
         return _fetched(ws, source, name), f"{name} fetched from {source}"
-    if has_remote:
-        for candidate in (f"refs/remotes/{remote}/{name}", f"refs/tags/{name}"):
-            sha = repo.resolve_commit(candidate)
-            if sha:
-                return sha, candidate
-    elif not source:
-        sha = repo.resolve_commit(ref)
-        if sha:
-            return sha, _full_name(repo, ref)
+    here = _upstream_name_here(ws, ref)
+    if here is not None:
+        return here
     if not source:
         raise _no_remote(ref, remote, where)
     try:
@@ -299,6 +303,34 @@ def resolve_upstream_ref(ws: Workspace, ref: str, *, fetch: bool = False) -> tup
         if local:
             exc.fix = f"{exc.fix}; for the local branch '{ref}' say `refs/heads/{ref}`"
         raise
+
+
+def upstream_here(ws: Workspace, ref: str) -> str | None:
+    """The commit upstream's name ``ref`` stands for as this repository has it, by the rule of
+    :func:`resolve_upstream_ref` but never fetching (a gate's delta base outside a run); None when
+    it is not here."""
+    if SHA_RE.match(ref) or ref.startswith("refs/"):
+        return ws.repo.resolve_commit(ref)
+    here = _upstream_name_here(ws, ref)
+    return here[0] if here is not None else None
+
+
+def _upstream_name_here(ws: Workspace, ref: str) -> tuple[str, str] | None:
+    """Upstream's branch or tag ``ref`` (``main``, ``upstream/main``) as fetched here: from the upstream
+    remote's refs, never a local branch of the same name; without an upstream remote or URL, ``ref`` as
+    this repository names it. Returns (sha, the ref it was read from), or None."""
+    repo, remote = ws.repo, ws.config.upstream.remote
+    if repo.remote_url(remote) is not None:
+        name = ref[len(remote) + 1 :] if ref.startswith(f"{remote}/") else ref
+        for candidate in (f"refs/remotes/{remote}/{name}", f"refs/tags/{name}"):
+            sha = repo.resolve_commit(candidate)
+            if sha:
+                return sha, candidate
+    elif not ws.config.upstream.url:
+        sha = repo.resolve_commit(ref)
+        if sha:
+            return sha, _full_name(repo, ref)
+    return None
 
 
 def _require_commitish(repo: GitRepo, ref: str) -> None:
@@ -429,7 +461,7 @@ def worktree_head(record: RunRecord) -> str | None:
 
 
 def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
-    record, store = ctx.record, ctx.ws.store
+    record = ctx.record
     last: tuple[str, PhaseOutcome] | None = None
     for phase in phases:
         state = record.phase(phase.name)
@@ -437,52 +469,212 @@ def _run_phases(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | N
             if phase.name == stop_after:
                 break
             continue
-        recovering = state.status == "running"  # the lock is ours: the process that ran it is gone
-        start = state.start_commit if recovering else worktree_head(record)
-        ctx.start_commit, ctx.recovering = start, recovering
-        if recovering:
-            ctx.progress(f"phase {phase.name} was interrupted; recovering from {start[:12] if start else 'the start'}")
-            clear_stale_lock(ctx)
-        record.phases[phase.name] = PhaseState(
-            status="running",
-            started_at=state.started_at or now_iso(),
-            pid=os.getpid(),
-            attempts=state.attempts + 1,
-            start_commit=start,
-        )
-        record.status = "running"
-        store.save(record)
-        fault.point(f"phase.{phase.name}.before")
-        try:
-            outcome = phase.run(ctx)
-        except Exception as exc:  # the phase is failed, never left "running"; the error still propagates
-            _mark_failed(ctx, phase.name, exc)
-            raise
-        fault.point(f"phase.{phase.name}.after")
-        if outcome.result is not None:
-            setattr(record.results, phase.result_key or phase.name, outcome.result)
-        record.phases[phase.name] = PhaseState(
-            status=outcome.status,
-            started_at=record.phases[phase.name].started_at,
-            finished_at=now_iso(),
-            attempts=record.phases[phase.name].attempts,
-            message=outcome.message,
-            start_commit=start,
-        )
+        outcome = _run_one(ctx, phase, state)
         last = (phase.name, outcome)
         if outcome.status in ("needs-person", "failed"):
             record.status = outcome.status
-            store.save(record)
-            _after_run(ctx, phases)
+            _write_report_step(ctx, phases)
             return RunOutcome(record, phase.name, outcome)
-        store.save(record)
+        update_run(ctx.ws, record)
         if phase.name == stop_after:
             break
     remaining = [p.name for p in phases if record.phase(p.name).status not in ("done", "skipped")]
     record.status = "paused" if remaining else "done"
-    store.save(record)
-    _after_run(ctx, phases)
+    _write_report_step(ctx, phases)
     return RunOutcome(record, last[0] if last else None, last[1] if last else None)
+
+
+def _run_one(ctx: RunContext, phase: Phase, state: PhaseState) -> PhaseOutcome:
+    """One phase as a transaction: mark it running with its start commit, run it, store its result and state
+    (the record saved before it runs; the caller saves after). A phase waiting for a person that has an
+    ``on_person`` hook takes what the person did instead (:func:`_take_person`)."""
+    record = ctx.record
+    if state.status == "needs-person" and phase.on_person is not None:
+        return _take_person(ctx, phase, state)
+    recovering = state.status == "running"  # the lock is ours: the process that ran it is gone
+    start = state.start_commit if recovering else worktree_head(record)
+    ctx.start_commit, ctx.recovering = start, recovering
+    if recovering:
+        ctx.progress(f"phase {phase.name} was interrupted; recovering from {start[:12] if start else 'the start'}")
+        clear_stale_lock(ctx)
+    record.phases[phase.name] = PhaseState(
+        status="running",
+        started_at=state.started_at or now_iso(),
+        pid=os.getpid(),
+        attempts=state.attempts + 1,
+        start_commit=start,
+    )
+    record.status = "running"
+    update_run(ctx.ws, record)
+    fault.point(f"phase.{phase.name}.before")
+    try:
+        outcome = phase.run(ctx)
+    except Exception as exc:  # the phase is failed, never left "running"; the error still propagates
+        _mark_failed(ctx, phase.name, exc)
+        raise
+    fault.point(f"phase.{phase.name}.after")
+    _store_outcome(record, phase, outcome, start_commit=start)
+    return outcome
+
+
+def _take_person(ctx: RunContext, phase: Phase, state: PhaseState) -> PhaseOutcome:
+    """Run ``phase.on_person`` (a resumed run whose phase waited for a person) and store its outcome; a
+    refusal is raised with the record saved as the hook left it (what still waits, for ``status``)."""
+    assert phase.on_person is not None
+    try:
+        outcome = phase.on_person(ctx)
+    except Exception:
+        update_run(ctx.ws, ctx.record)
+        raise
+    _store_outcome(ctx.record, phase, outcome, start_commit=state.start_commit)
+    return outcome
+
+
+def _store_outcome(record: RunRecord, phase: Phase, outcome: PhaseOutcome, *, start_commit: str | None) -> None:
+    """Put ``outcome``'s result at the phase's key of ``record.results`` and its status into ``record.phases``."""
+    if outcome.result is not None:
+        setattr(record.results, phase.result_key or phase.name, outcome.result)
+    state = record.phase(phase.name)
+    record.phases[phase.name] = PhaseState(
+        status=outcome.status,
+        started_at=state.started_at or now_iso(),
+        finished_at=now_iso(),
+        attempts=state.attempts,
+        message=outcome.message,
+        start_commit=start_commit,
+    )
+
+
+def update_run(ws: Workspace, record: RunRecord, *, report: bool = False) -> Path:
+    """Validate ``record`` and save it atomically: the one place the run record is written.
+
+    The whole record is validated again first (a list or dict inside it changed in place is not
+    checked when it is assigned). With ``report``, its report (``report.md``, ``summary.json``) is
+    written again from the saved record, so that it states what the record now says (a promote, an
+    abort, a note); a report that cannot be rendered is noted in the record instead. Returns the
+    record's path.
+
+    Raises:
+        pydantic.ValidationError: the record holds a value its model does not accept (a bug).
+    """
+    path = _save(ws, record)
+    if report:
+        try:
+            _write_report(ws, record)
+        except Ds4syncError as exc:
+            record.notes.append(f"report not written: {exc.one_line()}")
+            path = _save(ws, record)
+    return path
+
+
+def _save(ws: Workspace, record: RunRecord) -> Path:
+    type(record).model_validate(record.model_dump())
+    return ws.store.save(record)
+
+
+def _write_report(ws: Workspace, record: RunRecord) -> Path:
+    """Render ``record``'s report into its run folder (the one call of the report writer).
+
+    Raises:
+        ConfigError: no report templates in the workspace's profile nor in the shipped one.
+    """
+    from ds4sync.report.files import write_report
+
+    return write_report(ws.store, record, ws.profile)
+
+
+def _write_report_step(ctx: RunContext, phases: Sequence[Phase]) -> None:
+    """The runner's always-run last step: write the report with the status the run stopped with, and save.
+
+    Whether the run is done, paused, failed or waiting for a person, ``report.md`` and ``summary.json``
+    state where it stands (a stopped run's report phase stays pending; a resumed run writes the final
+    one). A report that cannot be rendered fails a done report phase (and the run); for a run that
+    stopped before it, it is only noted, so the stopped phase's outcome stays what the person sees.
+    """
+    from ds4sync.report.files import report_files
+
+    record = ctx.record
+    reported, before = record.phase("report").status == "done", record.results.report
+    record.results.report = report_files(ctx.ws.store, record.run_id)  # saved first: the report renders the record
+    _save(ctx.ws, record)
+    try:
+        _write_report(ctx.ws, record)
+    except Ds4syncError as exc:
+        record.results.report = before
+        record.notes.append(f"report not written: {exc.one_line()}")
+        if reported:
+            _mark_failed(ctx, "report", exc)
+        else:
+            _save(ctx.ws, record)
+        return
+    if record.status in ("failed", "needs-person") and any(p.name == "report" for p in phases):
+        ctx.progress(f"report ({record.status}) written to {record.results.report.path}")
+
+
+def run_by_hand(
+    ws: Workspace,
+    record: RunRecord,
+    phase: Phase,
+    *,
+    progress: Callable[[str], None] | None = None,
+    as_phase: bool = True,
+) -> PhaseOutcome:
+    """Run ``phase`` alone on the existing run ``record``: a person's ``ds4sync build`` or ``gate`` inside a run.
+
+    The same bookkeeping as a pipeline phase: children a killed command left are stopped first, the ones
+    it starts are registered in the run, the phase is marked running with its start commit before it runs
+    and failed when it raises, and its result is stored at its key of ``record.results``. ``as_phase``
+    False: the phase is a part of a pipeline phase (one gate tier), so its result is stored (the phase
+    writes it into ``ctx.record`` itself where the key holds many) but no phase state. The run's status
+    is left as it is. The caller holds the store's lock.
+
+    Raises:
+        whatever the phase raises, after recording it.
+    """
+    say = progress or (lambda _m: None)
+    stop_leftover_children(ws, record, say)
+    ctx = RunContext(ws, record, say)
+    with registered_children(ws.store.run_dir(record.run_id) / CHILDREN_DIR):
+        if not as_phase:
+            outcome = phase.run(ctx)
+            if outcome.result is not None:
+                setattr(record.results, phase.result_key or phase.name, outcome.result)
+            update_run(ws, record)
+            return outcome
+        state = record.phase(phase.name)
+        start = worktree_head(record)
+        ctx.start_commit = start
+        record.phases[phase.name] = PhaseState(
+            status="running", started_at=now_iso(), pid=os.getpid(), attempts=state.attempts + 1, start_commit=start
+        )
+        update_run(ws, record)
+        try:
+            outcome = phase.run(ctx)
+        except Exception as exc:
+            _mark_failed(ctx, phase.name, exc, run_failed=False)
+            raise
+        _store_outcome(record, phase, outcome, start_commit=start)
+        update_run(ws, record)
+        return outcome
+
+
+def record_by_hand(
+    ws: Workspace, update: Callable[[RunRecord], None], *, run_id: str | None = None
+) -> RunRecord | None:
+    """Store what a person's command measured beside the run (``serving gate``, ``ab``, ``backport evaluate``,
+    gate results merged from CI) into the active run, or into run ``run_id`` (an ended one too): ``update``
+    writes it into the record, read again now, and the runner saves it. Returns that record, or None when
+    there is no such run (nothing is stored).
+
+    Raises:
+        StateError: the record cannot be read.
+    """
+    record = ws.store.current() if run_id is None else ws.store.load(run_id)
+    if record is None:
+        return None
+    update(record)
+    update_run(ws, record)
+    return record
 
 
 def clear_stale_lock(ctx: RunContext) -> None:
@@ -496,21 +688,17 @@ def clear_stale_lock(ctx: RunContext) -> None:
         ctx.record.notes.append(said)
 
 
-def _after_run(ctx: RunContext, phases: Sequence[Phase]) -> None:
-    for phase in phases:
-        if phase.after_run is not None and ctx.record.phase(phase.name).status == "done":
-            phase.after_run(ctx)
-
-
-def _mark_failed(ctx: RunContext, name: str, exc: Exception) -> None:
-    """Record phase ``name`` as failed with the error and the command that goes on after the fix."""
+def _mark_failed(ctx: RunContext, name: str, exc: Exception, *, run_failed: bool = True) -> None:
+    """Record phase ``name`` as failed with the error and the command that goes on after the fix (and the
+    run as failed, unless ``run_failed`` is False: a phase run by hand)."""
     what = exc.one_line() if isinstance(exc, Ds4syncError) else f"{type(exc).__name__}: {exc}"
     state = ctx.record.phases[name]
     state.status = "failed"
     state.finished_at = now_iso()
     state.message = f"{what} (fix it, then `ds4sync resume`; or `ds4sync abort`)"
-    ctx.record.status = "failed"
-    ctx.ws.store.save(ctx.record)
+    if run_failed:
+        ctx.record.status = "failed"
+    update_run(ctx.ws, ctx.record)
 
 
 def stop_leftover_children(ws: Workspace, record: RunRecord, say: Callable[[str], None], *, note: bool = True) -> None:
@@ -524,7 +712,7 @@ def stop_leftover_children(ws: Workspace, record: RunRecord, say: Callable[[str]
         say(f"stopped {len(stopped)} process group(s) left by the interrupted run {record.run_id}: {names}")
         if note:
             record.notes.append(f"stopped {len(stopped)} leftover process group(s) of an interrupted attempt: {names}")
-            ws.store.save(record)
+            update_run(ws, record)
 
 
 def stop_dead_run_children(ws: Workspace, say: Callable[[str], None], *, note: bool = True) -> None:

@@ -30,7 +30,8 @@ def test_phases_store_their_own_models(merged) -> None:
     record = store.load(run_id)
     assert record.schema_version == SCHEMA_VERSION
     assert isinstance(record.results.merge, MergeSummary) and record.results.merge.merge_commit
-    assert record.results.written() == ("merge", "replay", "verify", "semantic")
+    # the report is the runner's always-run step: a merge that paused after semantic has one too
+    assert record.results.written() == ("merge", "replay", "verify", "semantic", "report")
     on_disk = json.loads(path.read_text())
     assert set(on_disk["results"]) == set(RunResults.model_fields)
 

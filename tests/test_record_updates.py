@@ -114,3 +114,33 @@ def test_an_old_record_with_the_retired_followups_field_loads(tmp_path: Path, da
     store.save(record)
     assert "followups" not in json.loads(path.read_text())
     assert store.load(data["run_id"]) == record
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: r.notes.append(3),  # a list changed in place: no assignment validates it
+        lambda r: r.results.gates.__setitem__("unit", "not a tier result"),
+        lambda r: r.phases.__setitem__("gate", {"status": "green"}),
+    ],
+    ids=["note", "gate tier", "phase"],
+)
+def test_the_runner_saves_only_a_valid_record(tmp_path: Path, change: Any) -> None:
+    """``update_run``, the one writer of the record, refuses what the model would not load, saving nothing."""
+    from pydantic import ValidationError
+
+    from ds4sync.demo.repobuild import RepoBuilder
+    from ds4sync.runner import open_workspace, update_run
+
+    repo = RepoBuilder(tmp_path / "repo")
+    repo.commit({"a.txt": "a\n"}, "initial")
+    ws = open_workspace(repo.path, state_dir=tmp_path / "state")
+    record = _record()
+    record.results.gates["unit"] = TIER
+    update_run(ws, record)
+    saved = ws.store.record_path(record.run_id).read_text()
+    change(record)
+    with pytest.raises(ValidationError):
+        update_run(ws, record)
+    assert ws.store.record_path(record.run_id).read_text() == saved
+    assert ws.store.load(record.run_id).results.gates["unit"] == TIER

@@ -61,8 +61,9 @@ def gate(
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
 
+    from ds4sync.gates import render
     from ds4sync.gates.collect import check_proof, run_head, run_of_worktree
-    from ds4sync.gates.runner import TierOptions, record_tier, run_tier
+    from ds4sync.gates.runner import TierOptions, run_tier, run_tier_in_run
 
     ws = _workspace(repo, config, None, state_dir, profile)
     record = ws.store.current()
@@ -87,21 +88,22 @@ def gate(
     )
     record = record or ended
     with ws.store.lock("gate") if record else contextlib.nullcontext():
-        if record is not None:  # never beside a killed run's gate children, in the same worktree
-            from ds4sync.runner import stop_leftover_children
-
-            stop_leftover_children(ws, record, _progress(json_out))
-        if json_out:
-            result = run_tier(ws, options, record=record)
-        else:
-            from ds4sync.gates import render
-
-            with render.LiveGates(err, f"tier {tier}") as live:
-                result = run_tier(ws, options, record=record, progress=live)
-        if ended is not None:
+        if record is not None:  # stored into the run; never beside a killed run's gate children
+            record = ws.store.load(record.run_id)
+        check = None
+        if ended is not None:  # a run no longer active takes only a result that proves its head
             head, tree = run_head(ws.repo, ended)
-            check_proof(ended.worktree, result, run_id=ended.run_id, head=head, tree=tree)
-        path = str(record_tier(ws, record, result)) if record else None
+
+            def check(result) -> None:
+                check_proof(ended.worktree, result, run_id=ended.run_id, head=head, tree=tree)
+
+        with contextlib.ExitStack() as stack:
+            live = None if json_out else stack.enter_context(render.LiveGates(err, f"tier {tier}"))
+            if record is not None:
+                result = run_tier_in_run(ws, record, options, progress=live, say=_progress(json_out), check=check)
+            else:
+                result = run_tier(ws, options, progress=live)
+        path = str(ws.store.record_path(record.run_id)) if record else None
     code = ExitCode.OK if result else ExitCode.FAILED if result.status == "failed" else ExitCode.NEEDS_PERSON
     done(
         json_out,
@@ -184,6 +186,7 @@ def _render_kernels(result) -> None:
 
 def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
     from ds4sync.gates.collect import check_proof, merge_into, read_results, run_head
+    from ds4sync.runner import record_by_hand
 
     if record is None:
         fail(
@@ -194,13 +197,18 @@ def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:
     if not found:
         fail(f"no gate results in {', '.join(map(str, paths))}")
     head, tree = run_head(ws.repo, record)
-    with ws.store.lock("gate --merge-results"):
-        fresh = ws.store.load(record.run_id)
-        for file, result in found:  # every file proves the head, or nothing is merged
-            check_proof(str(file), result, run_id=record.run_id, head=head, tree=tree)
+    for file, result in found:  # every file proves the head, or nothing is merged
+        check_proof(str(file), result, run_id=record.run_id, head=head, tree=tree)
+
+    def merge(fresh) -> None:
         for _file, result in found:
             fresh.results.gates[result.tier] = merge_into(fresh.results.gates.get(result.tier), result)
-        path = ws.store.save(fresh)
+
+    with ws.store.lock("gate --merge-results"):
+        fresh = record_by_hand(ws, merge, run_id=record.run_id)
+    if fresh is None:
+        fail(f"run {record.run_id} is gone from the state folder: nothing merged")
+    path = ws.store.record_path(fresh.run_id)
     merged = {t: r.status for t, r in fresh.results.gates.items()}
     done(
         json_out,

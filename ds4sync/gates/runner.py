@@ -38,7 +38,7 @@ from ds4sync.gates.selection import Selected, changed_files, select
 from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.gates.tiers import load_tier, tier_environment
 from ds4sync.record import RunRecord
-from ds4sync.runner import Workspace, for_run
+from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace, for_run, run_by_hand, upstream_here
 
 STOP_GRACE_S = 3.0
 
@@ -244,7 +244,7 @@ def _run_tier(
     log_dir = (
         ws.store.log_dir(record.run_id) / "gates" if record else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}"
     )
-    base_ref = record.upstream.sha if record else (options.changed_since or _upstream_ref(ws, repo))
+    base_ref = record.upstream.sha if record else (options.changed_since or upstream_here(ws, ws.config.upstream.ref))
     plan = _Plan(
         repo=repo,
         cache=GateCache(ws.store.root / "gate-cache"),
@@ -286,11 +286,35 @@ def _run_tier(
     )
 
 
-def record_tier(ws: Workspace, record: RunRecord, result: TierResult) -> Path:
-    """Write ``result`` to ``record.results.gates[tier]`` (re-read first) and save atomically."""
-    fresh = ws.store.load(record.run_id)
-    fresh.results.gates[result.tier] = result
-    return ws.store.save(fresh)
+def run_tier_in_run(
+    ws: Workspace,
+    record: RunRecord,
+    options: TierOptions,
+    *,
+    progress: Progress | None = None,
+    say: Callable[[str], None] | None = None,
+    check: Callable[[TierResult], None] | None = None,
+) -> TierResult:
+    """Run one tier in the run's worktree by hand (``ds4sync gate`` inside a run) through the runner's
+    bookkeeping (:func:`ds4sync.runner.run_by_hand`), its result recorded at ``record.results.gates[tier]``;
+    ``say`` hears of leftover children stopped first; ``check`` may refuse the result before it is stored
+    (an ended run takes only a result that proves its head). The caller holds the store's lock.
+
+    Raises:
+        as :func:`run_tier`, and whatever ``check`` raises (nothing stored then).
+    """
+    done: list[TierResult] = []
+
+    def gate_tier(ctx: RunContext) -> PhaseOutcome:
+        result = run_tier(ctx.ws, options, record=ctx.record, progress=progress)
+        if check is not None:
+            check(result)
+        ctx.record.results.gates[result.tier] = result
+        done.append(result)
+        return PhaseOutcome("done" if result else "failed", result.line())
+
+    run_by_hand(ws, record, Phase("gate", gate_tier), progress=say, as_phase=False)
+    return done[0]
 
 
 @dataclass(frozen=True)
@@ -595,15 +619,6 @@ def _named(gates: tuple[Gate, ...], names: tuple[str, ...], profile: Path) -> tu
             fix="check --gate",
         )
     return tuple(g for g in gates if g.name in names)
-
-
-def _upstream_ref(ws: Workspace, repo: GitRepo) -> str | None:
-    """``<remote>/<ref>`` of the configured upstream when it resolves here (the delta's base)."""
-    upstream = ws.config.upstream
-    for ref in (f"{upstream.remote}/{upstream.ref}", upstream.ref if upstream.remote == "." else None):
-        if ref and repo.resolve_commit(ref):
-            return ref
-    return None
 
 
 def _executor(ws: Workspace, options: TierOptions, repo: GitRepo) -> GateExecutor | None:

@@ -42,7 +42,7 @@ from ds4sync.patchsets.check import check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
 from ds4sync.patchsets.results import CheckReport
 from ds4sync.patchsets.tree import CommitTree, Tree, read_many
-from ds4sync.runner import Workspace
+from ds4sync.runner import Workspace, update_run
 
 SCHEMA_VERSION = 1
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")
@@ -594,5 +594,5 @@ def sync_to_green(
         record.notes.append(f"sync --to-green: {behind} upstream commit(s) left out; {left_out}")
     else:
         record.notes.append(f"sync --to-green: {result.bad[:12]} holds; nothing left out")
-    ws.store.save(record)
+    update_run(ws, record)
     return outcome

@@ -26,7 +26,7 @@ from ds4sync.core.model import FrozenModel, read_yaml, updated
 from ds4sync.core.record import now_iso
 from ds4sync.loop.results import DeployResult, StanzaPaths
 from ds4sync.loop.settings import DeployConfig
-from ds4sync.runner import Workspace
+from ds4sync.runner import Workspace, update_run
 
 
 class RollbackResult(FrozenModel):
@@ -98,7 +98,7 @@ def deploy(ws: Workspace, *, run_id: str | None = None) -> DeployResult:
             deployed_at=entry["at"],
         )
         record.results.deploy = result
-        ws.store.save(record)
+        update_run(ws, record)
         return result
 
 

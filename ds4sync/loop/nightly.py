@@ -40,7 +40,7 @@ from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, r
 from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
 from ds4sync.publish.results import PublishResult
 from ds4sync.record import RunRecord
-from ds4sync.runner import RunOutcome, Workspace, require_branch
+from ds4sync.runner import RunOutcome, Workspace, require_branch, update_run
 
 Clock = Callable[[], float]
 _RAN = frozenset({"done", "failed", "needs-person"})
@@ -139,7 +139,7 @@ def _sync(ws: Workspace, *, ref: str | None, progress: Progress | None, deadline
                 abort(ws, run_id=exc.run_id)
                 outcome = start_merge(ws, asked, progress=progress, fetch=True, deadline=deadline)
                 outcome.record.notes.append(f"run {exc.run_id} was superseded (the fork moved) and aborted")
-                ws.store.save(outcome.record)
+                update_run(ws, outcome.record)
         except SyncBranchTaken as exc:
             if exc.run_status == "done":
                 return NightlyResult(
@@ -181,7 +181,6 @@ def _culprit(ws: Workspace, outcome: RunOutcome, *, progress: Progress | None) -
         return None
     from ds4sync.core.errors import Ds4syncError
     from ds4sync.loop.bisect import run_bisect
-    from ds4sync.report.files import write_report
 
     try:
         result = run_bisect(ws, good=None, bad=record.upstream.sha, tier=settings.bisect_tier, progress=progress)
@@ -189,8 +188,7 @@ def _culprit(ws: Workspace, outcome: RunOutcome, *, progress: Progress | None) -
     except Ds4syncError as exc:
         line = f"bisect could not run: {exc.one_line()}"
     record.notes.append(line)
-    ws.store.save(record)
-    write_report(ws.store, record, ws.profile)
+    update_run(ws, record, report=True)
     return line
 
 
@@ -355,7 +353,7 @@ def prune_runs(ws: Workspace, *, keep: int) -> tuple[str, ...]:
             ws.repo.delete_ref(record.backup_ref)
             _remove_tree(ws.store.run_dir(run_id) / "logs")
             record.notes.append("pruned: worktree, sync branch, backup ref and logs removed")
-            ws.store.save(record)
+            update_run(ws, record)
         pruned.append(run_id)
     return tuple(pruned)
 
@@ -400,7 +398,7 @@ def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
     if night.record is not None:
         record = ws.store.load(night.record.run_id)
         record.results.notify = sent
-        ws.store.save(record)
+        update_run(ws, record)
     return replace(night, exit_code=code, notified=sent)
 
 

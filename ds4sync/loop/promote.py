@@ -32,7 +32,7 @@ from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.loop.forkmove import ForkMove, move_fork, recover
 from ds4sync.loop.results import PromoteResult
 from ds4sync.record import RunRecord
-from ds4sync.runner import Workspace, for_run
+from ds4sync.runner import Workspace, for_run, update_run
 
 UNGATED_NOTE = "PROMOTED UNGATED: no gate tier was configured for promotion; no test proved this commit"
 
@@ -322,11 +322,7 @@ def promote(
         record.results.promote = result
         record.status = "promoted"
         record.notes.extend([*([recovered] if recovered else []), *_notes(result, proof)])
-        ws.store.save(record)
-        if record.results.report is not None:  # the report says what happened to the run
-            from ds4sync.report.files import write_report
-
-            write_report(ws.store, record, ws.profile)
+        update_run(ws, record, report=record.results.report is not None)  # the report says what happened to it
         return result
 
 

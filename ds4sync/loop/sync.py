@@ -30,6 +30,7 @@ from ds4sync.runner import (
     run_phases,
     stop_dead_run_children,
     stop_leftover_children,
+    update_run,
 )
 
 if TYPE_CHECKING:
@@ -201,9 +202,9 @@ def start_merge(
         _require_free_sync_branch(ws, record.sync_branch)
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
-        ws.store.save(record)
+        update_run(ws, record)
         ctx = RunContext(ws, record, say, deadline=deadline)
-        return _run(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
+        return run_phases(ctx, phases or _phases(), stop_after=stop_after or _merge_stop())
 
 
 class AlreadyMerged(StateError):
@@ -327,7 +328,14 @@ def resume(
         stop_leftover_children(ws, record, say)
         refuse_uncommitted(record)
         _reprove_if_moved(record, say)
-        ctx = RunContext(ws, record, say, deadline=deadline)
+        ctx = RunContext(
+            ws,
+            record,
+            say,
+            deadline=deadline,
+            accept_markers=tuple(accept_markers),
+            accept_proposals=accept_proposals,
+        )
         if accept_markers and record.phase("resolve").status != "needs-person":
             raise StateError(
                 f"--accept-markers {' '.join(accept_markers)}: no conflict of run {record.run_id} waits for a person",
@@ -335,12 +343,7 @@ def resume(
                 fix="run `ds4sync resume` without it",
             )
         clear_stale_lock(ctx)
-        if record.phase("resolve").status == "needs-person":
-            from ds4sync.merge.phases import accept_person_resolutions
-
-            accept_person_resolutions(ctx, accept_markers=accept_markers, accept_proposals=accept_proposals)
-            ws.store.save(record)
-        return _run(ctx, phases or _phases(), stop_after=stop_after)
+        return run_phases(ctx, phases or _phases(), stop_after=stop_after)
 
 
 def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
@@ -380,15 +383,13 @@ def abort(ws: Workspace, *, run_id: str | None = None) -> RunRecord:
         ResolutionStore(for_run(ws, record).resolutions_dir).drop_staging()  # a killed export's half entry
         record.status = "aborted"
         record.notes.append(f"aborted; backup kept at {record.backup_ref}")
-        ws.store.save(record)
-        if record.results.report is not None:  # the written report and summary state the final status too
-            from ds4sync.report.files import write_report
-
-            try:
-                write_report(ws.store, record, for_run(ws, record).profile)
-            except Ds4syncError as exc:
-                record.notes.append(f"the report was not written again after the abort: {exc}")
-                ws.store.save(record)
+        report = record.results.report is not None  # the written report and summary state the final status too
+        try:
+            ws = for_run(ws, record)
+        except Ds4syncError as exc:
+            report = False
+            record.notes.append(f"the report was not written again after the abort: {exc}")
+        update_run(ws, record, report=report)
         return record
 
 
@@ -430,36 +431,6 @@ def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
         if name in record.phases:
             record.phases[name] = PhaseState()
     record.results.gates = {}
-
-
-def _run(ctx: RunContext, phases: Sequence[Phase], *, stop_after: str | None) -> RunOutcome:
-    """Run the phases; a run that stopped failed or waiting for a person still gets its report."""
-    outcome = run_phases(ctx, phases, stop_after=stop_after)
-    if outcome.status in ("failed", "needs-person") and any(p.name == "report" for p in phases):
-        report_stopped_run(ctx)
-    return outcome
-
-
-def report_stopped_run(ctx: RunContext) -> None:
-    """Write the report of a run that stopped before its report phase, with the run's status as it is now.
-
-    The report phase itself stays pending (a resumed run renders the final report); the path
-    goes to ``record.results.report``. A report that cannot be rendered is noted in the
-    record, never raised: the stopped phase's outcome is what the person must see.
-    """
-    from ds4sync.core.errors import Ds4syncError
-    from ds4sync.record import ReportResult
-    from ds4sync.report.files import write_report
-
-    record = ctx.record
-    try:
-        path = write_report(ctx.ws.store, record, ctx.ws.profile)
-    except Ds4syncError as exc:
-        record.notes.append(f"report not written: {exc.one_line()}")
-    else:
-        record.results.report = ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
-        ctx.progress(f"report ({record.status}) written to {path}")
-    ctx.ws.store.save(record)
 
 
 def abort_target(ws: Workspace, *, run_id: str | None = None) -> RunRecord:

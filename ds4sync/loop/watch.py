@@ -33,11 +33,10 @@ def watch_night(ws: Workspace, record: RunRecord | None, *, green: bool, progres
     if ws.config.nightly.drift:
         notes += _drift_notes(ws, progress)
     if notes and record is not None:
-        from ds4sync.report.files import write_report
+        from ds4sync.runner import update_run
 
         record.notes.extend(notes)
-        ws.store.save(record)
-        write_report(ws.store, record, ws.profile)
+        update_run(ws, record, report=True)
     return notes
 
 

@@ -221,10 +221,10 @@ def _apply_rule(wt: GitRepo, conflict: ConflictEntry, strategy: str) -> bool:
     return True
 
 
-def accept_person_resolutions(
-    ctx: RunContext, *, accept_markers: Sequence[str] = (), accept_proposals: bool = False
-) -> list[str]:
-    """On resume: accept what a person resolved, as git sees it; refuse (changing nothing) otherwise.
+def accept_person_resolutions(ctx: RunContext) -> PhaseOutcome:
+    """The resolve phase's ``on_person`` hook, on resume: accept what a person resolved, as git sees it;
+    refuse (changing nothing) otherwise. ``ctx.accept_markers`` and ``ctx.accept_proposals`` carry what
+    the person said (``resume --accept-markers PATH``, ``--accept-proposals``).
 
     No path a waiting conflict touched (its path, its related paths, the copies git wrote beside
     it) may hold a conflict hunk, in the work tree or staged, at any size git may have written
@@ -240,7 +240,7 @@ def accept_person_resolutions(
     ``accept_proposals`` (a person's ``resume --accept-proposals``) and stays ``proposed``; one the
     person edited after it was written is the person's resolution.
 
-    Returns the paths accepted.
+    Returns the phase's outcome: done, with the merge summary whose conflicts say who resolved them.
 
     Raises:
         NeedsPersonError: markers remain, an unmarked conflict is not staged, files have unstaged
@@ -250,6 +250,7 @@ def accept_person_resolutions(
     """
     summary = _summary(ctx.record)
     wt = ctx.worktree
+    accept_markers, accept_proposals = ctx.accept_markers, ctx.accept_proposals
     proposals = [c for c in summary.conflicts if c.resolution == "proposed" and not c.accepted_by]
     edited = {c.path for c in proposals if _worktree_blob(wt, c.path) != c.proposed_blob}
     untouched = [c.path for c in proposals if c.path not in edited]
@@ -285,9 +286,8 @@ def accept_person_resolutions(
         problems.append(f"unstaged edits would be left out of the merge commit: {', '.join(unstaged)}")
     if problems:
         left = sorted({*marked, *unstaged_marker_less, *leftover})
-        if left:  # status says what is left, as git sees it now
+        if left:  # status says what is left, as git sees it now (the runner saves the record)
             ctx.record.phases["resolve"].message = f"{many(len(left), 'path')} still need a person: {', '.join(left)}"
-            ctx.ws.store.save(ctx.record)
         fix = (
             "`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`"
             if not left
@@ -308,13 +308,11 @@ def accept_person_resolutions(
         else c
         for c in summary.conflicts
     )
-    ctx.record.results.merge = updated(summary, conflicts=entries)
-    ctx.record.phases["resolve"].status = "done"
     kept = f"; conflict markers kept on purpose in {', '.join(sorted(accept_markers))}" if accept_markers else ""
-    ctx.record.phases["resolve"].message = f"{len(accepted)} conflicts resolved by a person{kept}" + (
+    message = f"{len(accepted)} conflicts resolved by a person{kept}" + (
         f", {len(untouched)} validated proposals accepted" if untouched else ""
     )
-    return sorted(accepted | set(untouched))
+    return PhaseOutcome("done", message, result=updated(summary, conflicts=entries))
 
 
 def _worktree_blob(wt: GitRepo, path: str) -> str | None:
@@ -450,6 +448,6 @@ def backup_branch_name(template: str | None, *, branch: str, when: datetime | No
 MERGE_PHASES = (
     Phase("prepare", prepare, "merge"),
     Phase("merge", merge),
-    Phase("resolve", resolve, "merge"),
+    Phase("resolve", resolve, "merge", on_person=accept_person_resolutions),
     Phase("commit", commit, "merge"),
 )

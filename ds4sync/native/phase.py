@@ -7,22 +7,19 @@ under ``<state>/builds/<stamp>-<profile>/``.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.native.driver import Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
 from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
 from ds4sync.native.results import BuildResult
 from ds4sync.record import RunRecord
-from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace
+from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace, run_by_hand
 
 
 def resolve_profile(ws: Workspace, name: str | None) -> tuple[str, BuildProfile]:
@@ -80,22 +77,22 @@ def build_workspace(
                 progress=progress,
             )
             return result, None
-        started = now_iso()
-        record.phases["build"] = PhaseState(status="running", started_at=started, pid=os.getpid())
-        ws.store.save(record)
-        with registered_children(ws.store.run_dir(record.run_id) / "children"):  # a kill leaves nothing running
-            result = run_build(
-                Path(record.worktree),
-                profile,
-                manifest=manifest,
-                profile_name=name,
-                repo=ws.repo.path,
-                work_dir=ws.store.run_dir(record.run_id) / "build",
-                progress=progress,
+
+        def build(ctx: RunContext) -> PhaseOutcome:
+            return outcome_of(
+                run_build(
+                    Path(record.worktree),
+                    profile,
+                    manifest=manifest,
+                    profile_name=name,
+                    repo=ws.repo.path,
+                    work_dir=ws.store.run_dir(record.run_id) / "build",
+                    progress=progress,
+                )
             )
-        _record(record, result, started=started)
-        ws.store.save(record)
-        return result, record
+
+        outcome = run_by_hand(ws, record, Phase("build", build))  # a kill leaves nothing running
+        return outcome.result, record
 
 
 def build_phase(ctx: RunContext) -> PhaseOutcome:
@@ -200,11 +197,3 @@ def outcome_of(result: BuildResult) -> PhaseOutcome:
 
 
 BUILD_PHASES = (Phase("build", build_phase),)
-
-
-def _record(record: RunRecord, result: BuildResult, *, started: str) -> None:
-    record.results.build = result
-    outcome = outcome_of(result)
-    record.phases["build"] = PhaseState(
-        status=outcome.status, started_at=started, finished_at=now_iso(), message=outcome.message
-    )

@@ -31,7 +31,7 @@ from ds4sync.patchsets.check import (
 )
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.results import CarryScope, ReplayEntry, ReplayResult, VerifyResult
+from ds4sync.patchsets.results import CarryScope, ReplayEntry, ReplayResult, VerifyResult, verify_message
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
@@ -401,40 +401,6 @@ def verify(ctx: RunContext) -> PhaseOutcome:
             ),
         )
     return PhaseOutcome("done", message, result=VerifyResult.of(report, commit=head, dirty=dirty))
-
-
-def verify_message(counts: dict[str, int]) -> str:
-    """One line from :meth:`CheckReport.counts`: patch-sets per status, then invariants.
-
-    Only patch-sets that count (holds / violated / advisory-violations) contribute to the
-    invariant figures; those not carried, landed upstream or not applicable are counted apart.
-    """
-    counted = counts["patchsets_holds"] + counts["patchsets_violated"] + counts["patchsets_advisory_violations"]
-    apart = [
-        f"{counts[key]} {label}"
-        for key, label in (
-            ("patchsets_not_carried", "not carried"),
-            ("patchsets_landed_upstream", "landed upstream"),
-            ("patchsets_not_applicable", "not applicable"),
-        )
-        if counts[key]
-    ]
-    checked = counts["invariants"] - counts["not_counted"]
-    return (
-        f"{counts['patchsets_holds']} of {counted} carried patch-sets hold, {counts['patchsets_violated']} violated, "
-        f"{counts['patchsets_advisory_violations']} with advisory violations"
-        + (f" ({', '.join(apart)})" if apart else "")
-        + f"; {counts['holds']} of {checked} invariants hold ({counts['violated']} violated, "
-        f"{counts['advisory']} advisory, {counts['deferred']} deferred to gates)" + _baseline_note(counts)
-    )
-
-
-def _baseline_note(counts: dict[str, int]) -> str:
-    """``"; 1 lost in this merge, 2 already failing before it"`` when a violation has a baseline."""
-    lost, before = counts.get("lost_in_merge", 0), counts.get("failing_before", 0)
-    if not (lost or before):
-        return ""
-    return f"; {lost} lost in this merge, {before} already failing before it"
 
 
 PATCHSET_PHASES = (Phase("replay", replay), Phase("verify", verify))

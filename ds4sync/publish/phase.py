@@ -86,7 +86,7 @@ def _publish(ctx: RunContext, forge: Forge, config: PublishConfig, result: Publi
     if isinstance(pushed, PhaseOutcome):
         return pushed
     result = pushed
-    _save(ctx, result)  # the description below renders this check
+    ctx.record.results.publish = result  # the description below renders this check
     title, body = _description(ctx, config)
     own = check.own
     number, url, action = (own.number, own.url, "updated") if own else (None, None, "opened")
@@ -125,8 +125,6 @@ def _publish(ctx: RunContext, forge: Forge, config: PublishConfig, result: Publi
         message=f"{action} PR #{number}"
         + (f" ({len(check.duplicates)} possible duplicate(s))" if check.duplicates else ""),
     )
-    _save(ctx, result)
-    _rewrite_report(ctx)
     return PhaseOutcome("done", f"{result.message}: {url}", result=result)
 
 
@@ -218,17 +216,6 @@ def _last_published(store: RecordStore, record: RunRecord, number: int) -> str |
         if publish is not None and publish.pr_number == number and publish.status == "published":
             return run_id
     return None
-
-
-def _save(ctx: RunContext, result: PublishResult) -> None:
-    ctx.record.results.publish = result
-    ctx.ws.store.save(ctx.record)
-
-
-def _rewrite_report(ctx: RunContext) -> None:
-    from ds4sync.report.files import write_report
-
-    write_report(ctx.ws.store, as_published(ctx.record), ctx.ws.profile)
 
 
 def _stop(ctx: RunContext, result: PublishResult, message: str, fix: str) -> PhaseOutcome:

@@ -19,7 +19,7 @@ from ds4sync.gates.model import GateResult, TierResult
 from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.merge.results import MergeSummary
 from ds4sync.native.results import BuildResult
-from ds4sync.patchsets.results import ReplayResult, VerifyResult
+from ds4sync.patchsets.results import ReplayResult, VerifyResult, verify_message
 from ds4sync.publish.results import PublishResult
 from ds4sync.record import RunRecord, RunResults
 from ds4sync.report.view import (
@@ -218,8 +218,6 @@ def integration_view(
 def _verify_line(verify: VerifyResult | None) -> str:
     if verify is None:
         return ""
-    from ds4sync.patchsets.replay import verify_message
-
     return verify_message(verify.counts())
 
 

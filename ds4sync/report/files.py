@@ -11,7 +11,7 @@ from pathlib import Path
 from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.record import RecordStore, ReportResult, RunRecord
 from ds4sync.report.render import Format, Kind, render_report, render_reports
 
 REPORT_TEMPLATE = "pr.md.j2"
@@ -61,6 +61,12 @@ def read_notes(path: Path | None) -> str | None:
             fix="pass --notes a Markdown file",
         )
     return text
+
+
+def report_files(store: RecordStore, run_id: str) -> ReportResult:
+    """Where run ``run_id``'s report goes: ``<state>/runs/<run-id>/report.md`` and ``summary.json`` beside it."""
+    path = store.run_dir(run_id) / "report.md"
+    return ReportResult(path=str(path), summary=str(path.with_name("summary.json")))
 
 
 def write_report(

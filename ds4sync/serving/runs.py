@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.runner import Workspace
+from ds4sync.runner import Workspace, record_by_hand
 from ds4sync.serving.config import ServingConfig, read_serving_file
+
+if TYPE_CHECKING:
+    from ds4sync.record import RunRecord
 
 
 def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
@@ -94,14 +97,13 @@ def record_ab(ws: Workspace, result: Any, *, out_dir: Path) -> dict[str, Any]:
     }
     with history.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, default=str) + "\n")
-    record = ws.store.current()
-    run_id = None
-    if record is not None:
+
+    def keep(record: RunRecord) -> None:
         record.results.ab = result
         record.results.ab_runs = [*record.results.ab_runs, result]
-        ws.store.save(record)
-        run_id = record.run_id
-    return {"result": str(out_dir / "ab.json"), "history": str(history), "run_id": run_id}
+
+    record = record_by_hand(ws, keep)
+    return {"result": str(out_dir / "ab.json"), "history": str(history), "run_id": record and record.run_id}
 
 
 def record_result(ws: Workspace, key: str, result: Any) -> str | None:
@@ -109,15 +111,15 @@ def record_result(ws: Workspace, key: str, result: Any) -> str | None:
 
     ``backports`` results are kept per upstream SHA (``results.backports[sha]``).
     """
-    record = ws.store.current()
-    if record is None:
-        return None
-    if key == "backports":
-        record.results.backports[result.upstream_sha] = result
-    else:
-        setattr(record.results, key, result)
-    ws.store.save(record)
-    return record.run_id
+
+    def keep(record: RunRecord) -> None:
+        if key == "backports":
+            record.results.backports[result.upstream_sha] = result
+        else:
+            setattr(record.results, key, result)
+
+    record = record_by_hand(ws, keep)
+    return record.run_id if record is not None else None
 
 
 def evaluate_backport_in(

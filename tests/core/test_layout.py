@@ -116,3 +116,19 @@ def test_run_record_imports_no_heavy_library() -> None:
 
 def test_the_heavy_import_probe_can_fail() -> None:
     assert _heavy_imported("json, email.mime.text", {"email", "json", "tomllib"}) == ["email", "json"]
+
+
+def _writers(call: str) -> set[str]:
+    """The package modules whose source calls ``call`` (a definition of it is no call)."""
+    pattern = re.compile(rf"(?<!def )\b{re.escape(call)}\(")
+    return {str(file.relative_to(ROOT)) for file in PACKAGE.rglob("*.py") if pattern.search(file.read_text())}
+
+
+def test_the_runner_is_the_only_writer_of_the_record_and_the_report() -> None:
+    assert _writers("store.save") == {"ds4sync/runner.py"}
+    assert _writers("write_report") == {"ds4sync/runner.py"}
+
+
+def test_the_writer_check_can_fail() -> None:
+    assert "ds4sync/report/files.py" not in _writers("write_report")  # where it is defined
+    assert {"ds4sync/runner.py", "ds4sync/loop/sync.py"} <= _writers("update_run")

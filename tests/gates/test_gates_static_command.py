@@ -227,3 +227,21 @@ def test_an_unreadable_ruff_report_is_an_error() -> None:
     with pytest.raises(ValueError):
         ruff_failures("[1, 2", root="/r")
     assert ruff_failures("[]", root="/r") == ()
+
+
+def test_the_delta_base_outside_a_run_is_upstreams_branch_by_the_one_rule(
+    upstream_and_fork: tuple[RepoBuilder, str],
+) -> None:
+    """Without --changed-since, the fork's delta is measured from upstream's branch as `ds4sync merge` reads it
+    (``refs/remotes/upstream/main``), never from a local branch that shadows the name (``upstream/main``)."""
+    from ds4sync.runner import resolve_upstream_ref, upstream_here
+
+    repo, base = upstream_and_fork
+    repo.repo.git.remote("add", "upstream", str(repo.path))
+    repo.repo.git.update_ref("refs/remotes/upstream/main", base)
+    repo.repo.git.branch("upstream/main", repo.head())  # git's own lookup of "upstream/main" finds this first
+    ws = workspace(repo)
+    for name in ("main", "upstream/main"):
+        assert upstream_here(ws, name) == resolve_upstream_ref(ws, name)[0] == base, name
+    ruff = {g.name: g for g in _run(repo, None, names=("ruff-check",)).gates}["ruff-check"]
+    assert ruff.status == "failed" and [f.node_id for f in ruff.failures] == ["fork/unused.py:1:8"]
