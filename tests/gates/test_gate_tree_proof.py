@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 from gates_helpers import PYTHON, workspace
@@ -70,7 +71,7 @@ def _edit(repo: RepoBuilder) -> None:
 
 def _staged_then_edited(repo: RepoBuilder) -> None:
     (repo.path / "pkg" / "a.py").write_text("staged\n")
-    repo.repo.git.add("pkg/a.py")
+    git.Repo(repo.path).git.add("pkg/a.py")
     (repo.path / "pkg" / "a.py").write_text("edited again after staging\n")
 
 
@@ -79,12 +80,12 @@ def _deleted(repo: RepoBuilder) -> None:
 
 
 def _staged_deletion(repo: RepoBuilder) -> None:
-    repo.repo.git.rm("-q", "pkg/b.py")
+    git.Repo(repo.path).git.rm("-q", "pkg/b.py")
 
 
 def _intent_to_add(repo: RepoBuilder) -> None:  # `git stash create` refuses this index
     (repo.path / "pkg" / "new.py").write_text("new, added with -N\n")
-    repo.repo.git.add("-N", "pkg/new.py")
+    git.Repo(repo.path).git.add("-N", "pkg/new.py")
     _edit(repo)
 
 

@@ -29,7 +29,6 @@ from ds4sync.core.git.env import (
     git_env,
     git_version,
     init_repository,
-    pinned_env,
     remote_name_problem,
 )
 from ds4sync.core.git.history import FileChange, HistoryVerbs
@@ -39,7 +38,7 @@ from ds4sync.core.git.mergetree import CONFLICT_KINDS, Conflict, MergeTreeResult
 from ds4sync.core.git.patch import ApplyOutcome, PatchVerbs
 from ds4sync.core.git.remotes import RemoteVerbs
 from ds4sync.core.git.rerere import RerereVerbs
-from ds4sync.core.git.worktrees import WorktreeVerbs
+from ds4sync.core.git.worktrees import DiffCheck, WorktreeVerbs
 
 __all__ = [
     "CONFLICT_KINDS",
@@ -49,6 +48,7 @@ __all__ = [
     "SHA_RE",
     "ApplyOutcome",
     "Conflict",
+    "DiffCheck",
     "FileChange",
     "GitRepo",
     "LineCommit",
@@ -64,7 +64,6 @@ __all__ = [
     "init_repository",
     "marker_sizes_of",
     "parse_merge_tree",
-    "pinned_env",
     "remote_name_problem",
 ]
 

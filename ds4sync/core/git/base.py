@@ -20,10 +20,9 @@ _log = logging.getLogger("ds4sync.git")
 
 
 class GitBase:
-    """A git repository or worktree (its top-level folder).
+    """A git checkout opened at its top-level folder, and git run in it: what every verb module builds on.
 
-    With ``search_parents``, ``path`` may be any folder inside the checkout and the
-    checkout's top level is opened (as git itself does); otherwise ``path`` must be it.
+    See :class:`~ds4sync.core.git.GitRepo` (all the verbs) for ``path`` and ``search_parents``.
 
     Raises:
         GitError: ``path`` is not the top of a git checkout (or inside one, with

@@ -43,27 +43,6 @@ def _literal(paths: Iterable[str]) -> list[str]:
     return [f":(literal){path}" for path in paths]
 
 
-def pinned_env(work_tree: Path) -> dict[str, str]:
-    """Environment overrides that pin a GitPython ``Repo`` of the plain checkout ``work_tree`` to itself.
-
-    GitPython passes the whole process environment on and can only add to it, so a leaked
-    ``GIT_DIR`` would redirect its commands; these values name this repository instead, and
-    blank the variables that widen what git reads (alternates, namespace, prefix).
-    """
-    git_dir = work_tree / ".git"
-    return {
-        "GIT_DIR": str(git_dir),
-        "GIT_WORK_TREE": str(work_tree),
-        "GIT_INDEX_FILE": str(git_dir / "index"),
-        "GIT_OBJECT_DIRECTORY": str(git_dir / "objects"),
-        "GIT_COMMON_DIR": str(git_dir),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
-        "GIT_NAMESPACE": "",
-        "GIT_PREFIX": "",
-        "LC_ALL": "C",
-    }
-
-
 def git_version() -> str:
     """git's version (``2.43.0``), as ``git --version`` says in the clean environment.
 
@@ -76,28 +55,33 @@ def git_version() -> str:
     return out.decode("utf-8", "replace").strip().removeprefix("git version ")
 
 
-def init_repository(path: Path, *, branch: str = "main") -> None:
+def init_repository(path: Path, *, branch: str = "main", bare: bool = False) -> None:
     """``git init`` a new repository at ``path`` in the clean environment (never a leaked ``GIT_DIR``).
+
+    ``bare``: a repository without a work tree (a push target).
 
     Raises:
         GitError: git refused (the folder is not writable...).
     """
     path.mkdir(parents=True, exist_ok=True)
-    status, _, err = _git(path, "init", "--quiet", f"--initial-branch={branch}", "--end-of-options", str(path))
+    args = ("init", "--quiet", *(["--bare"] if bare else []), f"--initial-branch={branch}")
+    status, _, err = _git(path, *args, "--end-of-options", str(path))
     if status != 0:
         raise GitError(f"git init failed: {err.decode('utf-8', 'replace').strip()}", where=str(path))
 
 
-def clone_repository(source: Path, dest: Path, *, origin: str = "origin") -> None:
-    """``git clone`` of the local repository ``source`` into ``dest`` in the clean environment.
+def clone_repository(source: str | Path, dest: Path, *, origin: str = "origin", checkout: bool = True) -> None:
+    """``git clone`` of the repository ``source`` (a folder or a URL) into ``dest`` in the clean environment.
+
+    ``origin`` names the remote ``source`` becomes; without ``checkout`` no work tree is written
+    (``--no-checkout``: worktrees are added later).
 
     Raises:
-        GitError: git refused.
+        GitError: git refused (the message is git's last line).
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
-    status, _, err = _git(
-        dest.parent, "clone", "--quiet", "--origin", origin, "--end-of-options", str(source), str(dest)
-    )
+    options = ("--quiet", "--origin", origin, *([] if checkout else ["--no-checkout"]))
+    status, _, err = _git(dest.parent, "clone", *options, "--end-of-options", str(source), str(dest))
     if status != 0:
         raise GitError(f"git clone failed: {err.decode('utf-8', 'replace').strip()}", where=str(dest))
 

@@ -165,3 +165,78 @@ class HistoryVerbs(GitBase):
         """Paths where merge ``commit`` differs from git's automatic merge of its parents."""
         args = ("show", "--remerge-diff", "--format=", "--name-only", "-z", "--end-of-options", commit, "--")
         return sorted({p.strip("\n") for p in self.run(*args, strip=False)[1].split("\0") if p.strip("\n")})
+
+    def subject(self, rev: str) -> str:
+        """The subject line of commit ``rev`` (``git log -1 --format=%s``).
+
+        Raises:
+            GitError: ``rev`` names no commit.
+        """
+        return self.out("log", "-1", "--format=%s", "--end-of-options", rev, "--")
+
+    def committer_date(self, rev: str) -> str:
+        """When commit ``rev`` was committed, strict ISO 8601 with its offset (``%cI``: ``2026-08-04T14:00:00+00:00``).
+
+        Raises:
+            GitError: ``rev`` names no commit.
+        """
+        return self.out("log", "-1", "--format=%cI", "--end-of-options", rev, "--")
+
+    def parents(self, rev: str) -> list[str]:
+        """The parent SHAs of commit ``rev``, in order (first parent first; none for a root commit)."""
+        return self.out("rev-list", "--parents", "-n", "1", "--end-of-options", rev, "--").split()[1:]
+
+    def first_parent_commits(self, base: str, head: str) -> list[str]:
+        """SHAs on ``head``'s first-parent line after ``base`` (``base..head``), oldest first."""
+        out = self.out("rev-list", "--first-parent", "--reverse", "--end-of-options", f"{base}..{head}", "--")
+        return [line for line in out.splitlines() if line]
+
+    def oneline_log(self, base: str, head: str) -> list[str]:
+        """``<short sha> <subject>`` of each commit in ``base..head``, newest first."""
+        return self.out("log", "--format=%h %s", "--end-of-options", f"{base}..{head}", "--").splitlines()
+
+    def pickaxe_commits(self, text: str, rev: str) -> list[str]:
+        """SHAs of the commits reachable from ``rev`` that change how often ``text`` occurs in a file
+        (``git log -S``, the string taken literally), newest first."""
+        return self.out("log", "--format=%H", f"-S{text}", "--end-of-options", rev, "--").split()
+
+    def newest_commit_touching(
+        self, rev_range: str, path: str, *, pickaxe: str | None = None
+    ) -> tuple[str, str] | None:
+        """(sha, subject) of the newest first-parent commit of ``rev_range`` that changed ``path`` (with
+        ``pickaxe``: that changed how often that text occurs in it, ``-S``); None when there is none or git
+        cannot read the range or path."""
+        options = [f"-S{pickaxe}"] if pickaxe is not None else []
+        args = ("log", "--first-parent", "-1", "--format=%H%x1f%s", *options, "--end-of-options", rev_range)
+        out = self.run(*args, "--", path, ok_codes=(0, 128))[1]
+        if "\x1f" not in out:
+            return None
+        sha, subject = out.strip().split("\x1f", 1)
+        return sha, subject
+
+    def first_parent_trailers(self, rev_range: str, key: str) -> list[tuple[str, str]]:
+        """(sha, values) of each commit on the first-parent line of ``rev_range``, oldest first: the values of
+        its ``key:`` trailers joined by ``,`` (empty when it has none)."""
+        fmt = f"--format=%H%x00%(trailers:key={key},valueonly,separator=%x2C)"
+        out = self.out("log", "--reverse", "--first-parent", fmt, "--end-of-options", rev_range, "--")
+        rows = []
+        for line in out.splitlines():
+            sha, _, values = line.partition("\0")
+            rows.append((sha, values))
+        return rows
+
+    def file_diff(self, base: str, head: str, path: str, *, context: int = 3) -> str:
+        """``git diff`` of the one file ``path`` (literally) from ``base`` to ``head``, with ``context`` lines."""
+        args = ("diff", f"--unified={context}", "--end-of-options", base, head, "--", *_literal([path]))
+        return self.out(*args)
+
+    def worktree_changed_names(self, base: str, *, diff_filter: str, renames: bool = True) -> list[str]:
+        """Paths where the work tree (committed or not) differs from ``base``, of the kinds ``diff_filter``
+        names (``A`` added, ``C`` copied, ``M`` modified, ``D`` deleted, ``R`` renamed: git's letters).
+
+        With ``renames`` a rename is one ``R`` entry under its new name; without, its old path is ``D``
+        and its new one ``A``. Untracked files are not counted.
+        """
+        options = ("--name-only", "-z", f"--diff-filter={diff_filter}", *([] if renames else ["--no-renames"]))
+        out = self.run("diff", *options, "--end-of-options", base, "--", strip=False)[1]
+        return [p for p in out.split("\0") if p]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 
 from ds4sync.core.git.base import GitBase
 
@@ -18,6 +20,17 @@ class MarkerVerbs(GitBase):
         if not wanted:
             return {}
         out = self.run("check-attr", "-z", "conflict-marker-size", "--", *wanted, strip=False)[1]
+        return marker_sizes_of(out, wanted)
+
+    def marker_sizes_at(self, commit: str, paths: Iterable[str]) -> dict[str, int]:
+        """The ``conflict-marker-size`` git reads for each path from the ``.gitattributes`` files of ``commit``
+        (plus ``info/attributes``), through a private index holding that commit's tree; 7 where unset."""
+        wanted = list(paths)
+        with tempfile.TemporaryDirectory(prefix="ds4sync-attrs-") as folder:
+            env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
+            self.run("read-tree", "--end-of-options", commit, env=env)
+            args = ("check-attr", "--cached", "-z", "conflict-marker-size", "--", *wanted)
+            out = self.run(*args, strip=False, env=env)[1]
         return marker_sizes_of(out, wanted)
 
     def paths_with_markers(self, paths: Iterable[str]) -> list[str]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ds4sync.core.errors import GitError
-from ds4sync.core.git.env import FULL_SHA_RE
+from ds4sync.core.git.env import FULL_SHA_RE, _literal
 from ds4sync.core.git.mergetree import MergeTreeResult, parse_merge_tree
 from ds4sync.core.git.objects import ObjectVerbs
 
@@ -163,3 +164,48 @@ class MergeVerbs(ObjectVerbs):
             self.run("add", "--", path)
         else:
             self.run("rm", "--quiet", "--cached", "--ignore-unmatch", "--", path)
+
+    def merge_quit(self) -> None:
+        """Forget the merge in progress (MERGE_HEAD and friends), leaving index and work tree as they are."""
+        self.run("merge", "--quit")
+
+    def merge_abort(self) -> None:
+        """Abort the merge in progress: index and work tree back to HEAD (``git merge --abort``).
+
+        Raises:
+            GitError: no merge is in progress.
+        """
+        self.run("merge", "--abort")
+
+    def restore_conflict(self, path: str) -> None:
+        """Put git's conflict back into ``path`` (markers in the file, its stages in the index:
+        ``git checkout -m``), undoing a resolution.
+
+        Raises:
+            GitError: the merge has no conflict stages for ``path`` any more.
+        """
+        self.run("checkout", "-m", "--", path)
+
+    def index_paths(self) -> list[str]:
+        """Every path in the index, at any stage, in git's order (a conflicted path once per stage)."""
+        out = self.run("ls-files", "-z", strip=False)[1]
+        return [p for p in out.split("\0") if p]
+
+    def index_entries(self, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The stage-0 index entries of exactly ``paths`` (each matched literally): path -> (mode, oid).
+
+        A conflicted path (stages 1-3 only) and a path not in the index are left out.
+        """
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return {}
+        out = self.run("ls-files", "--stage", "-z", "--", *_literal(wanted), strip=False)[1]
+        entries = {}
+        for entry in out.split("\0"):
+            if "\t" not in entry:
+                continue
+            meta, path = entry.split("\t", 1)
+            mode, oid, stage = meta.split()
+            if stage == "0" and path in wanted:
+                entries[path] = (mode, oid)
+        return entries

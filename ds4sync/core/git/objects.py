@@ -111,3 +111,18 @@ class ObjectVerbs(GitBase):
                 if self.run("apply", "--cached", str(patch), ok_codes=(0, 1, 128), env=env)[0] != 0:
                     return None
             return self.run("write-tree", env=env)[1].strip()
+
+    def tree_entries(self, rev: str) -> dict[str, tuple[str, str, str]]:
+        """Every entry of the tree of ``rev``, recursively: path -> (mode, type, oid) (``ls-tree -r -z``).
+
+        Types are git's (``blob``, ``commit`` for a submodule); folders are not entries of their own.
+        """
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, strip=False)[1]
+        entries: dict[str, tuple[str, str, str]] = {}
+        for entry in out.split("\0"):
+            if not entry or "\t" not in entry:
+                continue
+            meta, path = entry.split("\t", 1)
+            mode, kind, oid = meta.split()
+            entries[path] = (mode, kind, oid)
+        return entries

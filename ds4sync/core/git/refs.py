@@ -69,9 +69,15 @@ class RefVerbs(GitBase):
         """Whether the full ref name exists."""
         return self.run("show-ref", "--verify", "--quiet", "--", ref, ok_codes=(0, 1))[0] == 0
 
-    def update_ref(self, ref: str, sha: str, *, message: str = "ds4sync") -> None:
-        """Point ``ref`` at ``sha`` (creating it)."""
-        self.run("update-ref", "-m", message, "--", ref, sha)
+    def update_ref(self, ref: str, sha: str, *, message: str = "ds4sync", expect: str | None = None) -> None:
+        """Point ``ref`` at ``sha`` (creating it); ``message`` goes to the reflog.
+
+        ``expect``: only if ``ref`` is at that SHA now (git's compare-and-swap, one atomic step).
+
+        Raises:
+            GitError: ``ref`` is not at ``expect`` (it moved meanwhile), or git refused the name.
+        """
+        self.run("update-ref", "-m", message, "--", ref, sha, *([expect] if expect is not None else []))
 
     def delete_ref(self, ref: str) -> None:
         """Delete ``ref`` if it exists."""
@@ -82,3 +88,20 @@ class RefVerbs(GitBase):
         """Full ref name -> SHA of every ref under ``prefix`` (e.g. ``refs/ds4sync/``)."""
         out = self.out("for-each-ref", "--format=%(refname) %(objectname)", "--end-of-options", prefix)
         return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+    def tree_id(self, rev: str) -> str:
+        """The tree id of commit (or tree) ``rev`` (``git rev-parse --verify rev^{tree}``).
+
+        Raises:
+            GitError: ``rev`` names no commit or tree here.
+        """
+        return self.out("rev-parse", "--verify", "--end-of-options", f"{rev}^{{tree}}")
+
+    def full_ref_name(self, ref: str) -> str | None:
+        """The full name git reads ``ref`` as (``main`` -> ``refs/heads/main``); None for a SHA, an ambiguous
+        name or one that names nothing."""
+        # --verify: without it, git before 2.43 prints "--end-of-options" as if it were the name
+        status, out, _ = self.run(
+            "rev-parse", "--verify", "--quiet", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 1, 128)
+        )
+        return out.strip() if status == 0 and out.strip() else None

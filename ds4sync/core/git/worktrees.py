@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
@@ -233,3 +234,103 @@ class WorktreeVerbs(PatchVerbs, MergeVerbs, RefVerbs):
     def status_porcelain(self) -> list[str]:
         """``git status --porcelain`` lines (empty for a clean checkout)."""
         return [line for line in self.out("status", "--porcelain").splitlines() if line]
+
+    def reset_hard(self, rev: str) -> None:
+        """Index and tracked files back to commit ``rev``, and HEAD's branch (or HEAD) moved there; local
+        changes to tracked files are lost (``git reset --hard``). Untracked files stay: :meth:`clean_untracked`."""
+        self.run("reset", "--quiet", "--hard", rev, "--")
+
+    def clean_untracked(self, *, ignored: bool = False) -> None:
+        """Delete the untracked files and folders of the work tree (``git clean -fd``); with ``ignored``,
+        the ignored ones too (``-x``: build output, caches)."""
+        self.run("clean", "-fdxq" if ignored else "-fdq")
+
+    def checkout_branch(self, branch: str) -> None:
+        """Check out local ``branch`` here: files, index and HEAD move in one git command.
+
+        Raises:
+            GitError: no such branch, or git refused (an untracked file would be overwritten, local changes).
+        """
+        check_user_ref(branch, what="branch", where=str(self.path))
+        self.run("checkout", "--quiet", "--no-recurse-submodules", branch, "--")
+
+    def checkout_new_branch(self, branch: str, start: str) -> None:
+        """Create local ``branch`` at ``start`` and check it out here.
+
+        Raises:
+            GitError: the branch exists, ``start`` names no commit, or git refused.
+        """
+        check_user_ref(branch, what="branch", where=str(self.path))
+        check_user_ref(start, what="start", where=str(self.path))
+        self.run("checkout", "--quiet", "--no-recurse-submodules", "-b", branch, start, "--")
+
+    def check_out_tree_unstaged(self, tree: str) -> None:
+        """Make the work tree's files exactly those of ``tree`` (``git read-tree --reset -u``), then reset the
+        index to HEAD: the files ``tree`` differs in show as unstaged changes against HEAD."""
+        self.run("read-tree", "--reset", "-u", "--end-of-options", tree)
+        self.run("reset", "--quiet")
+
+    def has_uncommitted(self, pathspecs: Sequence[str] = ()) -> bool:
+        """Whether anything under ``pathspecs`` (git pathspecs; the whole work tree when empty) differs from
+        HEAD: staged or unstaged changes, or untracked files that are not ignored (``git status --porcelain``)."""
+        args = ("status", "--porcelain", "--untracked-files=normal", "--", *(pathspecs or ["."]))
+        return bool(self.out(*args))
+
+    def add_paths(self, paths: Sequence[str]) -> None:
+        """Stage the work-tree content of ``paths`` (``git add``; a folder: every file under it).
+
+        Raises:
+            GitError: a path matches no file.
+        """
+        self.run("add", "--", *paths)
+
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        """Delete ``paths`` from the work tree and the index (``git rm``).
+
+        Raises:
+            GitError: a path is not tracked.
+        """
+        self.run("rm", "--quiet", "--", *paths)
+
+    def move_path(self, old: str, new: str) -> None:
+        """Rename the tracked ``old`` to ``new`` in the work tree and the index (``git mv``)."""
+        self.run("mv", "--", old, new)
+
+    def set_config(self, key: str, value: str) -> None:
+        """Set ``key`` to ``value`` in this repository's own config (``git config``, never the user's)."""
+        self.run("config", "--local", "--", key, value)
+
+    def add_remote(self, name: str, url: str) -> None:
+        """Add the remote ``name`` fetching from ``url`` (a URL or a folder).
+
+        Raises:
+            GitError: the remote exists, or the name is no valid remote name.
+        """
+        self.run("remote", "add", "--", name, url)
+
+    def commit_as(self, message: str, *, identity: Mapping[str, str], date: str | None = None) -> str:
+        """Commit the index with ``message`` as ``identity`` (``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` values),
+        even when nothing changed; ``date`` (ISO 8601) is both the author and the committer date. Returns
+        the new SHA. For building sample histories: no hooks, and the message is cleaned up as git does."""
+        env = dict(identity)
+        if date:
+            env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+        self.run("commit", "--quiet", "--allow-empty", "--no-verify", "-m", message, env=env)
+        return self.head()
+
+    def diff_check(self, base: str) -> DiffCheck:
+        """``git diff --check`` of the work tree against ``base``: whitespace errors and conflict markers
+        in what changed since ``base``, as git reports them."""
+        status, out, err = self.run("diff", "--check", "--end-of-options", base, "--", ok_codes=(0, 1, 2), strip=False)
+        return DiffCheck(status=status, out=out, err=err, command=("git", "diff", "--check", base))
+
+
+@dataclass(frozen=True)
+class DiffCheck:
+    """What ``git diff --check`` said: its exit status (0 clean, 2 problems), stdout (one problem a line, then
+    the offending line), stderr, and the command line a person would type to see it again."""
+
+    status: int
+    out: str
+    err: str
+    command: tuple[str, ...]
