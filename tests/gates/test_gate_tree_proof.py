@@ -106,7 +106,7 @@ def _odd_names(repo: RepoBuilder) -> None:
 
 
 def _no_identity(repo: RepoBuilder) -> None:  # nothing to commit as: the proof must not need to commit
-    with repo.repo.config_writer() as cfg:
+    with git.Repo(repo.path).config_writer() as cfg:
         cfg.remove_option("user", "email")
         cfg.remove_option("user", "name")
         cfg.set_value("user", "useConfigOnly", "true")
