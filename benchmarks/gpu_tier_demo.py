@@ -54,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-tier-") as tmp:
         repo = RepoBuilder(Path(tmp) / "proj")
         write_sample_project(repo.path, cuda=True)
-        repo.repo.git.add("-A")
+        repo.repo.add_all()
         head = repo.commit({}, "sample project with CUDA tests")
         store = RecordStore(repo.path / ".git" / "ds4sync")
         record = RunRecord(

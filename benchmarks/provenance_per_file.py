@@ -12,8 +12,7 @@ import itertools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from ds4sync.core.git import GitRepo
-from ds4sync.core.gitlines import LineCommit
+from ds4sync.core.git import GitRepo, LineCommit
 from ds4sync.merge.hunks import ConflictHunk, HunkCommit, pr_number
 from ds4sync.merge.provenance import Sides, _range
 

@@ -388,11 +388,9 @@ def require_unambiguous(repo: GitRepo, ref: str) -> None:
     """
     if not re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
         return
-    status, out, _ = repo.run("rev-parse", f"--disambiguate={ref.lower()}", ok_codes=(0, 1, 128))
-    candidates = out.split() if status == 0 else []
-    commits = [c for c in candidates if repo.run("cat-file", "-t", c, ok_codes=(0, 128))[1].strip() == "commit"]
+    commits = repo.commits_with_prefix(ref.lower())
     if len(commits) > 1:
-        shown = "; ".join(f"{c[:12]} {repo.out('log', '-1', '--format=%s', c)}" for c in commits[:5])
+        shown = "; ".join(f"{c[:12]} {repo.subject(c)}" for c in commits[:5])
         raise GitError(
             f"'{ref}' is ambiguous: {len(commits)} commits start with it ({shown})",
             where=str(repo.path),
@@ -401,11 +399,7 @@ def require_unambiguous(repo: GitRepo, ref: str) -> None:
 
 
 def _full_name(repo: GitRepo, ref: str) -> str:
-    # --verify: without it, git before 2.43 prints "--end-of-options" as if it were the name
-    status, out, _ = repo.run(
-        "rev-parse", "--verify", "--quiet", "--symbolic-full-name", "--end-of-options", ref, ok_codes=(0, 1, 128)
-    )
-    return out.strip() if status == 0 and out.strip() else ref
+    return repo.full_ref_name(ref) or ref
 
 
 def require_clone_complete(repo: GitRepo) -> None:

@@ -138,9 +138,9 @@ def build(root: Path) -> Scenario:
         patches, repo, "beta", beta, [{"kind": "contains", "files": "pkg/attn.py", "pattern": r"^import logging$"}]
     )
     for name in ("carry/alpha", "carry/beta"):
-        fork.repo.git.branch("-D", name)
+        git.Repo(fork.path).git.branch("-D", name)
     fork.checkout("main")
-    fork.repo.git.fetch("-q", "upstream")
+    git.Repo(fork.path).git.fetch("-q", "upstream")
     pids = root / "pids"
     pids.mkdir()
     gate_script = profile / "child_gate.py"

@@ -53,7 +53,7 @@ def make_pair(
     for old, new in fork_renames:
         fork.rename(old, new, f"fork renames {old}")
     fork.checkout("main")
-    fork.repo.git.fetch("-q", "upstream")
+    git.Repo(fork.path).git.fetch("-q", "upstream")
     return Pair(up, fork, base_sha)
 
 

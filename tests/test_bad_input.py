@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import git
 import pytest
 
 from ds4sync.cli import main
@@ -40,7 +41,7 @@ def test_unknown_sha(pair, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unknown_sha_without_remote(pair, capsys: pytest.CaptureFixture[str]) -> None:
-    pair.fork.repo.git.remote("remove", "upstream")
+    git.Repo(pair.fork.path).git.remote("remove", "upstream")
     code, err = one_error_line(capsys, "plan", "0123456789abcdef", "--repo", str(pair.repo), "--branch", BRANCH)
     assert code == 2 and "no remote 'upstream'" in err and "git remote add" in err
 
@@ -51,7 +52,7 @@ def test_missing_branch(pair, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_no_branch_given_on_a_detached_head(pair, capsys: pytest.CaptureFixture[str]) -> None:
-    pair.fork.repo.git.checkout("--detach")
+    git.Repo(pair.fork.path).git.checkout("--detach")
     code, err = one_error_line(capsys, "merge", "upstream/main", "--repo", str(pair.repo))
     assert code == 2 and "--branch" in err and "detached" in err
 
@@ -62,7 +63,7 @@ def test_not_a_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unrelated_remote_url_fetch_fails(pair, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    pair.fork.repo.git.remote("set-url", "upstream", str(tmp_path / "missing"))
+    git.Repo(pair.fork.path).git.remote("set-url", "upstream", str(tmp_path / "missing"))
     code, err = one_error_line(capsys, "plan", "0123456789abcdef", "--repo", str(pair.repo), "--branch", BRANCH)
     assert code == 2 and "cannot fetch" in err
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 from typer.testing import CliRunner
 
@@ -148,7 +149,7 @@ def test_plan_defaults_to_the_checked_out_branch(pair, capsys: pytest.CaptureFix
     pair.fork.checkout(BRANCH)
     assert main(["plan", "upstream/main", "--repo", str(pair.repo), "--json"]) == 0
     data = cli_data(capsys.readouterr().out)
-    assert data["fork_sha"] == pair.fork.repo.commit(BRANCH).hexsha and data["fork_commits"] == 1
+    assert data["fork_sha"] == git.Repo(pair.fork.path).commit(BRANCH).hexsha and data["fork_commits"] == 1
 
 
 def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,7 +173,7 @@ def test_promote_updates_a_clean_checkout_of_the_fork_branch(pair, capsys: pytes
 
 
 def test_cron_refuses_where_nightly_cannot_run(pair, capsys: pytest.CaptureFixture[str]) -> None:
-    pair.fork.repo.git.remote("remove", "upstream")
+    git.Repo(pair.fork.path).git.remote("remove", "upstream")
     assert main(["cron", "--repo", str(pair.repo), "--branch", BRANCH]) == 2
     err = capsys.readouterr().err
     assert "no upstream to fetch" in err and "git remote add upstream" in err
@@ -234,13 +235,13 @@ def test_abort_asks_before_dropping_a_finished_run(pair, capsys: pytest.CaptureF
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
     assert main(["resume", "--repo", str(pair.repo)]) == 0
     capsys.readouterr()
-    sync_branch = next(b.name for b in pair.fork.repo.branches if b.name.startswith("sync/"))
+    sync_branch = next(b.name for b in git.Repo(pair.fork.path).branches if b.name.startswith("sync/"))
     kept = _on_a_terminal(["abort", "--repo", str(pair.repo)], "n\n")
     assert kept.returncode == 2 and "never promoted; drop it" in kept.stderr and "nothing dropped" in kept.stderr
-    assert sync_branch in [b.name for b in pair.fork.repo.branches]
+    assert sync_branch in [b.name for b in git.Repo(pair.fork.path).branches]
     dropped = _on_a_terminal(["abort", "--repo", str(pair.repo)], "y\n")
     assert dropped.returncode == 0 and "aborted" in dropped.stdout
-    assert sync_branch not in [b.name for b in pair.fork.repo.branches]
+    assert sync_branch not in [b.name for b in git.Repo(pair.fork.path).branches]
 
 
 def _help_of(command: object, args: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import git
 import pytest
 
 from ds4sync.core.git import GitRepo
@@ -50,7 +51,7 @@ def upstream_history(builder_root: Path, *, rename_to: str | None = None):
     up.branch("pr102")
     up.commit({"mod.py": body(l10="up a", l11="up b", l12="up c")}, "inner commit of the PR")
     up.checkout("main")
-    up.repo.git.merge("--no-ff", "-q", "-m", "Merge the cache fix (#102)", "pr102")
+    git.Repo(up.path).git.merge("--no-ff", "-q", "-m", "Merge the cache fix (#102)", "pr102")
     up.commit({"far.py": lines(*OTHER[:-1], "other changed")}, "Unrelated (#103)")
     if rename_to:
         up.rename("mod.py", rename_to, "Move the module (#104)")

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import git
 import pytest
 
 from ds4sync.cli import main
@@ -72,17 +73,17 @@ def test_killed_run_can_be_resumed(killed, capsys: pytest.CaptureFixture[str]) -
     assert main(["resume", "--repo", str(killed.repo)]) == 0
     record = status_json(capsys, killed.repo)
     assert record["status"] == "done"
-    commit = killed.fork.repo.commit(record["results"]["merge"]["merge_commit"])
+    commit = git.Repo(killed.fork.path).commit(record["results"]["merge"]["merge_commit"])
     assert commit.tree["g.py"].data_stream.read().decode() == lines("g", "up")
     assert len(commit.parents) == 2
 
 
 def test_killed_run_can_be_aborted(killed, capsys: pytest.CaptureFixture[str]) -> None:
-    fork_head = killed.fork.repo.commit(BRANCH).hexsha
+    fork_head = git.Repo(killed.fork.path).commit(BRANCH).hexsha
     record = status_json(capsys, killed.repo)
     assert main(["abort", "--repo", str(killed.repo)]) == 0
     assert not Path(record["worktree"]).exists()
-    assert killed.fork.repo.commit(BRANCH).hexsha == fork_head
+    assert git.Repo(killed.fork.path).commit(BRANCH).hexsha == fork_head
     assert status_json(capsys, killed.repo)["status"] == "aborted"
 
 

@@ -117,20 +117,20 @@ def test_plan_predicts_exactly_what_merge_finds(tmp_path: Path, capsys: pytest.C
 
 def test_merge_never_touches_fork_branch_or_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
-    fork_head = pair.fork.repo.commit(BRANCH).hexsha
+    fork_head = git.Repo(pair.fork.path).commit(BRANCH).hexsha
     checkout_head = pair.fork.head()
     (pair.repo / "untracked.txt").write_text("mine\n")
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     assert code == 0
     data = cli_data(out)
-    assert pair.fork.repo.commit(BRANCH).hexsha == fork_head
-    assert pair.fork.head() == checkout_head and pair.fork.repo.active_branch.name == "main"
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == fork_head
+    assert pair.fork.head() == checkout_head and git.Repo(pair.fork.path).active_branch.name == "main"
     assert (pair.repo / "untracked.txt").read_text() == "mine\n"
-    merge_commit = pair.fork.repo.commit(data["merge_commit"])
+    merge_commit = git.Repo(pair.fork.path).commit(data["merge_commit"])
     assert [p.hexsha for p in merge_commit.parents] == [fork_head, data["upstream_sha"]]
     assert data["upstream_sha"][:12] in merge_commit.message and BRANCH in merge_commit.message
     assert "Upstream commits brought in: 1" in merge_commit.message
-    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
+    assert git.Repo(pair.fork.path).git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
 
 
 def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,7 +188,7 @@ def test_rules_ours_theirs_union(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "both/c.txt": "rule",
         "gone/d.py": "rule",
     }
-    merged = pair.fork.repo.commit(data["merge_commit"])
+    merged = git.Repo(pair.fork.path).commit(data["merge_commit"])
     assert merged.tree["keep/a.py"].data_stream.read().decode() == lines("a fork")
     assert merged.tree["take/b.py"].data_stream.read().decode() == lines("b up")
     assert merged.tree["both/c.txt"].data_stream.read().decode() == lines("c fork", "c up")
@@ -258,18 +258,18 @@ def test_resume_refuses_leftover_markers(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_abort_restores_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pair = make_pair(tmp_path, {"f.py": lines("a")}, [{"f.py": lines("up")}], [{"f.py": lines("fork")}])
-    before_refs = pair.fork.repo.git.for_each_ref("refs/heads")
-    fork_head = pair.fork.repo.commit(BRANCH).hexsha
+    before_refs = git.Repo(pair.fork.path).git.for_each_ref("refs/heads")
+    fork_head = git.Repo(pair.fork.path).commit(BRANCH).hexsha
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")
     data = cli_data(out)
     assert code == 4 and Path(data["worktree"]).exists()
     code, out, _ = run_cli(capsys, "abort", "--repo", str(pair.repo))
     assert code == 0 and "aborted" in out
     assert not Path(data["worktree"]).exists()
-    assert pair.fork.repo.git.for_each_ref("refs/heads") == before_refs
-    assert pair.fork.repo.commit(BRANCH).hexsha == fork_head
-    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
-    assert pair.fork.repo.git.worktree("list").count("\n") == 0
+    assert git.Repo(pair.fork.path).git.for_each_ref("refs/heads") == before_refs
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == fork_head
+    assert git.Repo(pair.fork.path).git.rev_parse(f"refs/ds4sync/backup/{data['run_id']}") == fork_head
+    assert git.Repo(pair.fork.path).git.worktree("list").count("\n") == 0
     code, _, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH)
     assert code == 4  # a new run may start again after the abort; it stops on the same conflict
 
@@ -293,7 +293,7 @@ def test_rule_that_cannot_apply_falls_through_to_the_next(tmp_path: Path, capsys
     record = json.loads((Path(cli_data(out)["record"])).read_text())["results"]["merge"]
     rules = {c["path"]: c["rule"] for c in record["conflicts"]}
     assert rules == {"a.py": "* -> union", "b.py": "*.py -> ours"}
-    merged = pair.fork.repo.commit(cli_data(out)["merge_commit"])
+    merged = git.Repo(pair.fork.path).commit(cli_data(out)["merge_commit"])
     assert merged.tree["b.py"].data_stream.read().decode() == lines("b fork")
 
 
@@ -321,7 +321,7 @@ def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
     run's sync branch. Abort refuses a promoted run, so the fix names the git commands; the first one given works."""
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     args = ("--repo", str(pair.repo), "--branch", BRANCH)
-    before = pair.fork.repo.commit(BRANCH).hexsha
+    before = git.Repo(pair.fork.path).commit(BRANCH).hexsha
     code, out, _ = run_cli(capsys, "merge", "upstream/main", *args, "--json")
     assert code == 0
     run_id, branch = cli_data(out)["run_id"], cli_data(out)["sync_branch"]
@@ -329,12 +329,12 @@ def test_a_sync_branch_left_by_a_promoted_run_gets_a_way_on_that_works(
     code, _, err = run_cli(capsys, "merge", "upstream/main", *args)  # done, not promoted
     assert code == 2 and f"`ds4sync promote --run {run_id}`" in err
     assert run_cli(capsys, "promote", "--repo", str(pair.repo), "--allow-ungated")[0] == 0
-    pair.fork.repo.git.branch("-f", BRANCH, before)  # a person moves the fork branch back
+    git.Repo(pair.fork.path).git.branch("-f", BRANCH, before)  # a person moves the fork branch back
     code, _, err = run_cli(capsys, "merge", "upstream/main", *args)
     assert code == 2 and f"run {run_id} (promoted)" in err and "ds4sync abort" not in err, err
     keep = f"git branch -m {branch} {branch}-{run_id}"
     assert f"`{keep}`" in err and f"`git branch -D {branch}`" in err
-    pair.fork.repo.git.branch("-m", branch, f"{branch}-{run_id}")  # the fix, as printed
+    git.Repo(pair.fork.path).git.branch("-m", branch, f"{branch}-{run_id}")  # the fix, as printed
     assert run_cli(capsys, "merge", "upstream/main", *args)[0] == 0
 
 

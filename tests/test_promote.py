@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import git
 import pytest
 
 from ds4sync.cli import main
@@ -44,15 +45,15 @@ def _record(s: faultrepo.Scenario) -> tuple[Path, dict]:
 
 def test_ungated_promote_is_refused_unless_allowed_and_then_recorded(merged, capsys) -> None:
     pair, data = merged
-    old = pair.fork.repo.commit(BRANCH).hexsha
+    old = git.Repo(pair.fork.path).commit(BRANCH).hexsha
     capsys.readouterr()
     assert main(["promote", "--repo", str(pair.repo)]) == 2
     assert "no gate tier is configured for promotion" in capsys.readouterr().err
-    assert pair.fork.repo.commit(BRANCH).hexsha == old
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == old
     assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 0
     assert "PROMOTED UNGATED" in capsys.readouterr().err
-    assert pair.fork.repo.commit(BRANCH).hexsha == data["merge_commit"]
-    assert pair.fork.repo.git.rev_parse(f"refs/ds4sync/rollback/{data['run_id']}") == old
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == data["merge_commit"]
+    assert git.Repo(pair.fork.path).git.rev_parse(f"refs/ds4sync/rollback/{data['run_id']}") == old
     record = json.loads(Path(data["record"]).read_text())
     assert record["results"]["promote"]["new_head"] == data["merge_commit"]
     assert record["results"]["promote"]["ungated"] is True
@@ -195,7 +196,7 @@ def test_promote_refuses_when_fork_moved(merged, capsys: pytest.CaptureFixture[s
     pair.fork.checkout("main")
     assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 2
     assert "moved since the run started" in capsys.readouterr().err
-    assert pair.fork.repo.commit(BRANCH).hexsha == moved
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == moved
 
 
 def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
@@ -203,12 +204,12 @@ def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
 ) -> None:
     pair, _ = merged
     pair.fork.checkout(BRANCH)
-    head = pair.fork.repo.head.commit.hexsha
+    head = git.Repo(pair.fork.path).head.commit.hexsha
     (pair.repo / "b.py").write_text("edited by hand\n")
     assert main(["promote", "--repo", str(pair.repo), "--allow-ungated"]) == 2
     err = capsys.readouterr().err
     assert "uncommitted changes: b.py" in err and "is checked out in" in err
-    assert pair.fork.repo.commit(BRANCH).hexsha == head  # the branch did not move
+    assert git.Repo(pair.fork.path).commit(BRANCH).hexsha == head  # the branch did not move
     assert (pair.repo / "b.py").read_text() == "edited by hand\n"  # nothing of the person's is lost
 
 

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
 import yaml
 
 from ds4sync.core.errors import ExitCode
+from ds4sync.core.git import clone_repository, init_repository
 from ds4sync.demo.forge_standin import ForgeStandin
 from ds4sync.demo.repobuild import RepoBuilder
 
@@ -160,8 +160,7 @@ def _repos(root: Path) -> tuple[RepoBuilder, Path]:
         },
         "upstream: base",
     )
-    clone = git.Repo.clone_from(str(upstream.path), str(root / "fork"), origin="upstream")
-    clone.close()
+    clone_repository(upstream.path, root / "fork", origin="upstream")
     fork = RepoBuilder(root / "fork")
     fork.branch(BRANCH, base)
     fork.commit(
@@ -173,8 +172,8 @@ def _repos(root: Path) -> tuple[RepoBuilder, Path]:
     )
     fork.checkout("main")
     remote = root / "fork-remote.git"
-    git.Repo.init(str(remote), bare=True).close()
-    fork.repo.create_remote("origin", str(remote))
+    init_repository(remote, bare=True)
+    fork.repo.add_remote("origin", str(remote))
     profile = root / "profile"
     (profile / "gates").mkdir(parents=True, exist_ok=True)
     (profile / "patches" / "resolutions").mkdir(parents=True, exist_ok=True)

@@ -60,8 +60,8 @@ def write_demo_patchsets(profile: Path, fork: RepoBuilder, *, base: str) -> Demo
     base_attention = repo.blob_bytes(base, ATTENTION)
     if branch is None or base_attention is None or _DOCSTRING not in base_attention.decode():
         raise ValueError(f"{fork.path} is not the demo fork (needs {ATTENTION} and a checked-out branch)")
-    sparse = repo.out("log", "--format=%H", "-S", "def _forward_sparse_mla_decode_triton", branch).split()
-    scratch = repo.out("log", "--format=%H", "-S", "SCRATCH_POOL_MB = 128", branch).split()
+    sparse = repo.pickaxe_commits("def _forward_sparse_mla_decode_triton", branch)
+    scratch = repo.pickaxe_commits("SCRATCH_POOL_MB = 128", branch)
     if not sparse or not scratch:
         raise ValueError(f"{fork.path}: the fork branch lacks the demo's sparse-decode or scratch-pool commits")
 

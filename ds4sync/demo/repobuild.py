@@ -1,6 +1,6 @@
 """Build small git repositories from ``{path: text}`` snapshots: the demo's and the tests' fixtures.
 
-Real git through GitPython; nothing is mocked.
+Real git through ds4sync's own git layer (:class:`~ds4sync.core.git.GitRepo`); nothing is mocked.
 """
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import git
-
-from ds4sync.core.git import init_repository, pinned_env
+from ds4sync.core.git import GitRepo, init_repository
 
 FileSpec = Mapping[str, "str | bytes | None"]
 _IDENTITY = {
@@ -33,54 +31,52 @@ class RepoBuilder:
         self.path = path
         if not (path / ".git").exists():
             init_repository(path, branch=branch)
-        self.repo = git.Repo(path)
-        self.repo.git.update_environment(**pinned_env(path.resolve()))  # a leaked GIT_DIR cannot redirect it
-        with self.repo.config_writer() as cfg:
-            cfg.set_value("user", "name", "ds4sync demo")
-            cfg.set_value("user", "email", "demo@ds4sync.invalid")
-            cfg.set_value("commit", "gpgsign", "false")
+        self.repo = GitRepo(path)
+        self.repo.set_config("user.name", "ds4sync demo")
+        self.repo.set_config("user.email", "demo@ds4sync.invalid")
+        self.repo.set_config("commit.gpgsign", "false")
 
     def write(self, files: FileSpec) -> None:
         """Write or delete files in the work tree and stage them."""
         for rel, content in files.items():
             target = self.path / rel
             if content is None:
-                self.repo.git.rm("-q", "--", rel)
+                self.repo.remove_paths([rel])
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, bytes):
                 target.write_bytes(content)
             else:
                 target.write_text(content)
-            self.repo.git.add("--", rel)
+            self.repo.add_paths([rel])
 
     def commit(self, files: FileSpec, message: str, *, date: str | None = None) -> str:
         """Apply ``files`` and commit them; returns the new SHA."""
         self.write(files)
-        env = dict(_IDENTITY)
-        if date:
-            env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-        self.repo.git.execute(["git", "commit", "-q", "--allow-empty", "-m", message], env=env)
-        return self.head()
+        return self.repo.commit_as(message, identity=_IDENTITY, date=date)
 
     def rename(self, old: str, new: str, message: str) -> str:
         """``git mv old new`` and commit."""
         (self.path / new).parent.mkdir(parents=True, exist_ok=True)
-        self.repo.git.mv(old, new)
+        self.repo.move_path(old, new)
         return self.commit({}, message)
 
     def branch(self, name: str, start: str = "HEAD") -> None:
         """Create branch ``name`` at ``start`` and check it out."""
-        self.repo.git.checkout("-q", "-b", name, start)
+        self.repo.checkout_new_branch(name, start)
 
     def checkout(self, name: str) -> None:
         """Check out an existing branch."""
-        self.repo.git.checkout("-q", name)
+        self.repo.checkout_branch(name)
 
     def head(self) -> str:
         """The SHA of HEAD."""
-        return self.repo.head.commit.hexsha
+        return self.repo.head()
 
     def read(self, rel: str, rev: str = "HEAD") -> str:
-        """A file's text at ``rev``."""
-        return self.repo.git.show(f"{rev}:{rel}")
+        """A file's text at ``rev``.
+
+        Raises:
+            GitError: ``rel`` is not a file at ``rev``.
+        """
+        return self.repo.blob(f"{rev}:{rel}").decode()

@@ -187,7 +187,7 @@ def add_native_ops(fork: RepoBuilder, profile: Path) -> dict | None:
     from ds4sync.native.manifest import write_manifest
 
     ext = write_demo_extension(fork.path, namespace="ds4demo", package="ds4demo_ext")
-    fork.repo.git.add("--", *ext.files)
+    fork.repo.add_paths(ext.files)
     fork.commit({}, "[SM120] Native DS4 demo ops (C++ torch extension)", date="2026-08-04T14:00:00")
     write_manifest(ext.manifest, profile / "kernels" / "manifest.yaml")
     if importlib.util.find_spec("torch") is None or shutil.which("g++") is None:

@@ -101,7 +101,7 @@ class ForkContext:
     ) -> ForkContext:
         """Read the fork side: its files, each patch-set's scope, the invariants' baseline, the profile digest."""
         ctx = cls(repo, fork_head, fork_base, catalogue, list(patchsets), str(patches_dir))
-        ctx.fork_tree = repo.out("rev-parse", f"{fork_head}^{{tree}}")
+        ctx.fork_tree = repo.tree_id(fork_head)
         ctx.fork_files = frozenset(repo.changed_names(fork_base, fork_head))
         scopes, baseline = [], set()
         for ps in ctx.patchsets:

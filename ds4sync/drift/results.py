@@ -42,7 +42,7 @@ class PullState(FrozenModel):
 
 
 class DriftConflict(FrozenModel):
-    """One file of the fork the PR would conflict in, with git's conflict kind (see ds4sync.core.mergetree)."""
+    """One file of the fork the PR would conflict in, with git's conflict kind (see ds4sync.core.git.mergetree)."""
 
     path: str
     kind: str

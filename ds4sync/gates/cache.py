@@ -60,7 +60,7 @@ def dependency_paths(gate: Gate) -> list[str]:
 def cache_key(gate: Gate, repo: GitRepo, fingerprint: tuple[tuple[str, str], ...]) -> str | None:
     """The cache key of ``gate`` in ``repo`` now, or None when a dependency path has uncommitted changes."""
     paths = dependency_paths(gate)
-    if repo.out("status", "--porcelain", "--untracked-files=normal", "--", *(paths or ["."])):
+    if repo.has_uncommitted(paths):
         return None
     payload = {"gate": gate.fingerprint_data(), "tree": repo.tree_of("HEAD", paths), "env": list(fingerprint)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

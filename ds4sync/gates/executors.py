@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ds4sync.core.errors import ConfigError, GitError, ToolMissingError
-from ds4sync.core.git import GitRepo, git_env
+from ds4sync.core.git import GitRepo, clone_repository
 from ds4sync.core.model import updated
-from ds4sync.core.proc import pid_alive, run
+from ds4sync.core.proc import pid_alive
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, runner_for
 from ds4sync.gates.model import GateResult
@@ -214,13 +214,14 @@ def _node_checkout(source: str, commit: str, gate_name: str) -> tuple[GitRepo, P
     # Several gates start at once on one host: one of them clones, the others wait for it, never see half a clone.
     with FileLock(str(root / ".clone.lock")):
         if not (clone / ".git").exists():
-            res = run(["git", "clone", "--quiet", "--no-checkout", "--", source, str(clone)], cwd=root, env=git_env())
-            if res.returncode != 0:
-                raise GitError(f"cannot clone {source} on this node: {res.output.strip()[-300:]}", where=str(clone))
+            try:
+                clone_repository(source, clone, checkout=False)
+            except GitError as exc:
+                raise GitError(f"cannot clone {source} on this node: {exc.what[-300:]}", where=str(clone)) from exc
         repo = GitRepo(clone)
         _sweep_dead_tasks(repo, root)
         if repo.resolve_commit(commit) is None:
-            repo.run("fetch", "--quiet", "origin", commit)
+            repo.fetch("origin", commit)
         target = root / "worktrees" / f"{gate_name}-{commit[:12]}-{_HOST}-{os.getpid()}-{time.monotonic_ns()}"
         return repo, repo.worktree_add_detached(target, commit).path
 

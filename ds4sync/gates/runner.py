@@ -185,11 +185,9 @@ def scratch_worktree(ws: Workspace):
     path.parent.mkdir(parents=True, exist_ok=True)
     repo = ws.repo
     head, (tree, _) = repo.head(), repo.worktree_tree(exclude=_state_inside(ws, repo.path))
-    repo.run("worktree", "add", "--quiet", "--detach", str(path), head)
+    scratch = repo.worktree_add_detached(path, head)
     try:
-        scratch = GitRepo(path)
-        scratch.run("read-tree", "--reset", "-u", tree)
-        scratch.run("reset", "--quiet")  # HEAD's index; the changes stay in the files
+        scratch.check_out_tree_unstaged(tree)  # HEAD's index; the changes stay in the files
         yield path
     finally:
         repo.worktree_remove(path)

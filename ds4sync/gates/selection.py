@@ -58,8 +58,7 @@ def changed_files(repo: GitRepo, since: str) -> list[str]:
     head = repo.head()
     base = repo.merge_base(since, head) or since
     committed = repo.changed_paths(base, head)
-    out = repo.run("diff", "--name-only", "-z", "--diff-filter=ACMDR", "HEAD", strip=False)[1]
-    uncommitted = [p for p in out.split("\0") if p]
+    uncommitted = repo.worktree_changed_names("HEAD", diff_filter="ACMDR")
     return list(dict.fromkeys(committed + uncommitted))
 
 

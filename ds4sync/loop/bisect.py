@@ -181,7 +181,7 @@ class StepEvaluator:
         if cached is not None:
             return cached
         start = time.monotonic()
-        subject = self.repo.out("log", "-1", "--format=%s", upstream_sha)
+        subject = self.repo.subject(upstream_sha)
         match = _PR_RE.search(subject)
         verdict, reason, failed, mode = self._evaluate(upstream_sha)
         step = BisectStep(
@@ -228,7 +228,7 @@ class StepEvaluator:
         landed = self._landed(upstream_sha)
         report = self._check(merged, landed)
         broken = [ps for ps in self.patchsets if _violated(report, ps.id)]
-        tree = self.repo.out("rev-parse", f"{merged}^{{tree}}")
+        tree = self.repo.tree_id(merged)
         for ps in broken:
             if not ps.patches:
                 continue  # a metadata-only patch-set cannot be replayed: its invariants decide below
@@ -303,7 +303,7 @@ class StepEvaluator:
     def _run_tier(self, wt: GitRepo, final: str) -> tuple[Verdict, str, tuple[str, ...]]:
         from ds4sync.gates.runner import TierOptions, run_tier
 
-        wt.run("reset", "--hard", "-q", final)  # the replayed tree, which the gates must see
+        wt.reset_hard(final)  # the replayed tree, which the gates must see
         result = run_tier(self.ws, TierOptions(tier=self.tier or "", target=wt.path, use_cache=True))
         if result.status == "failed":
             failed = [g for g in result.gates if g.blocking and g.status in ("failed", "error")]
@@ -320,9 +320,9 @@ class StepEvaluator:
             self._worktree = self.repo.worktree_add_detached(path, self.fork_sha)
         wt = self._worktree
         with contextlib.suppress(GitError):
-            wt.run("merge", "--abort")
-        wt.run("reset", "--hard", "-q", self.fork_sha)
-        wt.run("clean", "-fdxq")
+            wt.merge_abort()
+        wt.reset_hard(self.fork_sha)
+        wt.clean_untracked(ignored=True)
         return wt
 
     def close(self) -> None:
@@ -383,8 +383,7 @@ def first_parent_candidates(repo: GitRepo, good: str, bad: str) -> list[str]:
             where=str(repo.path),
             fix="pass --good with an older upstream commit than --bad",
         )
-    out = repo.out("rev-list", "--first-parent", "--reverse", f"{good}..{bad}")
-    return [line for line in out.splitlines() if line]
+    return repo.first_parent_commits(good, bad)
 
 
 def search(

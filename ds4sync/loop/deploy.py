@@ -383,5 +383,5 @@ def _branch_back(ws: Workspace, run_id: str, result: RollbackResult) -> Rollback
         return updated(result, note=f"{branch} moved since the promote ({str(current)[:12]}); branch left alone")
     if ws.repo.checked_out_in(branch) is not None:
         return updated(result, note=f"{branch} is checked out; branch left alone")
-    ws.repo.run("update-ref", "-m", f"ds4sync rollback {run_id}", f"refs/heads/{branch}", old_head, new_head)
+    ws.repo.update_ref(f"refs/heads/{branch}", old_head, message=f"ds4sync rollback {run_id}", expect=new_head)
     return updated(result, branch=branch, branch_head=old_head)

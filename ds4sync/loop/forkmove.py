@@ -49,7 +49,7 @@ def move_fork(repo: GitRepo, state: Path, move: ForkMove, *, message: str) -> No
             would be overwritten); what was done is undone, and the branch is where it was.
     """
     if move.holder is None:
-        repo.run("update-ref", "-m", message, f"refs/heads/{move.branch}", move.new, move.old)
+        repo.update_ref(f"refs/heads/{move.branch}", move.new, message=message, expect=move.old)
         return
     holder = GitRepo(Path(move.holder))
     write_json_atomic(state / JOURNAL, move.model_dump(mode="json"))
@@ -60,7 +60,7 @@ def move_fork(repo: GitRepo, state: Path, move: ForkMove, *, message: str) -> No
         raise
     fault.point("promote.after-detach")
     try:
-        repo.run("update-ref", "-m", message, f"refs/heads/{move.branch}", move.new, move.old)
+        repo.update_ref(f"refs/heads/{move.branch}", move.new, message=message, expect=move.old)
     except GitError:
         _back(holder, move)
         _clear(state)
@@ -107,7 +107,7 @@ def recover(repo: GitRepo, state: Path) -> str | None:
 
 def _back(holder: GitRepo, move: ForkMove) -> None:
     """The checkout, detached at ``move.new``, back on ``move.branch`` at ``move.old`` (git's own checkout)."""
-    holder.run("checkout", "--quiet", "--no-recurse-submodules", move.branch, "--")
+    holder.checkout_branch(move.branch)
 
 
 def _read(state: Path) -> ForkMove | None:

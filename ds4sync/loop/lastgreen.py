@@ -165,7 +165,7 @@ def last_green(ws: Workspace, branch: str) -> LastGreen | None:
     if sha is None:
         return None
     landed = next((m for m in reversed(moves(ws, branch)) if m.moved and m.new == sha), None)
-    committed = ws.repo.out("log", "-1", "--format=%cI", sha)
+    committed = ws.repo.committer_date(sha)
     return LastGreen(
         branch=branch,
         ref=ref,

@@ -196,7 +196,7 @@ def _moved_after(repo: GitRepo | None, ran_on: set[str], head: str | None) -> st
         return None
     if not repo.is_ancestor(gated, head):
         return f"the sync branch was rewritten after the gates ran on {gated[:12]} (now {head[:12]})"
-    log = repo.out("log", "--format=%h %s", "--end-of-options", f"{gated}..{head}").splitlines()
+    log = repo.oneline_log(gated, head)
     shown = "; ".join(log[:5]) + (f"; and {len(log) - 5} more" if len(log) > 5 else "")
     return f"the sync branch moved after the gates ran on {gated[:12]}: {len(log)} new commit(s): {shown}"
 
@@ -231,7 +231,7 @@ def _left_behind(record: RunRecord) -> list[str]:
 def _tree(repo: GitRepo | None, commit: str | None) -> str | None:
     if repo is None or commit is None:
         return None
-    return repo.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}")
+    return repo.tree_id(commit)
 
 
 def _short(sha: Any) -> str:

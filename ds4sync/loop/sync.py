@@ -417,7 +417,7 @@ def _reprove_if_moved(record: RunRecord, say: Progress) -> None:
     if head is None or proved is None:
         return
     if proved == head:
-        head_tree = GitRepo(Path(record.worktree)).out("rev-parse", "--verify", f"{head}^{{tree}}")
+        head_tree = GitRepo(Path(record.worktree)).tree_id(head)
         off = sorted(tier for tier, result in record.results.gates.items() if result.tree not in (None, head_tree))
         if not off:
             return

@@ -1,7 +1,7 @@
 """Conflict hunks: what each side wrote in one conflicted region, who changed it, and what answered it.
 
 Models plus pure text functions (no git): the hunks come from git's own diff3 merge of the three
-stages (:meth:`ds4sync.core.gitlines.LineVerbs.merge_file_diff3`), which writes exactly the hunks
+stages (:meth:`ds4sync.core.git.GitRepo.merge_file_diff3`), which writes exactly the hunks
 ``git merge`` writes; :mod:`ds4sync.merge.provenance` adds their history.
 """
 

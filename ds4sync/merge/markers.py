@@ -18,11 +18,9 @@ with ``extra_marker_size`` 1) and plus two (a virtual merge base of a criss-cros
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from ds4sync.core.git import DEFAULT_MARKER_SIZE, GitRepo, has_conflict_hunk, marker_sizes_of
+from ds4sync.core.git import DEFAULT_MARKER_SIZE, GitRepo, has_conflict_hunk
 
 #: What git adds to a path's marker size for inner merges (see the module docstring).
 EXTRA_MARKER_SIZES = (0, 1, 2)
@@ -33,8 +31,7 @@ def touched_paths(wt: GitRepo, paths: Iterable[str]) -> list[str]:
     """``paths`` (each conflict's path and related paths) plus the side copies git wrote beside them
     (``path~HEAD``, ``path~<branch>``) that exist in the work tree or the index."""
     wanted = {p for p in paths if p}
-    out = wt.run("ls-files", "-z", strip=False)[1]  # every index entry, of any stage
-    index = {p for p in out.split("\0") if p}
+    index = set(wt.index_paths())  # every index entry, of any stage
     for path in list(wanted):
         prefix = f"{path}~"
         wanted.update(p for p in index if p.startswith(prefix))
@@ -64,12 +61,7 @@ def sizes_git_used(wt: GitRepo, paths: Iterable[str], *, commits: Iterable[str])
 def marker_sizes_at(wt: GitRepo, commit: str, paths: Iterable[str]) -> dict[str, int]:
     """The ``conflict-marker-size`` git reads for each path from the ``.gitattributes`` files of ``commit``
     (plus ``info/attributes``), through a private index holding that commit's tree; 7 where unset."""
-    wanted = list(paths)
-    with tempfile.TemporaryDirectory(prefix="ds4sync-attrs-") as folder:
-        env = {"GIT_INDEX_FILE": str(Path(folder) / "index")}
-        wt.run("read-tree", "--end-of-options", commit, env=env)
-        out = wt.run("check-attr", "--cached", "-z", "conflict-marker-size", "--", *wanted, strip=False, env=env)[1]
-    return marker_sizes_of(out, wanted)
+    return wt.marker_sizes_at(commit, paths)
 
 
 def marked_paths(wt: GitRepo, sizes: Mapping[str, Iterable[int]]) -> dict[str, str]:
@@ -80,7 +72,7 @@ def marked_paths(wt: GitRepo, sizes: Mapping[str, Iterable[int]]) -> dict[str, s
         file = wt.path / path
         if file.is_file() and not file.is_symlink() and _has_hunk(file.read_bytes(), lengths):
             found.setdefault(path, []).append("work tree")
-    staged = {p: oid for p, (mode, oid) in _index_entries(wt, list(sizes)).items() if mode in _REGULAR_MODES}
+    staged = {p: oid for p, (mode, oid) in wt.index_entries(sizes).items() if mode in _REGULAR_MODES}
     blobs = wt.blobs(staged.values())
     for path, oid in staged.items():
         if oid in blobs and _has_hunk(blobs[oid], sizes[path]):
@@ -90,23 +82,6 @@ def marked_paths(wt: GitRepo, sizes: Mapping[str, Iterable[int]]) -> dict[str, s
 
 def _has_hunk(data: bytes, sizes: Iterable[int]) -> bool:
     return any(has_conflict_hunk(data, size) for size in sizes)
-
-
-def _index_entries(wt: GitRepo, paths: list[str]) -> dict[str, tuple[str, str]]:
-    """Stage-0 index entries of ``paths`` (exactly those): path -> (mode, oid)."""
-    if not paths:
-        return {}
-    wanted = set(paths)
-    out = wt.run("ls-files", "--stage", "-z", "--", *(f":(literal){p}" for p in paths), strip=False)[1]
-    entries = {}
-    for entry in out.split("\0"):
-        if "\t" not in entry:
-            continue
-        meta, path = entry.split("\t", 1)
-        mode, oid, stage = meta.split()
-        if stage == "0" and path in wanted:
-            entries[path] = (mode, oid)
-    return entries
 
 
 def _glob_escape(name: str) -> str:

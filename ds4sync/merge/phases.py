@@ -359,7 +359,7 @@ def commit(ctx: RunContext) -> PhaseOutcome:
         # `git commit` after HEAD moved leaves MERGE_HEAD too (git removes it after the ref update): committing
         # again would make a second merge on top of the first. Forget that merge state; the commit stands.
         if wt.merge_head() is not None:
-            wt.run("merge", "--quit")
+            wt.merge_quit()
         sha = wt.head()
         remerged = tuple(repo.remerge_diff_paths(sha))
         summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
@@ -413,7 +413,7 @@ def _changed_replay(
         for name in names:
             store.forget(name)
         return updated(conflict, resolution="person", replay_changed="deleted", stored_as=None)
-    postimage = wt.run_bytes("cat-file", "blob", staged)[1]
+    postimage = wt.blob(staged)
     folders = [
         store.replace(
             name, cache=cache, conflict_id=conflict.conflict_id, postimage=postimage, path=conflict.path, run_id=run_id
@@ -425,16 +425,15 @@ def _changed_replay(
 
 def is_run_merge(wt: GitRepo, sha: str, fork_head: str, upstream_sha: str) -> bool:
     """Whether ``sha`` is the merge commit of this run: exactly the parents (fork head, upstream SHA)."""
-    parents = wt.out("rev-list", "--parents", "-n", "1", "--end-of-options", sha).split()[1:]
-    return parents == [fork_head, upstream_sha]
+    return wt.parents(sha) == [fork_head, upstream_sha]
 
 
 def _reset_to_fork_head(wt: GitRepo, fork_head: str) -> None:
     """Undo an earlier, killed merge attempt (stale lock, half index, MERGE_HEAD) back to the fork head."""
     wt.clear_stale_index_lock()
     if wt.head() != fork_head or wt.merge_head() is not None or wt.status_porcelain():
-        wt.run("reset", "--quiet", "--hard", fork_head)
-        wt.run("clean", "-fdq")
+        wt.reset_hard(fork_head)
+        wt.clean_untracked()
 
 
 def backup_branch_name(template: str | None, *, branch: str, when: datetime | None = None) -> str | None:

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ds4sync.core.git import Conflict, FileChange, GitRepo
-from ds4sync.core.mergetree import MergeTreeResult
+from ds4sync.core.git.mergetree import MergeTreeResult
 from ds4sync.merge.hunks import ConflictHunk
 from ds4sync.merge.provenance import Sides, conflict_hunks
 from ds4sync.merge.results import ConflictEntry, MergeSummary, Overlap

@@ -125,7 +125,7 @@ def _write(
         unknown=set(wt.unmerged_paths()) - {entry.path},  # the other conflicts still hold git's markers
     )
     if why:
-        wt.run("checkout", "-m", "--", entry.path)  # git's conflict back: a person decides
+        wt.restore_conflict(entry.path)  # git's conflict back: a person decides
         dropped = tuple(
             updated(
                 h,

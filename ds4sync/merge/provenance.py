@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import FULL_SHA_RE, GitRepo
-from ds4sync.core.mergetree import Conflict
+from ds4sync.core.git.mergetree import Conflict
 from ds4sync.core.paths import path_matches
 from ds4sync.merge.hunks import ConflictHunk, HunkCommit, HunkOwner, locate, pr_number, split_diff3
 from ds4sync.patchsets.model import (

@@ -220,10 +220,10 @@ def merge_with_store(wt: GitRepo, sha: str, store: ResolutionStore, cache: Path)
     replayed = set(_REPLAYED.findall(wt.rerere(cache))) if imported.count else set()
     still_marked = set(wt.paths_with_markers(sorted(replayed)))
     for path in sorted(still_marked):
-        wt.run("checkout", "-m", "--", path)  # put git's conflict back: a person decides
+        wt.restore_conflict(path)  # put git's conflict back: a person decides
     sources: dict[str, list[str]] = {}
     for path in sorted(replayed - still_marked):
-        wt.run("add", "--", path)
+        wt.add_paths([path])
         candidates = imported.entries.get(split_id(ids.get(path, ""))[0], [])
         sources[path] = _replayed_entry(store, candidates, wt, path)
     return MergeReplay(clean, said, ids, sources, tuple(sorted(still_marked)), imported)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.core.mergetree import MARKER_KINDS
+from ds4sync.core.git.mergetree import MARKER_KINDS
 from ds4sync.merge.hunks import ConflictHunk
 from ds4sync.semantic.results import SemanticResult
 

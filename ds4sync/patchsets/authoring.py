@@ -97,7 +97,7 @@ def scaffold_invariants(repo: GitRepo, base: str, head: str) -> list[dict[str, A
         elif flag == "M":
             added = [
                 ln[1:].strip()
-                for ln in repo.out("diff", "--unified=0", base, head, "--", f":(literal){path}").splitlines()
+                for ln in repo.file_diff(base, head, path, context=0).splitlines()
                 if ln.startswith("+") and not ln.startswith("+++")
             ]
             best = max(added, key=len, default="")

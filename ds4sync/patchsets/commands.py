@@ -57,8 +57,8 @@ def fork_branch_name(repo: GitRepo, rev: str | None) -> str | None:
         return repo.current_branch()
     if repo.ref_exists(f"refs/heads/{rev}"):
         return rev
-    for line in repo.out("for-each-ref", "--format=%(refname)", "refs/remotes/").splitlines():
-        name = line.removeprefix("refs/remotes/")
+    for ref in repo.refs_under("refs/remotes/"):
+        name = ref.removeprefix("refs/remotes/")
         if name == rev and "/" in name:
             return name.split("/", 1)[1]
     return None

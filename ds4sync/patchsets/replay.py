@@ -232,16 +232,8 @@ def _differs_from_head(wt: GitRepo, path: str) -> bool:
 def own_commits(wt: GitRepo, start: str) -> list[tuple[str, str]]:
     """``(sha, patch-set id)`` of the commits after ``start`` on HEAD's first-parent line that carry a
     ``Patch-set:`` trailer, oldest first: what replay committed (its own finished work)."""
-    out = wt.out(
-        "log",
-        "--reverse",
-        "--first-parent",
-        f"--format=%H%x00%(trailers:key={TRAILER},valueonly,separator=%x2C)",
-        f"{start}..HEAD",
-    )
     found = []
-    for line in out.splitlines():
-        sha, _, ids = line.partition("\0")
+    for sha, ids in wt.first_parent_trailers(f"{start}..HEAD", TRAILER):
         if ids.strip():
             found.append((sha, ids.split(",")[0].strip()))
     return found
@@ -283,8 +275,8 @@ def recover(ctx: RunContext, wt: GitRepo, by_id: dict[str, PatchSet], *, pending
 
 def _discard_uncommitted(wt: GitRepo) -> None:
     wt.clear_stale_index_lock()
-    wt.run("reset", "--quiet", "--hard", "HEAD")
-    wt.run("clean", "-fdq")
+    wt.reset_hard("HEAD")
+    wt.clean_untracked()
 
 
 def _foreign_changes(wt: GitRepo) -> list[str]:

@@ -88,7 +88,7 @@ class Attributor:
             for token in tokens:
                 key = (candidate, token)
                 if key not in self._pickaxe:
-                    self._pickaxe[key] = self._log(f"-S{token}", candidate)
+                    self._pickaxe[key] = self._log(token, candidate)
                 if self._pickaxe[key] is not None:
                     return self._pickaxe[key]
             touched = self._touching(candidate)
@@ -104,12 +104,11 @@ class Attributor:
             self._pickaxe[key] = self._log(None, path)
         return self._pickaxe[key]
 
-    def _log(self, option: str | None, path: str) -> Culprit | None:
-        args = ["log", "--first-parent", "-1", "--format=%H%x1f%s", *([option] if option else [])]
-        out = self.repo.run(*args, "--end-of-options", self.range, "--", path, ok_codes=(0, 128))[1]
-        if "\x1f" not in out:
+    def _log(self, pickaxe: str | None, path: str) -> Culprit | None:
+        found = self.repo.newest_commit_touching(self.range, path, pickaxe=pickaxe)
+        if found is None:
             return None
-        sha, subject = out.strip().split("\x1f", 1)
+        sha, subject = found
         return Culprit(commit=sha, subject=subject, pr=pr_number(subject))
 
     def origin(self, path: str, line: int, culprit: Culprit | None) -> Origin:

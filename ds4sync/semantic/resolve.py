@@ -72,14 +72,9 @@ class TreeView:
         self.stand_in: TreeView | None = None
         #: (path, qualname) -> whether every resolution of the conflicted ``path`` keeps upstream's definition.
         self.keeps: Callable[[str, str], bool] = lambda _path, _qualname: False
-        out = repo.run("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, strip=False)[1]
         self.oids: dict[str, str] = {}
         self.dirs: set[str] = set()
-        for entry in out.split("\0"):
-            if not entry or "\t" not in entry:
-                continue
-            meta, path = entry.split("\t", 1)
-            _mode, kind, oid = meta.split()
+        for path, (_mode, kind, oid) in repo.tree_entries(rev).items():
             if kind != "blob" or not path.endswith(".py"):
                 continue
             self.oids[path] = oid

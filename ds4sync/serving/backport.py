@@ -105,8 +105,7 @@ def prepare_trees(repo: GitRepo, sha: str, *, base_ref: str, base_tree: Path | N
     if base_tree is None:
         base_path = work_dir / f"base-{sha[:10]}"
         repo.worktree_remove(base_path)
-        repo.run("worktree", "add", "--quiet", "--detach", str(base_path), base_ref)
-        base_tree = base_path
+        base_tree = repo.worktree_add_detached(base_path, base_ref).path
     return Trees(base=GitRepo(base_tree), candidate=candidate, branch=branch)
 
 
@@ -284,7 +283,7 @@ def write_patchset(tree: GitRepo, commit: str, upstream_sha: str, reasons: Seque
     patches = tree.format_patch(f"{commit}~1..{commit}", folder)
     meta = PatchSet(
         id=folder.name,
-        title=tree.out("log", "-1", "--format=%s", commit),
+        title=tree.subject(commit),
         kind="backport",
         rationale="kept by measurement: " + "; ".join(reasons),
         upstream=Upstream(commit=upstream_sha),

@@ -15,7 +15,7 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
     """The sample project as a committed repository; its flaky/hang helpers write under tmp_path."""
     repo = RepoBuilder(tmp_path / "proj")
     write_sample_project(repo.path)
-    repo.repo.git.add("-A")
+    repo.repo.add_all()
     repo.commit({}, "sample project")
     (tmp_path / "flaky").mkdir()
     monkeypatch.setenv("SAMPLE_FLAKY_DIR", str(tmp_path / "flaky"))

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 import yaml
 from gates_helpers import PYTHON, workspace
@@ -71,7 +72,7 @@ def _edit(repo: RepoBuilder) -> None:
 
 def _staged_then_edited(repo: RepoBuilder) -> None:
     (repo.path / "pkg" / "a.py").write_text("staged\n")
-    repo.repo.git.add("pkg/a.py")
+    git.Repo(repo.path).git.add("pkg/a.py")
     (repo.path / "pkg" / "a.py").write_text("edited again after staging\n")
 
 
@@ -80,12 +81,12 @@ def _deleted(repo: RepoBuilder) -> None:
 
 
 def _staged_deletion(repo: RepoBuilder) -> None:
-    repo.repo.git.rm("-q", "pkg/b.py")
+    git.Repo(repo.path).git.rm("-q", "pkg/b.py")
 
 
 def _intent_to_add(repo: RepoBuilder) -> None:  # `git stash create` refuses this index
     (repo.path / "pkg" / "new.py").write_text("new, added with -N\n")
-    repo.repo.git.add("-N", "pkg/new.py")
+    git.Repo(repo.path).git.add("-N", "pkg/new.py")
     _edit(repo)
 
 
@@ -106,7 +107,7 @@ def _odd_names(repo: RepoBuilder) -> None:
 
 
 def _no_identity(repo: RepoBuilder) -> None:  # nothing to commit as: the proof must not need to commit
-    with repo.repo.config_writer() as cfg:
+    with git.Repo(repo.path).config_writer() as cfg:
         cfg.remove_option("user", "email")
         cfg.remove_option("user", "name")
         cfg.set_value("user", "useConfigOnly", "true")

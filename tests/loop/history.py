@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import git
 import yaml
 
 from ds4sync.demo.repobuild import RepoBuilder
@@ -110,8 +111,8 @@ def _profile(root: Path, base_repo: RepoBuilder) -> None:
         },
     )
     (base_repo.path / "vllm/sched.py").write_text(TWEAKED)
-    diff = base_repo.repo.git.diff("--", "vllm/sched.py") + "\n"
-    base_repo.repo.git.checkout("--", "vllm/sched.py")
+    diff = git.Repo(base_repo.path).git.diff("--", "vllm/sched.py") + "\n"
+    git.Repo(base_repo.path).git.checkout("--", "vllm/sched.py")
     _patchset(
         patches / "sched-tweak",
         {
@@ -150,7 +151,7 @@ def make_history(tmp_path: Path, n: int, planted: dict[int, dict]) -> History:
         (f"upstream change {i} (#{1000 + i})", {f"log/{i:04}.txt": f"{i}\n", **planted.get(i, {})}) for i in range(n)
     ]
     upstream = fast_import(repo.path, branch="main", parent=base, commits=commits) if n else []
-    repo.repo.git.reset("-q", "--hard", "main")
+    git.Repo(repo.path).git.reset("-q", "--hard", "main")
     repo.branch("fork", base)
     fork_files = {"vllm/envs.py": "A = 1\nB = 'fork'\nC = 3\n", "vllm/fork_feature.py": "ON = True\n"}
     repo.commit({**fork_files, "vllm/hooks.py": HOOKS.replace("'base'", "'fork'")}, "fork feature")

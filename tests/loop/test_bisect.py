@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 
@@ -270,7 +271,7 @@ def test_a_failed_nightly_names_the_culprit_in_its_record_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = make_history(tmp_path, 30, {20: BREAK_INVARIANT})
-    RepoBuilder(history.root).repo.git.remote("add", "upstream", str(history.root))
+    git.Repo(history.root).git.remote("add", "upstream", str(history.root))
     config = {
         "upstream": {"remote": "upstream", "ref": "main"},
         "fork": {"branch": "fork"},

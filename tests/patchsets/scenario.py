@@ -112,7 +112,7 @@ def build_repos(root: Path) -> Scenario:
         {"requirements.txt": "torch==2.13.0\nflashinfer==0.6.18\n"}, "[Deps] FlashInfer 0.6.18 (#52001)"
     )
     shas["upstream"] = up.commit({"vllm/scratch.py": None}, "[Cleanup] Remove the scratch pool")
-    fork.repo.git.fetch("-q", "upstream")
+    git.Repo(fork.path).git.fetch("-q", "upstream")
     profile = root / "profile"
     (profile / "patches" / "resolutions").mkdir(parents=True)
     config = root / "fork" / "ds4sync.yaml"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 
@@ -82,7 +83,7 @@ def test_backport_cherry_picks_into_the_sync_worktree(sc: Scenario, capsys) -> N
     assert main(["merge", sc.shas["upstream"], "--repo", str(sc.fork.path)]) == 0
     ws_record = cli_data(_status(sc, capsys))
     fix = sc.upstream.commit({"vllm/moe.py": MOE.replace("% 7", "% 11")}, "[Bugfix] route modulo (#53000)")
-    sc.fork.repo.git.fetch("-q", "upstream")
+    git.Repo(sc.fork.path).git.fetch("-q", "upstream")
     capsys.readouterr()
     assert main(["backport", fix, "--id", "route-modulo", "--repo", str(sc.fork.path)]) == 0, capsys.readouterr().err
     wt = GitRepo(ws_record["worktree"])
@@ -100,7 +101,7 @@ def test_backport_conflict_changes_nothing(sc: Scenario, capsys) -> None:
     record = cli_data(_status(sc, capsys))
     other = "\n    def _forward_paged(self, q, kv):\n        return self._attend(q, kv)\n"
     clash = sc.upstream.commit({"vllm/attention.py": attention(REFACTORED, extra=other)}, "[Model] paged forward")
-    sc.fork.repo.git.fetch("-q", "upstream")
+    git.Repo(sc.fork.path).git.fetch("-q", "upstream")
     wt = GitRepo(record["worktree"])
     head = wt.head()
     # the sync worktree appended the fork's sparse method where upstream appends its own

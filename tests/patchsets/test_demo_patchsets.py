@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import git
 import pytest
 
 from ds4sync.demo import run as demo
@@ -23,7 +24,7 @@ def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
     fork = demo.build_fork(tmp_path / "fork", upstream.path, shas["base"])
     fork_head = fork.head()
     written = write_demo_patchsets(profile, fork, base=shas["base"])
-    assert fork.head() == fork_head and fork.repo.active_branch.name == demo.FORK_BRANCH
+    assert fork.head() == fork_head and git.Repo(fork.path).active_branch.name == demo.FORK_BRANCH
     demo.write_demo_gates(profile)
     config = demo.write_config(fork.path, upstream.path, profile)
 

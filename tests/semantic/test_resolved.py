@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import git
 import pytest
 
 from ds4sync.core.git import GitRepo
@@ -55,7 +56,7 @@ def resolved(tmp_path_factory: pytest.TempPathFactory) -> Resolved:
     b.branch("fork", base)
     fork = b.commit(FORK, "fork: kernels")
     b.branch("sync", fork)
-    b.repo.git.merge("-q", "--no-commit", upstream, with_exceptions=False)
+    git.Repo(b.path).git.merge("-q", "--no-commit", upstream, with_exceptions=False)
     b.write(RESOLVED)
     merged = b.commit({}, "Merge upstream")
     return Resolved(GitRepo(b.path), fork, upstream, merged)

@@ -71,8 +71,8 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
 
 def delta_files(repo: GitRepo, base: str, suffixes: tuple[str, ...]) -> list[str]:
     """Files that exist now and differ from ``base`` (committed or not) with one of ``suffixes``."""
-    out = repo.run("diff", "--name-only", "-z", "--diff-filter=ACMR", "--no-renames", base, strip=False)[1]
-    return [p for p in out.split("\0") if p and p.endswith(suffixes) and (repo.path / p).is_file()]
+    names = repo.worktree_changed_names(base, diff_filter="ACMR", renames=False)
+    return [p for p in names if p.endswith(suffixes) and (repo.path / p).is_file()]
 
 
 def _base(ctx: GateContext, spec: Spec) -> str:
@@ -165,12 +165,13 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]
     base = _base(ctx, spec)
     repo = GitRepo(ctx.cwd)
     start = time.monotonic()
-    status, out, err = repo.run("diff", "--check", base, ok_codes=(0, 1, 2), strip=False)
+    check = repo.diff_check(base)
+    status, out, err = check.status, check.out, check.err
     log = ctx.log_path(gate)
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
     info: dict[str, Any] = dict(
-        command=("git", "diff", "--check", base),
+        command=check.command,
         log_path=str(log),
         duration_s=time.monotonic() - start,
         details={"display_command": f"git diff --check {base}", "base": base},

@@ -1,17 +1,12 @@
-"""The git verbs of conflict hunks: git's own three-way file merge and its line history (``git log -L``).
-
-A mixin of :class:`ds4sync.core.git.GitRepo`, which is still the one object that talks to git.
-"""
+"""Conflict hunks: git's own three-way file merge and its line history (``git log -L``)."""
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from ds4sync.core.git.base import GitBase
 
 
 @dataclass(frozen=True)
@@ -22,23 +17,8 @@ class LineCommit:
     subject: str
 
 
-class LineVerbs:
-    """Hunk verbs for :class:`~ds4sync.core.git.GitRepo` (they use its ``run``/``run_bytes``)."""
-
-    if TYPE_CHECKING:  # provided by GitRepo
-        path: Path
-
-        def run(
-            self, *args: str, ok_codes: Iterable[int] = (0,), strip: bool = True, env: dict[str, str] | None = None
-        ) -> tuple[int, str, str]: ...
-
-        def run_bytes(
-            self,
-            *args: str,
-            ok_codes: Iterable[int] = (0,),
-            env: dict[str, str] | None = None,
-            stdin: bytes | None = None,
-        ) -> tuple[int, bytes, bytes]: ...
+class LineVerbs(GitBase):
+    """Hunk verbs of :class:`~ds4sync.core.git.GitRepo`."""
 
     def merge_file_diff3(
         self, ours: bytes, base: bytes, theirs: bytes, *, marker_size: int = 7, labels: tuple[str, str, str]

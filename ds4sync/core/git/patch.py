@@ -1,7 +1,4 @@
-"""The git verbs of patch-sets: apply, format-patch, cherry-pick, and reading commits and trailers.
-
-A mixin of :class:`ds4sync.core.git.GitRepo`, which is still the one object that talks to git.
-"""
+"""Patch-sets: apply, format-patch, cherry-pick, and reading commits and trailers."""
 
 from __future__ import annotations
 
@@ -9,12 +6,10 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import GitError
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from ds4sync.core.git.merge import MergeVerbs
+from ds4sync.core.git.refs import RefVerbs
 
 
 @dataclass(frozen=True)
@@ -31,21 +26,8 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-class PatchVerbs:
-    """Patch-set verbs for :class:`~ds4sync.core.git.GitRepo` (they use its ``run``/``out``)."""
-
-    if TYPE_CHECKING:  # provided by GitRepo
-        path: Path
-
-        def run(
-            self, *args: str, ok_codes: Iterable[int] = (0,), strip: bool = True, env: dict[str, str] | None = None
-        ) -> tuple[int, str, str]: ...
-
-        def out(self, *args: str) -> str: ...
-
-        def head(self) -> str: ...
-
-        def unmerged_paths(self) -> list[str]: ...
+class PatchVerbs(MergeVerbs, RefVerbs):
+    """Patch-set verbs of :class:`~ds4sync.core.git.GitRepo`."""
 
     def apply_check(self, patch: Path, *, reverse: bool = False) -> bool:
         """Whether ``patch`` would apply to the work tree and index (``git apply --check``)."""
