@@ -89,7 +89,7 @@ def run_head(repo: GitRepo, record: RunRecord) -> tuple[str, str]:
             where=str(worktree),
             fix="gate results can only be added to a run whose head is still there",
         )
-    return head, repo.out("rev-parse", "--verify", "--end-of-options", f"{head}^{{tree}}")
+    return head, repo.tree_id(head)
 
 
 def check_proof(where: str, result: TierResult, *, run_id: str, head: str, tree: str) -> None:

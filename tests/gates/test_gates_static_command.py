@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import git
 import pytest
 from gates_helpers import PYTHON, workspace, write_gates
 
@@ -237,9 +238,9 @@ def test_the_delta_base_outside_a_run_is_upstreams_branch_by_the_one_rule(
     from ds4sync.runner import resolve_upstream_ref, upstream_here
 
     repo, base = upstream_and_fork
-    repo.repo.git.remote("add", "upstream", str(repo.path))
-    repo.repo.git.update_ref("refs/remotes/upstream/main", base)
-    repo.repo.git.branch("upstream/main", repo.head())  # git's own lookup of "upstream/main" finds this first
+    git.Repo(repo.path).git.remote("add", "upstream", str(repo.path))
+    git.Repo(repo.path).git.update_ref("refs/remotes/upstream/main", base)
+    git.Repo(repo.path).git.branch("upstream/main", repo.head())  # git's own lookup of "upstream/main" finds this first
     ws = workspace(repo)
     for name in ("main", "upstream/main"):
         assert upstream_here(ws, name) == resolve_upstream_ref(ws, name)[0] == base, name
