@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+import ds4sync
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, not_a_file, read_yaml, validate
 from ds4sync.core.paths import path_matches
@@ -142,11 +143,11 @@ class Config(FrozenModel):
 
 def shipped_profile() -> Path:
     """The DS4 profile shipped with ds4sync (repository root in a checkout, the wheel's copy otherwise)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent, here / "_profile"):
+    package = Path(ds4sync.__file__).resolve().parent
+    for candidate in (package.parent, package / "_profile"):
         if (candidate / "gates").is_dir() and (candidate / "patches").is_dir():
             return candidate
-    return here.parent
+    return package.parent
 
 
 def find_config(repo: Path, explicit: Path | None) -> Path | None:

@@ -19,7 +19,13 @@ from ds4sync.runner import Phase
 from ds4sync.semantic.phase import SEMANTIC_PHASES
 
 PHASES: tuple[Phase, ...] = (
-    MERGE_PHASES + PATCHSET_PHASES + SEMANTIC_PHASES + BUILD_PHASES + GATE_PHASES + REPORT_PHASES + PUBLISH_PHASES
+    MERGE_PHASES  # prepare, merge, resolve, commit
+    + PATCHSET_PHASES  # replay, verify
+    + SEMANTIC_PHASES  # semantic
+    + BUILD_PHASES  # build
+    + GATE_PHASES  # gate
+    + REPORT_PHASES  # report
+    + PUBLISH_PHASES  # publish
 )
 
 #: The last phase ``ds4sync merge`` runs before handing over to ``resume`` (build, gates, report).

@@ -29,6 +29,8 @@ PROFILES_FILE = "kernels/build_profiles.yaml"
 # written anywhere unless a profile keeps them by name.
 REDACTED = SECRET
 DEFAULT_INSTALL = ("-e", ".", "--no-build-isolation", "--no-deps", "-v")
+#: The tools a profile may name in ``requires``.
+KNOWN_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv", "cargo")
 
 
 class BuildStep(FrozenModel):
@@ -128,8 +130,6 @@ class BuildProfile(FrozenModel):
     @field_validator("requires")
     @classmethod
     def _known_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from ds4sync.native.toolchain import KNOWN_TOOLS
-
         unknown = [tool for tool in value if tool not in KNOWN_TOOLS]
         if unknown:
             raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(KNOWN_TOOLS)}")

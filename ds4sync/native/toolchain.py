@@ -18,7 +18,6 @@ from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.proc import run
 from ds4sync.native.results import Toolchain, ToolInfo
 
-KNOWN_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv", "cargo")
 # Recorded when present, whatever the profile requires.
 RECORDED_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv")
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")

@@ -283,7 +283,7 @@ class GateView(View):
 
 
 class TierView(View):
-    """The gates of one tier, the tier's status and its one-line count (:func:`ds4sync.gates.model.tier_line`)."""
+    """The gates of one tier, its status and one-line count (:func:`ds4sync.gates.model.tier_line`)."""
 
     tier: str
     status: str

@@ -1,4 +1,8 @@
-"""Checks that keep the layout as the README draws it: no import cycle, a leaf core, a light CLI."""
+"""Checks that keep the layout as the README draws it.
+
+No import cycle between modules or between packages, packages layered in the order a run goes, a leaf core,
+a light CLI.
+"""
 
 from __future__ import annotations
 
@@ -79,6 +83,94 @@ def test_no_import_cycle() -> None:
 def test_the_cycle_check_can_fail() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert sorted(_cycles(graph)) == [["a", "b", "c"], ["e"]]
+
+
+#: ds4sync's packages (and top-level modules), lowest first: each imports only those before it, so the
+#: layers read in the order a run goes. A package or module not named here fails the check.
+LAYERS = (
+    "core",  # errors, the one git module, processes, files: nothing else of ours
+    "models",  # the run record, ds4sync.yaml, each phase's results and settings: core only
+    "runner",  # Phase, RunContext, run_phases
+    "merge",  # prepare, merge, resolve, commit
+    "patchsets",  # replay, verify
+    "semantic",  # semantic
+    "native",  # build
+    "serving",  # the serving tier's server, probes, bench and A/B, which gate runs
+    "gates",  # gate
+    "report",  # report
+    "publish",  # publish
+    "pipeline",  # the phase tuple
+    "drift",  # drift watch, beside the runs
+    "loop",  # a run's lifecycle, nightly, promote, bisect
+    "demo",  # the sample fork and its loop
+    "cli",  # typer adapters over all of the above
+)
+
+#: The imports that run up the layers on purpose, (importer, imported) package: why.
+UPWARD = {
+    ("merge", "patchsets"): "a proposed resolution is validated against the patch-sets' invariants and owners "
+    "before it is kept: the patch-sets are the fork's definition, which merge reads before replay proves it",
+    ("merge", "semantic"): "a proposed resolution is refused when the semantic check finds a new blocker on its "
+    "tree (imported inside the function, only when a resolver proposes)",
+}
+
+Edges = dict[tuple[str, str], list[tuple[str, str]]]
+
+
+def _layer(module: str) -> str:
+    """The layer of a ds4sync module: its package, or the module itself when it is top-level."""
+    return module.split(".")[1]
+
+
+def _package_imports(graph: dict[str, set[str]]) -> Edges:
+    """Each (importer, imported) pair of distinct layers, with the module imports that make it."""
+    edges: Edges = {}
+    for module, targets in graph.items():
+        for target in sorted(targets):
+            if "." in module and "." in target and _layer(module) != _layer(target):
+                edges.setdefault((_layer(module), _layer(target)), []).append((module, target))
+    return edges
+
+
+def _upward(edges: Edges, layers: tuple[str, ...]) -> Edges:
+    """The pairs whose imported layer comes after the importer's in ``layers``."""
+    rank = {layer: n for n, layer in enumerate(layers)}
+    return {pair: imports for pair, imports in edges.items() if rank.get(pair[1], -1) > rank.get(pair[0], -1) >= 0}
+
+
+def test_every_package_has_one_layer() -> None:
+    on_disk = {_layer(m) for m in _modules() if "." in m}
+    assert len(set(LAYERS)) == len(LAYERS)
+    assert (sorted(on_disk - set(LAYERS)), sorted(set(LAYERS) - on_disk)) == ([], [])
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    for importer, imported in _package_imports(_imports(_modules())):
+        graph.setdefault(importer, set()).add(imported)
+    assert _cycles(graph) == []
+
+
+def test_imports_run_down_the_layers() -> None:
+    upward = _upward(_package_imports(_imports(_modules())), LAYERS)
+    assert {pair: imports for pair, imports in upward.items() if pair not in UPWARD} == {}
+    assert sorted(set(UPWARD) - set(upward)) == [], "an allowed upward import no longer exists: drop it"
+
+
+def test_the_layer_check_can_fail() -> None:
+    graph = {"x.a.m": {"x.b.n", "x.a.o"}, "x.b.n": {"x.c"}, "x.c": set(), "x.a.o": set()}
+    edges = _package_imports(graph)
+    assert edges == {("a", "b"): [("x.a.m", "x.b.n")], ("b", "c"): [("x.b.n", "x.c")]}
+    assert _upward(edges, ("c", "b", "a")) == {}
+    assert _upward(edges, ("a", "c", "b")) == {("a", "b"): [("x.a.m", "x.b.n")]}
+
+
+def test_the_pipeline_docstring_names_the_phases_in_order() -> None:
+    from ds4sync import pipeline
+
+    chain = next(line for line in (pipeline.__doc__ or "").splitlines() if "→" in line)
+    named = re.split(r"[,→]", re.sub(r"\w+ \(([^)]*)\)", r"\1", chain))
+    assert [name.strip() for name in named] == [phase.name for phase in pipeline.PHASES]
 
 
 def test_core_imports_nothing_else_of_ours() -> None:
