@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from ds4sync.core.proc import run
+from ds4sync.models.serving_settings import BenchConfig, BenchRow, ServerConfig
 from ds4sync.serving.ab import run_ab
-from ds4sync.serving.config import BenchConfig, BenchRow, ServerConfig
 from ds4sync.serving.server import start_server, stop_server, wait_ready
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -10,8 +10,8 @@ TPOT and TTFT as much slower; the 2.5 tok/s run among 290 tok/s ones), on either
 
 Each session is judged three ways, side by side on the same measurements:
 
-- ours (``ds4sync.serving.abstats`` as shipped): randomised ABBA/BAAB blocks; a run far from the
-  others of its side (median/MAD, :func:`~ds4sync.serving.abstats.outlying_pairs`, on the three
+- ours (``ds4sync.models.serving_abstats`` as shipped): randomised ABBA/BAAB blocks; a run far from the
+  others of its side (median/MAD, :func:`~ds4sync.models.serving_abstats.outlying_pairs`, on the three
   metrics) gets its pair re-run once (drawn again at the same steps); then Student's t on the mean
   log ratio, the three rows at 99 % family-wise (Bonferroni) and one overall verdict;
 - before: the verdict ds4sync had until now (the same t interval and levels, no re-run);
@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-from ds4sync.serving.abstats import (
+from ds4sync.models.serving_abstats import (
     MetricRule,
     family_confidence,
     judge,
@@ -46,7 +46,7 @@ from ds4sync.serving.abstats import (
     t_quantile,
     to_pct,
 )
-from ds4sync.serving.results import MIN_PAIRS, MetricComparison
+from ds4sync.models.serving_results import MIN_PAIRS, MetricComparison
 
 RULES = {
     "tok_s": MetricRule(direction="higher", threshold_pct=1.0),

@@ -26,7 +26,7 @@ import provenance_per_file
 from ds4sync.core.git import GitRepo
 from ds4sync.merge import plan, provenance
 from ds4sync.merge.provenance import load_owners
-from ds4sync.merge.results import MergeSummary
+from ds4sync.models.merge_results import MergeSummary
 from ds4sync.patchsets.model import PatchSet
 
 ROOT = Path(__file__).resolve().parents[1]

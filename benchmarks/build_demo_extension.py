@@ -185,9 +185,9 @@ def _gpu_check(python: str, items: list[dict]) -> dict:
 
 def _direct(work: Path, args: argparse.Namespace) -> int:
     """The same build through ``run_build`` with the shipped profile, for hosts without git."""
-    from ds4sync.config import shipped_profile
+    from ds4sync.models.config import shipped_profile
+    from ds4sync.models.native_profile import load_profiles, select_profile
     from ds4sync.native.driver import run_build
-    from ds4sync.native.profile import load_profiles, select_profile
 
     src = work / "fork"
     ext = write_demo_extension(src, namespace="ds4demo", package="ds4demo_ext", cuda=args.cuda)

@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realsyncs import RealSync, find_real_syncs
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.git import GitRepo
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.config import shipped_profile
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.report.build import build_view
 
 DS4SYNC = [sys.executable, "-m", "ds4sync.cli"]

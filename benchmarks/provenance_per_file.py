@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from ds4sync.core.git import GitRepo, LineCommit
-from ds4sync.merge.hunks import ConflictHunk, HunkCommit, pr_number
 from ds4sync.merge.provenance import Sides, _range
+from ds4sync.models.merge_hunks import ConflictHunk, HunkCommit, pr_number
 
 #: Whether the run-on guard is on (``--unguarded`` turns it off).
 GUARDED = True

@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.realsyncs import RealSync, find_real_syncs
 from ds4sync.core.errors import GitError
 from ds4sync.core.git import GitRepo
-from ds4sync.merge.hunks import ConflictHunk, Diff3, hunk_resolutions, split_diff3
 from ds4sync.merge.resolvers import Answer, HunkPacket, StoreResolver, packets
 from ds4sync.merge.validation import check_hunk, check_parses
+from ds4sync.models.merge_hunks import ConflictHunk, Diff3, hunk_resolutions, split_diff3
 
 CONTEXT = 3
 
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     endpoint = None
     if args.endpoint_url and args.endpoint_model:
         from ds4sync.merge.endpoint import EndpointResolver
-        from ds4sync.merge.settings import EndpointConfig
+        from ds4sync.models.merge_settings import EndpointConfig
 
         endpoint = EndpointResolver(
             EndpointConfig(

@@ -19,16 +19,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ds4sync.config import Config, find_config, load_config, shipped_profile
 from ds4sync.core import fault
 from ds4sync.core.children import registered_children
 from ds4sync.core.errors import ConfigError, Ds4syncError, GitError, StateError
 from ds4sync.core.git import SHA_RE, GitRepo, check_user_ref
 from ds4sync.core.record import PhaseState, now_iso
 from ds4sync.core.redact import register_secret_names
+from ds4sync.models.config import Config, find_config, load_config, shipped_profile
 
 if TYPE_CHECKING:  # `plan` opens a workspace without loading the record models (every phase's result)
-    from ds4sync.record import RecordStore, RunRecord
+    from ds4sync.models.record import RecordStore, RunRecord
 
 OutcomeStatus = Literal["done", "needs-person", "failed", "skipped"]
 
@@ -65,7 +65,7 @@ class Workspace:
     @cached_property
     def store(self) -> RecordStore:
         """The run records, logs and lock under ``state_dir`` (loaded on first use)."""
-        from ds4sync.record import RecordStore
+        from ds4sync.models.record import RecordStore
 
         return RecordStore(self.state_dir)
 

@@ -114,7 +114,7 @@ def test_second_concurrent_run_is_refused(pair, capsys: pytest.CaptureFixture[st
             textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from ds4sync.record import RecordStore
+            from ds4sync.models.record import RecordStore
             with RecordStore(Path({str(state)!r})).lock("merge elsewhere"):
                 print("held", flush=True)
                 time.sleep(60)

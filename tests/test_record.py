@@ -9,8 +9,8 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.errors import StateError
-from ds4sync.merge.results import MergeSummary
-from ds4sync.record import SCHEMA_VERSION, RecordStore, RunResults
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.record import SCHEMA_VERSION, RecordStore, RunResults
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 

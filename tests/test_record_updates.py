@@ -11,10 +11,10 @@ from pydantic import BaseModel
 
 from ds4sync.core.model import updated
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef
-from ds4sync.gates.model import GateResult, TestCounts, TierResult
-from ds4sync.merge.results import ConflictEntry, MergeSummary
-from ds4sync.publish.results import PublishResult
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.gates_results import GateResult, TestCounts, TierResult
+from ds4sync.models.merge_results import ConflictEntry, MergeSummary
+from ds4sync.models.publish_results import PublishResult
+from ds4sync.models.record import RecordStore, RunRecord
 
 GATE = GateResult(name="g", tier="unit", kind="pytest", status="passed", counts=TestCounts(passed=2))
 TIER = TierResult(tier="unit", repo="/r", started_at="2026-01-01T00:00:00+00:00", duration_s=1.0, gates=(GATE,))

@@ -20,9 +20,9 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from ds4sync.cli import main
-from ds4sync.config import ResolutionRule
-from ds4sync.merge.hunks import ConflictHunk, Diff3, HunkSource, split_diff3
 from ds4sync.merge.resolvers import Answer, HunkPacket, RuleResolver, StoreResolver, resolve_file
+from ds4sync.models.config import ResolutionRule
+from ds4sync.models.merge_hunks import ConflictHunk, Diff3, HunkSource, split_diff3
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
@@ -311,7 +311,7 @@ def test_a_proposal_the_person_edits_is_theirs(
     ],
 )
 def test_the_persons_text_of_each_hunk_is_read_between_its_neighbouring_lines(resolved, expected) -> None:
-    from ds4sync.merge.hunks import hunk_resolutions
+    from ds4sync.models.merge_hunks import hunk_resolutions
 
     split = split_diff3(MERGED)
     assert hunk_resolutions(split, resolved) == expected

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.config import shipped_profile
+from ds4sync.models.config import shipped_profile
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines
 from tests.test_merge_trust import conflict_pair, git, run_cli

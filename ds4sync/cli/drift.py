@@ -25,7 +25,7 @@ from ds4sync.core.errors import ConfigError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ds4sync.drift.results import DriftResult
+    from ds4sync.models.drift_results import DriftResult
 
 
 @app.command()

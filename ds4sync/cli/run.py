@@ -307,8 +307,8 @@ def config_check(
 ) -> None:
     """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
     before it changes anything (the night's own preflight); exit 2 when there is one."""
-    from ds4sync.config import CONFIG_NAME
     from ds4sync.loop.preflight import preflight
+    from ds4sync.models.config import CONFIG_NAME
 
     ws = _workspace(repo, config, branch)
     fork_branch = ws.fork_branch or ws.repo.current_branch()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ds4sync.semantic.results import SemanticResult
+from ds4sync.models.semantic_results import SemanticResult
 
 MAX_ROWS = 40
 

@@ -134,9 +134,9 @@ def ab(
     (a server did not start, the baseline lost requests, a run gave no readable result); Ctrl-C keeps the
     runs measured so far (``<out>/steps.jsonl``, ``<out>/ab.json``) and prints them.
     """
+    from ds4sync.models.serving_settings import ABConfig
     from ds4sync.serving import render, runs
     from ds4sync.serving.ab import Interrupted, run_ab
-    from ds4sync.serving.config import ABConfig
 
     if servers not in (None, "alternate", "both"):
         raise typer.BadParameter("alternate or both", param_hint="--servers")

@@ -13,8 +13,8 @@ from rich.text import Text
 from ds4sync.core.words import many
 from ds4sync.loop.handoff import Handoff
 from ds4sync.loop.handoff import shown as shown_paths
-from ds4sync.merge.results import MergeSummary
-from ds4sync.record import RunRecord
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import RunOutcome
 
 if TYPE_CHECKING:

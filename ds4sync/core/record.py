@@ -1,6 +1,6 @@
 """The vocabulary of a run's state: phase and run statuses, the two sides' refs, run ids.
 
-The run record itself (:mod:`ds4sync.record`) holds each phase's typed result, so it sits
+The run record itself (:mod:`ds4sync.models.record`) holds each phase's typed result, so it sits
 above the phases; what lives here is what every layer, core included, may use.
 """
 

@@ -18,8 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ds4sync.models.native_profile import BuildProfile, VenvSpec
 from ds4sync.native.manifest import Manifest, ModuleSpec, OpSpec
-from ds4sync.native.profile import BuildProfile, VenvSpec
 
 SCALED_ADD = "scaled_add(Tensor x, Tensor y, float alpha) -> Tensor"
 FILL = "fill_(Tensor! out, float value) -> ()"

@@ -25,8 +25,8 @@ import yaml
 from ds4sync.core.errors import ExitCode, StateError
 from ds4sync.core.git import clone_repository
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.merge.results import MergeSummary
-from ds4sync.record import RunRecord
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, open_workspace
 
 FORK_BRANCH = "ds4-sm120"

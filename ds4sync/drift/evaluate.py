@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import GitError
 from ds4sync.core.git import GitRepo
-from ds4sync.drift.results import DriftConflict, DriftFindings, DriftViolation
+from ds4sync.models.drift_results import DriftConflict, DriftFindings, DriftViolation
 from ds4sync.patchsets.check import check_tree
 from ds4sync.patchsets.model import Catalogue, PatchSet
 from ds4sync.patchsets.tree import CommitTree

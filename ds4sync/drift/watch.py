@@ -3,7 +3,7 @@
 Heads are fetched from upstream's ``refs/pull/N/head`` into a private namespace
 (``refs/ds4sync/drift/pull/N``), in one ``git fetch``; when that fails the PRs are fetched one by one,
 then from the PR's own head repository, and a PR whose head still cannot be had gets one line
-(:class:`~ds4sync.drift.results.Unfetched`) while the rest go on. Refs of PRs no longer open are deleted.
+(:class:`~ds4sync.models.drift_results.Unfetched`) while the rest go on. Refs of PRs no longer open are deleted.
 
 Cost: one tree diff per PR, one merge per PR touching the fork's files, and a cache keyed by (PR head,
 fork head, patch-sets) under ``<state>/drift/cache/`` (one file per fork head, written once per watch), so an
@@ -28,7 +28,7 @@ from ds4sync.core.files import write_json_atomic
 from ds4sync.core.model import updated
 from ds4sync.core.record import now_iso
 from ds4sync.drift.evaluate import ForkContext, evaluate_pull
-from ds4sync.drift.results import DriftEntry, DriftFindings, DriftResult, PullState, Unfetched
+from ds4sync.models.drift_results import DriftEntry, DriftFindings, DriftResult, PullState, Unfetched
 from ds4sync.runner import Workspace
 
 PULL_NAMESPACE = "refs/ds4sync/drift/pull/"
@@ -70,8 +70,8 @@ def upstream_repo(ws: Workspace) -> str:
 
 
 def _forge(ws: Workspace, repo: str):  # -> publish.forge.Forge
+    from ds4sync.models.publish_settings import PublishConfig
     from ds4sync.publish.forge import Forge, forge_token
-    from ds4sync.publish.settings import PublishConfig
 
     publish = ws.config.publish
     config = publish.model_copy(update={"repo": repo}) if publish else PublishConfig(repo=repo)

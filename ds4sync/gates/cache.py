@@ -18,7 +18,7 @@ from ds4sync.core import proc
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.gates.definition import Gate
-from ds4sync.gates.model import GateResult
+from ds4sync.models.gates_results import GateResult
 
 # Reads versions without importing torch (an import costs seconds): package metadata and torch/version.py.
 _FINGERPRINT_SCRIPT = r"""

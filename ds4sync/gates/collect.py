@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
-from ds4sync.gates.model import GateResult, TierResult
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.gates_results import GateResult, TierResult
+from ds4sync.models.record import RecordStore, RunRecord
 
 
 def read_results(paths: Iterable[Path]) -> list[tuple[Path, TierResult]]:

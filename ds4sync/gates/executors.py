@@ -32,7 +32,7 @@ from ds4sync.core.model import updated
 from ds4sync.core.proc import pid_alive
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, runner_for
-from ds4sync.gates.model import GateResult
+from ds4sync.models.gates_results import GateResult
 
 #: Exceptions of Ray that mean the node or worker running a task went away (matched by name:
 #: ``ray.exceptions`` is imported only when a Ray executor is used).

@@ -8,8 +8,8 @@ failures stand in the way (fix the host, then `ds4sync resume`) or a tier ran no
 
 from __future__ import annotations
 
-from ds4sync.gates.model import GateResult, failure_cause
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.gates_results import GateResult, failure_cause
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 

@@ -11,8 +11,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ds4sync.gates.model import TierResult, failure_cause
 from ds4sync.gates.runner import GateEvent
+from ds4sync.models.gates_results import TierResult, failure_cause
 
 STYLE = {
     "passed": "green",

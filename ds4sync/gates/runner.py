@@ -33,11 +33,11 @@ from ds4sync.gates.definition import Gate
 from ds4sync.gates.environments import ToolsEnv, build_python, tools_python
 from ds4sync.gates.executors import GateExecutor
 from ds4sync.gates.kinds import GateContext, kind_module, runner_for
-from ds4sync.gates.model import GateResult, TestFailure, TierResult
 from ds4sync.gates.selection import Selected, changed_files, select
-from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.gates.tiers import load_tier, tier_environment
-from ds4sync.record import RunRecord
+from ds4sync.models.gates_results import GateResult, TestFailure, TierResult
+from ds4sync.models.gates_status import gate_green, gate_ran
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace, for_run, run_by_hand, upstream_here
 
 STOP_GRACE_S = 3.0
@@ -581,7 +581,7 @@ def _semaphore(sem: threading.Semaphore):
 
 
 def _plain(gate: Gate, status: str, reason: str, *, failure: TestFailure | None = None) -> GateResult:
-    from ds4sync.gates.model import TestCounts
+    from ds4sync.models.gates_results import TestCounts
 
     counts = TestCounts(env_only=1) if failure and failure.env_category else TestCounts()
     return GateResult(

@@ -38,9 +38,9 @@ from ds4sync.core.files import write_json_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.record import now_iso
+from ds4sync.models.patchsets_results import CheckReport
 from ds4sync.patchsets.check import check_tree, drop_evidence
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.results import CheckReport
 from ds4sync.patchsets.tree import CommitTree, Tree, read_many
 from ds4sync.runner import Workspace, update_run
 

@@ -24,8 +24,8 @@ from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.model import FrozenModel, read_yaml, updated
 from ds4sync.core.record import now_iso
-from ds4sync.loop.results import DeployResult, StanzaPaths
-from ds4sync.loop.settings import DeployConfig
+from ds4sync.models.loop_results import DeployResult, StanzaPaths
+from ds4sync.models.loop_settings import DeployConfig
 from ds4sync.runner import Workspace, update_run
 
 

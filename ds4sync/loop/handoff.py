@@ -15,7 +15,7 @@ from ds4sync.core.errors import Ds4syncError, StateError
 from ds4sync.core.git import GitRepo
 
 if TYPE_CHECKING:
-    from ds4sync.record import RunRecord
+    from ds4sync.models.record import RunRecord
     from ds4sync.runner import Workspace
 
 #: Phases that take a person's work from the worktree as it is (a merge being resolved, a patch-set being

@@ -37,9 +37,9 @@ from ds4sync.core.redact import redact_secrets
 from ds4sync.core.words import many
 from ds4sync.loop.preflight import require_preflight
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
-from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
-from ds4sync.publish.results import PublishResult
-from ds4sync.record import RunRecord
+from ds4sync.models.publish_duplicates import DuplicateCheck, OpenPull
+from ds4sync.models.publish_results import PublishResult
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, require_branch, update_run
 
 Clock = Callable[[], float]
@@ -481,9 +481,9 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
 
 
 def _run_green(ws: Workspace, record: RunRecord) -> bool:
-    """Whether ``record`` is green by :func:`ds4sync.gates.status.run_green`: every phase of the pipeline
+    """Whether ``record`` is green by :func:`ds4sync.models.gates_status.run_green`: every phase of the pipeline
     done or skipped, and every tier promote requires green."""
-    from ds4sync.gates.status import run_green
+    from ds4sync.models.gates_status import run_green
     from ds4sync.pipeline import PHASES
 
     phases = {p.name: record.phases[p.name].status if p.name in record.phases else "pending" for p in PHASES}

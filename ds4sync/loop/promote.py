@@ -27,11 +27,11 @@ from ds4sync.core import fault
 from ds4sync.core.errors import StateError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import PhaseState, now_iso
-from ds4sync.gates.model import TierResult
-from ds4sync.gates.status import gate_green, gate_ran
 from ds4sync.loop.forkmove import ForkMove, move_fork, recover
-from ds4sync.loop.results import PromoteResult
-from ds4sync.record import RunRecord
+from ds4sync.models.gates_results import TierResult
+from ds4sync.models.gates_status import gate_green, gate_ran
+from ds4sync.models.loop_results import PromoteResult
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import Workspace, for_run, update_run
 
 UNGATED_NOTE = "PROMOTED UNGATED: no gate tier was configured for promotion; no test proved this commit"

@@ -16,7 +16,7 @@ from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef, make_run_id
 from ds4sync.loop.handoff import refuse_uncommitted
 from ds4sync.merge.plan import plan_merge
 from ds4sync.merge.provenance import load_owners
-from ds4sync.merge.results import MergeSummary
+from ds4sync.models.merge_results import MergeSummary
 from ds4sync.runner import (
     Phase,
     RunContext,
@@ -34,8 +34,8 @@ from ds4sync.runner import (
 )
 
 if TYPE_CHECKING:
-    from ds4sync.record import RunRecord
-    from ds4sync.semantic.results import SemanticResult
+    from ds4sync.models.record import RunRecord
+    from ds4sync.models.semantic_results import SemanticResult
 
 Progress = Callable[[str], None]
 
@@ -168,7 +168,7 @@ def start_merge(
                 fix="nothing to do; pick a newer upstream ref",
             )
         from ds4sync.merge.phases import backup_branch_name
-        from ds4sync.record import RunRecord
+        from ds4sync.models.record import RunRecord
 
         run_id = _new_run_id(ws, upstream_sha)
         suffix = 1
@@ -268,7 +268,7 @@ def _require_free_sync_branch(ws: Workspace, branch: str) -> None:
 def _owner_elsewhere(ws: Workspace, branch: str) -> RunRecord | None:
     """The run of another state dir whose sync branch ``branch`` is: git says where it is checked out, and a
     sync worktree lives at ``<state dir>/worktrees/<run id>`` beside that state dir's ``runs/<run id>/``."""
-    from ds4sync.record import RecordStore
+    from ds4sync.models.record import RecordStore
 
     path = ws.repo.checked_out_in(branch)
     if path is None or Path(path).parent.name != "worktrees":

@@ -14,7 +14,7 @@ from ds4sync.runner import Workspace
 
 if TYPE_CHECKING:
     from ds4sync.loop.sync import Progress
-    from ds4sync.record import RunRecord
+    from ds4sync.models.record import RunRecord
 
 #: Prefixes of the night's notes that belong in its notification.
 NOTICE_PREFIXES = ("drift:", "last green")

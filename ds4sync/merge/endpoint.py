@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field
 
 from ds4sync.core.redact import redact_secrets, register_secret_names, register_secret_values
-from ds4sync.merge.hunks import HunkSource
 from ds4sync.merge.resolvers import Answer, HunkPacket, reply_text
-from ds4sync.merge.settings import EndpointConfig
+from ds4sync.models.merge_hunks import HunkSource
+from ds4sync.models.merge_settings import EndpointConfig
 
 SYSTEM = (
     "You resolve one git merge conflict hunk in a downstream fork. Keep the fork's feature and take "

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
-from ds4sync.merge.results import Kept, MergeSummary
+from ds4sync.models.merge_results import Kept, MergeSummary
 
 
 def sides_kept(

@@ -27,8 +27,8 @@ from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.proposals import propose, with_sources
 from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.rerere import ResolutionStore, merge_with_store
-from ds4sync.merge.results import ConflictEntry, MergeSummary
-from ds4sync.record import RunRecord
+from ds4sync.models.merge_results import ConflictEntry, MergeSummary
+from ds4sync.models.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 

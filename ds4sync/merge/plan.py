@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ds4sync.core.git import Conflict, FileChange, GitRepo
 from ds4sync.core.git.mergetree import MergeTreeResult
-from ds4sync.merge.hunks import ConflictHunk
 from ds4sync.merge.provenance import Sides, conflict_hunks
-from ds4sync.merge.results import ConflictEntry, MergeSummary, Overlap
+from ds4sync.models.merge_hunks import ConflictHunk
+from ds4sync.models.merge_results import ConflictEntry, MergeSummary, Overlap
 from ds4sync.patchsets.model import PatchSet
 
 EOL_HINT = (

@@ -14,11 +14,11 @@ from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
 from ds4sync.core.paths import path_matches
-from ds4sync.merge.hunks import ConflictHunk, split_diff3
 from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.resolvers import FileOutcome, Resolver, RuleResolver, StoreResolver, resolve_file
-from ds4sync.merge.results import ConflictEntry
 from ds4sync.merge.validation import OverlayTree, check_invariants, semantic_findings
+from ds4sync.models.merge_hunks import ConflictHunk, split_diff3
+from ds4sync.models.merge_results import ConflictEntry
 from ds4sync.patchsets.model import PatchSet
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.runner import RunContext

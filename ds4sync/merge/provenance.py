@@ -21,7 +21,7 @@ from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import FULL_SHA_RE, GitRepo
 from ds4sync.core.git.mergetree import Conflict
 from ds4sync.core.paths import path_matches
-from ds4sync.merge.hunks import ConflictHunk, HunkCommit, HunkOwner, locate, pr_number, split_diff3
+from ds4sync.models.merge_hunks import ConflictHunk, HunkCommit, HunkOwner, locate, pr_number, split_diff3
 from ds4sync.patchsets.model import (
     AbsentInvariant,
     ContainsInvariant,

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ds4sync.config import ResolutionRule
 from ds4sync.core.model import updated
-from ds4sync.merge.hunks import ConflictHunk, Diff3, HunkProposal, HunkSource, hunk_resolutions, split_diff3
 from ds4sync.merge.rerere import ResolutionStore
 from ds4sync.merge.validation import Region, check_hunk, check_parses
+from ds4sync.models.config import ResolutionRule
+from ds4sync.models.merge_hunks import ConflictHunk, Diff3, HunkProposal, HunkSource, hunk_resolutions, split_diff3
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ds4sync.core.git import GitRepo
-from ds4sync.merge.hunks import has_markers
+from ds4sync.models.merge_hunks import has_markers
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import PatchSet
 from ds4sync.patchsets.tree import Tree

@@ -22,10 +22,10 @@ from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import run
 from ds4sync.core.redact import secret_values
 from ds4sync.core.venv import inherit_packages
+from ds4sync.models.native_profile import BuildProfile, OverlaySpec, compose_build_env, expand
+from ds4sync.models.native_results import ArchProof, BuildResult, ProofResult, StepResult
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import BuildProfile, OverlaySpec, compose_build_env, expand
 from ds4sync.native.proof import prove_archs, run_proof
-from ds4sync.native.results import ArchProof, BuildResult, ProofResult, StepResult
 from ds4sync.native.toolchain import capture_toolchain, find_tool, require_tools
 
 TAIL_LINES = 40

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.models.native_profile import BuildProfile, load_profiles, select_profile
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.record import RunRecord
 from ds4sync.native.driver import Progress, run_build
 from ds4sync.native.manifest import Manifest, load_manifest
-from ds4sync.native.profile import BuildProfile, load_profiles, select_profile
-from ds4sync.native.results import BuildResult
-from ds4sync.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext, Workspace, run_by_hand
 
 

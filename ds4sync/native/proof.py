@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ds4sync.core.proc import run
+from ds4sync.models.native_results import ArchProof, ItemStatus, ProofItem, ProofResult
 from ds4sync.native.manifest import Manifest, normalize_schema
-from ds4sync.native.results import ArchProof, ItemStatus, ProofItem, ProofResult
 
 _MARK = "DS4SYNC-JSON "
 _IMPORT = f"""

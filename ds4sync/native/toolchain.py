@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.proc import run
-from ds4sync.native.results import Toolchain, ToolInfo
+from ds4sync.models.native_results import Toolchain, ToolInfo
 
 # Recorded when present, whatever the profile requires.
 RECORDED_TOOLS = ("nvcc", "gcc", "g++", "cmake", "ninja", "ccache", "sccache", "uv")

@@ -12,8 +12,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ds4sync.models.native_results import BuildResult
 from ds4sync.native.driver import Progress
-from ds4sync.native.results import BuildResult
 
 
 class _Status:

@@ -19,9 +19,9 @@ from ds4sync.core.files import write_atomic
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, read_yaml
 from ds4sync.core.names import PatchSetKind
+from ds4sync.models.record import RunRecord
 from ds4sync.patchsets.model import ID_RE, PATCHSET_FILE, load_catalogue, load_patchset
 from ds4sync.patchsets.replay import TRAILER
-from ds4sync.record import RunRecord
 from ds4sync.runner import Workspace, resolve_upstream
 
 _PR_RE = re.compile(r"\(#(\d+)\)\s*$")

@@ -10,9 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ds4sync.core.model import updated
-from ds4sync.patchsets.invariants import evaluate, evaluate_one
-from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
-from ds4sync.patchsets.results import (
+from ds4sync.models.patchsets_results import (
     COUNTED,
     CarryScope,
     CheckReport,
@@ -20,6 +18,8 @@ from ds4sync.patchsets.results import (
     PatchSetCheck,
     PatchSetStatus,
 )
+from ds4sync.patchsets.invariants import evaluate, evaluate_one
+from ds4sync.patchsets.model import Catalogue, DropWhen, PatchSet, load_catalogue
 from ds4sync.patchsets.tree import FolderTree, Tree
 
 

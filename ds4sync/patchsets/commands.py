@@ -6,12 +6,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.errors import GitError
 from ds4sync.core.git import GitRepo
+from ds4sync.models.config import shipped_profile
+from ds4sync.models.patchsets_results import CheckReport
 from ds4sync.patchsets.check import check_checkout
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.results import CheckReport
 from ds4sync.patchsets.tree import CommitTree, Tree
 from ds4sync.runner import Workspace, open_workspace, resolve_upstream
 

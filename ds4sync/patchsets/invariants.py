@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ds4sync.core.paths import is_glob
+from ds4sync.models.patchsets_results import InvariantResult, InvariantStatus
 from ds4sync.patchsets import liveness
 from ds4sync.patchsets.model import (
     AbsentInvariant,
@@ -24,7 +25,6 @@ from ds4sync.patchsets.model import (
     SymbolInvariant,
     TestInvariant,
 )
-from ds4sync.patchsets.results import InvariantResult, InvariantStatus
 from ds4sync.patchsets.tree import Tree, match_paths
 
 _MAX_EVIDENCE = 12

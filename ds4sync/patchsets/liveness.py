@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ds4sync.models.patchsets_results import InvariantStatus
 from ds4sync.patchsets.model import Liveness
-from ds4sync.patchsets.results import InvariantStatus
 from ds4sync.patchsets.tree import Tree, read_many
 
 Outcome = tuple[InvariantStatus, list[str], str, list[str]]

@@ -21,6 +21,7 @@ from ds4sync.core import fault
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import updated
+from ds4sync.models.patchsets_results import CarryScope, ReplayEntry, ReplayResult, VerifyResult, verify_message
 from ds4sync.patchsets.check import (
     applies,
     check_tree,
@@ -31,7 +32,6 @@ from ds4sync.patchsets.check import (
 )
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import Catalogue, PatchSet, load_catalogue
-from ds4sync.patchsets.results import CarryScope, ReplayEntry, ReplayResult, VerifyResult, verify_message
 from ds4sync.patchsets.tree import CommitTree, FolderTree
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 

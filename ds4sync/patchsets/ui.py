@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ds4sync.models.patchsets_results import CheckReport
 from ds4sync.patchsets.model import PatchSet
-from ds4sync.patchsets.results import CheckReport
 
 _STYLE = {
     "holds": "green",

@@ -18,7 +18,7 @@ from typing import Any
 
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.redact import redact_secrets
-from ds4sync.publish.settings import TOKEN_ENV, PublishConfig
+from ds4sync.models.publish_settings import TOKEN_ENV, PublishConfig
 
 
 class ForgeError(Ds4syncError):

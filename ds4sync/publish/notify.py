@@ -14,8 +14,8 @@ from typing import Literal
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import redact_secrets
-from ds4sync.publish.results import NotifyResult
-from ds4sync.publish.settings import NotifyConfig
+from ds4sync.models.publish_results import NotifyResult
+from ds4sync.models.publish_settings import NotifyConfig
 
 NoticeKind = Literal["success", "info", "warning", "failure"]
 

@@ -17,11 +17,11 @@ from ds4sync.core.errors import GitError
 from ds4sync.core.model import updated
 from ds4sync.core.record import now_iso
 from ds4sync.core.redact import redact_secrets
-from ds4sync.publish.duplicates import check_duplicates
+from ds4sync.models.publish_duplicates import check_duplicates
+from ds4sync.models.publish_results import PublishResult
+from ds4sync.models.publish_settings import TOKEN_ENV, PublishConfig
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.publish.forge import Forge, ForgeError, ForgeUnavailable, PullExists, forge_token
-from ds4sync.publish.results import PublishResult
-from ds4sync.publish.settings import TOKEN_ENV, PublishConfig
-from ds4sync.record import RecordStore, RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
 
 

@@ -1,6 +1,6 @@
 """Turn a typed run record into a :class:`~ds4sync.report.view.ReportView`.
 
-Every input is a field of :class:`~ds4sync.record.RunResults` that a phase writes, read
+Every input is a field of :class:`~ds4sync.models.record.RunResults` that a phase writes, read
 through the phase's own model; a phase that did not run is ``None`` (or empty) and its
 section renders "not run". :data:`READS` lists the result fields read here: a test checks
 that each has a writer.
@@ -15,13 +15,14 @@ from typing import Literal
 
 from ds4sync.core.names import TIERS
 from ds4sync.core.redact import MARKERS
-from ds4sync.gates.model import GateResult, TierResult
-from ds4sync.gates.status import gate_green, gate_ran
-from ds4sync.merge.results import MergeSummary
-from ds4sync.native.results import BuildResult
-from ds4sync.patchsets.results import ReplayResult, VerifyResult, verify_message
-from ds4sync.publish.results import PublishResult
-from ds4sync.record import RunRecord, RunResults
+from ds4sync.models.gates_results import GateResult, TierResult
+from ds4sync.models.gates_status import gate_green, gate_ran
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.patchsets_results import ReplayResult, VerifyResult, verify_message
+from ds4sync.models.publish_results import PublishResult
+from ds4sync.models.record import RunRecord, RunResults
+from ds4sync.models.serving_results import ABResult, ServingResult
 from ds4sync.report.view import (
     ABRow,
     BackportView,
@@ -51,7 +52,6 @@ from ds4sync.report.view import (
     TierView,
     ValidationView,
 )
-from ds4sync.serving.results import ABResult, ServingResult
 
 #: The fields of RunResults the report reads (each must have a writer: tests/report/test_writers.py).
 READS: frozenset[str] = frozenset(
@@ -400,7 +400,7 @@ def kernel_group(tier: TierResult | None) -> ProbeGroup | None:
     """Per-op case counts of the kernel suite gates (``details["kernel"]``); None when the tier did not run."""
     if tier is None:
         return None
-    from ds4sync.gates.kernelsuite import KernelSuiteResult
+    from ds4sync.models.kernel_results import KernelSuiteResult
 
     probes = []
     for gate in tier.gates:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
-from ds4sync.record import RecordStore, ReportResult, RunRecord
+from ds4sync.models.config import shipped_profile
+from ds4sync.models.record import RecordStore, ReportResult, RunRecord
 from ds4sync.report.render import Format, Kind, render_report, render_reports
 
 REPORT_TEMPLATE = "pr.md.j2"

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import jinja2
 
 from ds4sync.core.redact import MARKERS, named_hosts, redact, redact_data
-from ds4sync.record import RunRecord
+from ds4sync.models.record import RunRecord
 from ds4sync.report.build import build_view
 from ds4sync.report.view import SCHEMA_ID, CommandView, GateView, ReportView
 

@@ -19,12 +19,12 @@ from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import redact
-from ds4sync.gates.status import gate_green, gate_ran
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.gates_status import gate_green, gate_ran
+from ds4sync.models.record import RecordStore, RunRecord
 
 
 def gate_bucket(status: str) -> str:
-    """The trend's bucket of a gate status: ``passed`` (green by :func:`ds4sync.gates.status.gate_green`),
+    """The trend's bucket of a gate status: ``passed`` (green by :func:`ds4sync.models.gates_status.gate_green`),
     ``failed`` (failed or error), ``environment-only`` (incomplete) or ``skipped`` (skipped or not-run)."""
     if gate_green(status):
         return "passed"

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ds4sync.semantic.results import SemanticResult
+from ds4sync.models.semantic_results import SemanticResult
 
 REPORT_SCHEMA_VERSION = 2
 SCHEMA_ID = "urn:ds4sync:report-summary:v2"
@@ -283,7 +283,7 @@ class GateView(View):
 
 
 class TierView(View):
-    """The gates of one tier, its status and one-line count (:func:`ds4sync.gates.model.tier_line`)."""
+    """The gates of one tier, its status and one-line count (:func:`ds4sync.models.gates_results.tier_line`)."""
 
     tier: str
     status: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ds4sync.semantic.results import Culprit, SemanticFinding, SemanticResult
+from ds4sync.models.semantic_results import Culprit, SemanticFinding, SemanticResult
 
 if TYPE_CHECKING:
     from ds4sync.semantic.check import check_merge

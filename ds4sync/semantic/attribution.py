@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from ds4sync.core.git import GitRepo
 from ds4sync.core.paths import is_glob, path_matches
+from ds4sync.models.semantic_results import Culprit, Origin, SemanticFinding, Severity
 from ds4sync.semantic.lint import BLOCKING_CODES, LintHit
 from ds4sync.semantic.resolve import TreeView
-from ds4sync.semantic.results import Culprit, Origin, SemanticFinding, Severity
 from ds4sync.semantic.rules import Raw
 
 _PR = re.compile(r"\(#(\d+)\)")

@@ -16,10 +16,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ds4sync.core.git import GitRepo
+from ds4sync.models.semantic_results import SemanticResult
 from ds4sync.semantic.attribution import Attributor
 from ds4sync.semantic.lint import BLOCKING_CODES, LintHit, lint_blobs
 from ds4sync.semantic.resolve import FactsCache, TreeView
-from ds4sync.semantic.results import SemanticResult
 from ds4sync.semantic.rules import Raw, check_file
 from ds4sync.semantic.wiring import lost_wiring
 

@@ -18,8 +18,8 @@ from pydantic import Field
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml, updated, validate
+from ds4sync.models.semantic_results import SemanticResult
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
-from ds4sync.semantic.results import SemanticResult
 
 #: The profile's acknowledgements, beside the patch-sets.
 ACK_FILE = "semantic.yaml"

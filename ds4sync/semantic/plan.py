@@ -6,10 +6,10 @@ from pathlib import Path
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
+from ds4sync.models.semantic_results import SemanticResult
 from ds4sync.semantic.check import check_merge
 from ds4sync.semantic.coverage import patchset_coverage
 from ds4sync.semantic.phase import acknowledge, load_settings
-from ds4sync.semantic.results import SemanticResult
 
 
 def plan_semantic(repo: GitRepo, *, fork_sha: str, upstream_sha: str, patches: Path | None = None) -> SemanticResult:

@@ -39,8 +39,7 @@ from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_json_atomic
 from ds4sync.core.model import updated
-from ds4sync.serving import bench
-from ds4sync.serving.abstats import (
+from ds4sync.models.serving_abstats import (
     MetricRule,
     compare_metric,
     family_confidence,
@@ -49,7 +48,8 @@ from ds4sync.serving.abstats import (
     rules_for,
     schedule,
 )
-from ds4sync.serving.config import (
+from ds4sync.models.serving_results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
+from ds4sync.models.serving_settings import (
     BENCH_KEYS,
     ROW_EXTRA_KEYS,
     BenchConfig,
@@ -57,7 +57,7 @@ from ds4sync.serving.config import (
     ServerConfig,
     read_serving_file,
 )
-from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
+from ds4sync.serving import bench
 from ds4sync.serving.server import ServerHandle, ServerStartError, attach, start_server, stop_server, wait_ready
 
 Samples = dict[str, list[float]]
@@ -343,7 +343,7 @@ def rerun_outliers(
     progress: Callable[[str], None] = lambda _m: None,
 ) -> list[str]:
     """Re-run, once, each pair holding a stalled run (:func:`stalled_pairs`) or a run far from the others of
-    its side in one of ``metrics`` (:func:`~ds4sync.serving.abstats.outlying_pairs`); stalls first, at most a
+    its side in one of ``metrics`` (:func:`~ds4sync.models.serving_abstats.outlying_pairs`); stalls first, at most a
     third of the pairs, at least one.
 
     The pair's two runs are measured again in their first order, after the schedule; the old runs stay in

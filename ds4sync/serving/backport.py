@@ -22,10 +22,10 @@ import yaml
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import run
+from ds4sync.models.serving_abstats import schedule
+from ds4sync.models.serving_results import ABResult, BackportDecision, MetricComparison
+from ds4sync.models.serving_settings import BackportConfig, ServingConfig
 from ds4sync.serving.ab import LiveSides, compare_samples, measure_live, new_seed, samples_from_steps
-from ds4sync.serving.abstats import schedule
-from ds4sync.serving.config import BackportConfig, ServingConfig
-from ds4sync.serving.results import ABResult, BackportDecision, MetricComparison
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]

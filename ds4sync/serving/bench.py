@@ -25,11 +25,11 @@ from pydantic import Field
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import run
-from ds4sync.serving.abstats import metric_direction
+from ds4sync.models.serving_abstats import metric_direction
+from ds4sync.models.serving_results import ProbeResult
+from ds4sync.models.serving_settings import BENCH_KEYS, BenchConfig, BenchRow
 from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.config import BENCH_KEYS, BenchConfig, BenchRow
 from ds4sync.serving.metrics import MetricsSampler, MetricsSummary
-from ds4sync.serving.results import ProbeResult
 
 KEPT_KEYS = tuple(BENCH_KEYS)
 

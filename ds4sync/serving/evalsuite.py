@@ -19,10 +19,10 @@ from pydantic import TypeAdapter
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, read_yaml
+from ds4sync.models.serving_results import ProbeResult
+from ds4sync.models.serving_settings import EvalConfig, ExactCase
 from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.config import EvalConfig, ExactCase
 from ds4sync.serving.probes import check_exact
-from ds4sync.serving.results import ProbeResult
 
 Outcome = Literal["correct", "incorrect", "length", "request_error", "timeout"]
 WedgeCheck = Callable[[], str | None]

@@ -22,10 +22,10 @@ from pathlib import Path
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import updated
+from ds4sync.models.serving_results import ProbeResult, ServingResult, StartupOutcome
+from ds4sync.models.serving_settings import ServingConfig
 from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.client import Deadline
-from ds4sync.serving.config import ServingConfig
-from ds4sync.serving.results import ProbeResult, ServingResult, StartupOutcome
 from ds4sync.serving.server import (
     ServerHandle,
     ServerStartError,

@@ -13,10 +13,10 @@ import re
 import time
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.models.serving_results import ProbeResult
+from ds4sync.models.serving_settings import KvBaseline
 from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.config import KvBaseline
 from ds4sync.serving.metrics import cache_info, parse
-from ds4sync.serving.results import ProbeResult
 
 GIB = 1024**3
 _TOKENS_LINE = re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")

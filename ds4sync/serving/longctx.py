@@ -12,9 +12,9 @@ import random
 import time
 from dataclasses import dataclass
 
+from ds4sync.models.serving_results import ProbeResult
+from ds4sync.models.serving_settings import RecallConfig
 from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.config import RecallConfig
-from ds4sync.serving.results import ProbeResult
 
 _WORDS = (
     "cobalt",

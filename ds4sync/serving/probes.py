@@ -1,7 +1,7 @@
 """Correctness probes against a live server: health, exact answers, tool call, reasoning routing.
 
 Each probe takes an :class:`~ds4sync.serving.client.OpenAIClient` and its settings and returns a
-:class:`~ds4sync.serving.results.ProbeResult` with a number. A request that got no answer (an HTTP
+:class:`~ds4sync.models.serving_results.ProbeResult` with a number. A request that got no answer (an HTTP
 error such as a chat template's 400, a server-side exception's 500, a timeout, a broken connection)
 is an ``error`` result naming the status and the server's message, never a wrong answer and never
 an exception.
@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ds4sync.models.serving_results import ProbeResult
+from ds4sync.models.serving_settings import ExactCase, ReasoningCase, ToolCallCase
 from ds4sync.serving.client import OpenAIClient, Reply, RequestFailed
-from ds4sync.serving.config import ExactCase, ReasoningCase, ToolCallCase
-from ds4sync.serving.results import ProbeResult
 
 
 def probe_health(client: OpenAIClient) -> ProbeResult:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 
+from ds4sync.models.serving_results import ABResult, ServingResult
 from ds4sync.serving.gate import cold_boot_line
-from ds4sync.serving.results import ABResult, ServingResult
 
 TAIL_LINES = 15
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ds4sync.core.errors import ConfigError
+from ds4sync.models.serving_settings import ServingConfig, read_serving_file
 from ds4sync.runner import Workspace, record_by_hand
-from ds4sync.serving.config import ServingConfig, read_serving_file
 
 if TYPE_CHECKING:
-    from ds4sync.record import RunRecord
+    from ds4sync.models.record import RunRecord
 
 
 def load_serving_config(ws: Workspace, path: Path | None) -> ServingConfig:
@@ -132,7 +132,7 @@ def evaluate_backport_in(
 ) -> Any:
     """``ds4sync backport evaluate``: measure upstream ``ref`` on the sync branch (or ``onto``) and record it.
 
-    Returns the :class:`~ds4sync.serving.results.BackportDecision`.
+    Returns the :class:`~ds4sync.models.serving_results.BackportDecision`.
 
     Raises:
         StateError: no active run and no ``onto`` branch.

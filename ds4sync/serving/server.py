@@ -23,9 +23,9 @@ from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import Ds4syncError, ExitCode
 from ds4sync.core.files import tail_lines
 from ds4sync.core.proc import group_members, group_states, process_state, spawn, stop_process_group
+from ds4sync.models.serving_results import StartupKind, StartupOutcome
+from ds4sync.models.serving_settings import ServerConfig
 from ds4sync.serving.client import Deadline, OpenAIClient, RequestFailed
-from ds4sync.serving.config import ServerConfig
-from ds4sync.serving.results import StartupKind, StartupOutcome
 
 LOG_TAIL_LINES = 25
 PROGRESS_EVERY_S = 30.0

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from ds4sync.demo.native_ext import DemoExtension, demo_profile, write_demo_extension
+from ds4sync.models.native_profile import BuildProfile
+from ds4sync.models.native_results import BuildResult
 from ds4sync.native.driver import run_build
-from ds4sync.native.profile import BuildProfile
-from ds4sync.native.results import BuildResult
 
 
 @pytest.fixture(scope="module")

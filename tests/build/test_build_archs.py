@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from ds4sync.models.native_profile import BuildProfile, VenvSpec
 from ds4sync.native.driver import run_build
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import BuildProfile, VenvSpec
 from ds4sync.native.proof import arch_list, archs_in_output, normalize_arch
 
 NVCC = shutil.which("nvcc")

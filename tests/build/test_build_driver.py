@@ -16,11 +16,11 @@ from ds4sync.core.git import GitRepo
 from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.native_ext import FILL, SCALED_ADD, DemoExtension, write_demo_extension
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.native.manifest import Manifest, ModuleSpec, OpSpec, normalize_schema
 from ds4sync.native.phase import outcome_of
 from ds4sync.native.proof import run_proof
-from ds4sync.native.results import BuildResult
-from ds4sync.record import RecordStore, RunRecord
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.slow]
 

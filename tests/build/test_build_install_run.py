@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ds4sync.demo.native_ext import write_demo_extension
+from ds4sync.models.native_profile import BuildProfile, VenvSpec
 from ds4sync.native.driver import run_build
-from ds4sync.native.profile import BuildProfile, VenvSpec
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++"), pytest.mark.slow]
 

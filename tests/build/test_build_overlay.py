@@ -17,9 +17,9 @@ import pytest
 
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.native_profile import BuildProfile, load_profiles
 from ds4sync.native.driver import OVERLAY_PTH, run_build
 from ds4sync.native.manifest import Manifest, ModuleSpec
-from ds4sync.native.profile import BuildProfile, load_profiles
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the native module")
 
@@ -122,7 +122,7 @@ def test_overlay_keeps_the_trees_own_native_file_and_fails_without_the_package(b
 
 
 def test_shipped_cpu_overlay_profile() -> None:
-    from ds4sync.config import shipped_profile
+    from ds4sync.models.config import shipped_profile
 
     profile = load_profiles(shipped_profile())["cpu-overlay"]
     assert profile.overlay is not None and profile.overlay.package == "vllm"

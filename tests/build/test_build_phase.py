@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.native_ext import demo_build_section, write_demo_extension
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.config import shipped_profile
+from ds4sync.models.record import RunRecord
 from ds4sync.native.manifest import load_manifest, write_manifest
 from ds4sync.native.phase import BUILD_PHASES
-from ds4sync.record import RunRecord
 from ds4sync.runner import RunContext, open_workspace, run_phases
 
 pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.config import load_config, shipped_profile
 from ds4sync.core.errors import ConfigError
-from ds4sync.native.profile import (
+from ds4sync.models.config import load_config, shipped_profile
+from ds4sync.models.native_profile import (
     BuildConfig,
     BuildProfile,
     BuildStep,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ds4sync.core.errors import ToolMissingError
+from ds4sync.models.native_profile import BuildProfile, VenvSpec
 from ds4sync.native.driver import run_build
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import BuildProfile, VenvSpec
 from ds4sync.native.toolchain import capture_toolchain, require_tools
 
 pytestmark = pytest.mark.slow  # compiles, builds or runs a whole pipeline: seconds to minutes

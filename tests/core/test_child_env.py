@@ -15,9 +15,9 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core import proc
+from ds4sync.models.native_profile import BuildProfile, BuildStep, VenvSpec
 from ds4sync.native.driver import run_build
 from ds4sync.native.manifest import Manifest
-from ds4sync.native.profile import BuildProfile, BuildStep, VenvSpec
 from tests.scenarios import lines, make_pair
 
 LEAKED = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_PREFIX")

@@ -90,6 +90,7 @@ def test_the_cycle_check_can_fail() -> None:
 LAYERS = (
     "core",  # errors, the one git module, processes, files: nothing else of ours
     "models",  # the run record, ds4sync.yaml, each phase's results and settings: core only
+    "report",  # the report of a record (rendered from models only), which the runner writes
     "runner",  # Phase, RunContext, run_phases
     "merge",  # prepare, merge, resolve, commit
     "patchsets",  # replay, verify
@@ -97,7 +98,6 @@ LAYERS = (
     "native",  # build
     "serving",  # the serving tier's server, probes, bench and A/B, which gate runs
     "gates",  # gate
-    "report",  # report
     "publish",  # publish
     "pipeline",  # the phase tuple
     "drift",  # drift watch, beside the runs
@@ -203,7 +203,7 @@ def test_run_record_imports_no_heavy_library() -> None:
     # status, resume, merge, nightly, report and promote all read the record: it names result models
     # (the packages' results modules), never the code that produces them and its clients.
     heavy = {"httpx", "rich", "yaml", "ruamel", "jinja2", "git", "torch", "numpy", "ray"}
-    assert _heavy_imported("ds4sync.record", heavy) == []
+    assert _heavy_imported("ds4sync.models.record", heavy) == []
 
 
 def test_the_heavy_import_probe_can_fail() -> None:

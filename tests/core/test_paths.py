@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.config import MergeConfig, ResolutionRule
 from ds4sync.core.paths import filter_paths, is_glob, path_matches
+from ds4sync.models.config import MergeConfig, ResolutionRule
 from ds4sync.patchsets.tree import FolderTree, match_paths
 
 CASES = [

@@ -14,8 +14,8 @@ from gates_helpers import workspace, write_gates
 from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.native.results import BuildResult
-from ds4sync.record import RunRecord
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.record import RunRecord
 
 RUFF = subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True, text=True).stdout.split()[1]
 # A command gate that says which interpreter ran it.

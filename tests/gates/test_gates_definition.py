@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ConfigError
 from ds4sync.gates.kinds.pytest_kind import build_argv
 from ds4sync.gates.tiers import load_tier
+from ds4sync.models.config import shipped_profile
 
 # The write-up's "309-pass focused unit command", as printed there (line breaks joined).
 FOCUSED_UNIT = (

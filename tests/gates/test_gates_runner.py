@@ -19,7 +19,7 @@ from ds4sync.core.proc import pid_alive
 from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
-from ds4sync.record import RunRecord
+from ds4sync.models.record import RunRecord
 from tests.cli_json import data as cli_data
 from tests.timing import scaled
 
@@ -141,7 +141,7 @@ def _pair(
 
 
 def _start_run(repo: RepoBuilder) -> Path:
-    from ds4sync.record import RecordStore
+    from ds4sync.models.record import RecordStore
 
     store = RecordStore(repo.path / ".git" / "ds4sync")
     head = repo.head()
@@ -240,7 +240,7 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
 
 def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
     from ds4sync.gates.phase import GATE_PHASES
-    from ds4sync.record import RecordStore
+    from ds4sync.models.record import RecordStore
     from ds4sync.runner import RunContext, open_workspace
 
     write_gates(sample, "unit", OK_YAML)

@@ -11,7 +11,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.definition import Gate, GateDef
 from ds4sync.gates.kinds.command_kind import Spec as CommandSpec
 from ds4sync.gates.selection import changed_files, depends_on, matches_entry, run_all_trigger, select
-from ds4sync.gates.settings import VLLM_RUN_ALL_EXCLUDE_PATTERNS, VLLM_RUN_ALL_PATTERNS
+from ds4sync.models.gates_settings import VLLM_RUN_ALL_EXCLUDE_PATTERNS, VLLM_RUN_ALL_PATTERNS
 
 
 @pytest.mark.parametrize(

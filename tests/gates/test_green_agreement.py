@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from ds4sync.config import shipped_profile
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.record import ForkRef, PhaseState, UpstreamRef
-from ds4sync.gates.model import GateResult, TierResult
-from ds4sync.gates.status import GATE_STATUSES, gate_green, tier_status
 from ds4sync.loop.nightly import NightlyResult, compose_notice
 from ds4sync.loop.promote import prove
-from ds4sync.merge.results import MergeSummary
-from ds4sync.patchsets.results import VerifyResult
+from ds4sync.models.config import shipped_profile
+from ds4sync.models.gates_results import GateResult, TierResult
+from ds4sync.models.gates_status import GATE_STATUSES, gate_green, tier_status
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.patchsets_results import VerifyResult
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.pipeline import PHASES
-from ds4sync.record import RecordStore, RunRecord
 from ds4sync.report.build import build_view
 from ds4sync.report.render import render_report
 from ds4sync.runner import RunOutcome, open_workspace

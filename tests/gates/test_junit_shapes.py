@@ -21,8 +21,8 @@ from gates_helpers import PYTHON, workspace, write_gates
 
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.junit import summary_counts
-from ds4sync.gates.model import GateResult
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.gates_results import GateResult
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # each case is a real pytest run (about a second; xdist more)

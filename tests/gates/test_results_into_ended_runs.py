@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from tests.report.pipeline_runs import failed_run
 
 

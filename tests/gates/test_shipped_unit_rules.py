@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ds4sync.config import shipped_profile
 from ds4sync.gates.envrules import classify
 from ds4sync.gates.tiers import load_tier
+from ds4sync.models.config import shipped_profile
 
 RULES = load_tier(shipped_profile(), "unit")[0].rules
 

@@ -186,7 +186,7 @@ def test_cli_names_the_culprit_and_sync_to_green_stops_before_it(
     assert any(history.upstream[20][:12] in note and "#1020" in note for note in record["notes"])
     # the run waits after verify; once its remaining phases pass it is a green sync, and the next
     # bisect starts from it and says so (the record is marked done here as those phases would)
-    from ds4sync.record import RecordStore
+    from ds4sync.models.record import RecordStore
 
     store = RecordStore(tmp_path / "state")
     run_id = record_path.parent.name

@@ -13,7 +13,7 @@ from ds4sync.cli import main
 from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.loop.deploy import check_unchanged, deploy, deployed_runs, rollback
 from ds4sync.loop.nightly import run_nightly
-from ds4sync.loop.results import StanzaPaths
+from ds4sync.models.loop_results import StanzaPaths
 from ds4sync.runner import open_workspace
 from tests.scenarios import BRANCH, lines, make_pair
 

@@ -15,8 +15,8 @@ from ds4sync.cli import main
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.proc import pid_alive
 from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchanged_since_last_sync
-from ds4sync.publish.duplicates import DuplicateCheck, OpenPull
-from ds4sync.publish.results import PublishResult
+from ds4sync.models.publish_duplicates import DuplicateCheck, OpenPull
+from ds4sync.models.publish_results import PublishResult
 from ds4sync.runner import open_workspace
 from tests.cli_json import data
 from tests.scenarios import BRANCH, lines, make_pair

@@ -276,7 +276,7 @@ def test_replay_calls_advisory_only_results_unconfirmed(sc: Scenario, capsys) ->
 def test_shipped_catalogue_holds_nothing_vacuously(tmp_path: Path) -> None:
     """On a vLLM tree without any fork file, only file_absent checks (and absent checks over files that exist)
     may hold: an absent check over missing files, or a moved symbol, must not turn green by default."""
-    from ds4sync.config import shipped_profile
+    from ds4sync.models.config import shipped_profile
 
     root = tmp_path / "bare"
     (root / "vllm" / "model_executor").mkdir(parents=True)

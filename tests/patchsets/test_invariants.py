@@ -9,9 +9,9 @@ import pytest
 
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.patchsets_results import InvariantResult
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import PatchSet
-from ds4sync.patchsets.results import InvariantResult
 from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree, match_paths
 
 FILES = {

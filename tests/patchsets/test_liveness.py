@@ -11,9 +11,9 @@ from ds4sync.core.errors import ConfigError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import validate
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.patchsets_results import InvariantResult
 from ds4sync.patchsets.invariants import evaluate
 from ds4sync.patchsets.model import PatchSet
-from ds4sync.patchsets.results import InvariantResult
 from ds4sync.patchsets.tree import CommitTree, FolderTree, Tree
 
 DISPATCH = "vllm.model.dispatch"

@@ -8,7 +8,7 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from ds4sync.runner import open_workspace
 from tests.cli_json import data as cli_data
 

@@ -16,8 +16,8 @@ from pytest_httpserver import HTTPServer
 
 from ds4sync.core.errors import ExitCode
 from ds4sync.loop.nightly import run_nightly
+from ds4sync.models.publish_settings import NotifyConfig
 from ds4sync.publish.notify import Notice, send, target_urls
-from ds4sync.publish.settings import NotifyConfig
 from ds4sync.runner import open_workspace
 from tests.scenarios import BRANCH, lines, make_pair
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from ds4sync.cli import main
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.test_killed_run import KILLER
 from tests.timing import scaled_s

@@ -13,7 +13,7 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from ds4sync.report import report_schema
 from ds4sync.runner import RunContext, open_workspace, run_phases
 from tests.cli_json import data as cli_data

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.report import render_report, report_schema, report_view
 from ds4sync.report.render import relative_paths
 from tests.conftest import DemoRun

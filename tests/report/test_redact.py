@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.core.redact import redact, redact_private, redact_secrets
-from ds4sync.record import RecordStore, RunRecord
+from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
 from ds4sync.report.render import Format, Kind

@@ -11,7 +11,7 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core.names import TIERS
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from ds4sync.report.build import build_view
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.timing import scaled_s

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from ds4sync.cli import main
-from ds4sync.gates.model import GateResult, TierResult
 from ds4sync.loop.nightly import run_nightly
-from ds4sync.native.results import BuildResult
+from ds4sync.models.gates_results import GateResult, TierResult
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.serving_results import ProbeResult, ServingResult
 from ds4sync.report.trend import night_point, render_trend, trend_points
 from ds4sync.runner import open_workspace
-from ds4sync.serving.results import ProbeResult, ServingResult
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.timing import scaled
 

@@ -18,7 +18,7 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core.redact import redact_secrets
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from tests.scenarios import BRANCH, lines, make_pair
 
 # Built at run time so that no credential-shaped literal sits in the repository.

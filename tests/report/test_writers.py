@@ -12,8 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+from ds4sync.models.record import RunResults
 from ds4sync.pipeline import PHASES
-from ds4sync.record import RunResults
 from ds4sync.report.build import READS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ds4sync"

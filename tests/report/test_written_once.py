@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
 from tests.report.pipeline_runs import failed_run

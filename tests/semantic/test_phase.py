@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
-from ds4sync.record import RecordStore
+from ds4sync.models.record import RecordStore
 from ds4sync.report.render import render_report
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, Pair, make_pair

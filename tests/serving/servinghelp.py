@@ -13,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-from ds4sync.serving.config import ServerConfig
+from ds4sync.models.serving_settings import ServerConfig
 from tests.timing import scaled
 
 HERE = Path(__file__).resolve().parent

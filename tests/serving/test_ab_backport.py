@@ -13,10 +13,10 @@ from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.record import RecordStore, RunRecord
-from ds4sync.serving.abstats import MetricRule, compare_metric, schedule
+from ds4sync.models.record import RecordStore, RunRecord
+from ds4sync.models.serving_abstats import MetricRule, compare_metric, schedule
+from ds4sync.models.serving_settings import BackportConfig, ServingConfig
 from ds4sync.serving.backport import Trees, decide, evaluate_backport
-from ds4sync.serving.config import BackportConfig, ServingConfig
 from tests.cli_json import data as cli_data
 
 

@@ -14,8 +14,8 @@ from servinghelp import free_port
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
+from ds4sync.models.serving_settings import BenchConfig, BenchRow, ServerConfig
 from ds4sync.serving.ab import LiveSides, run_ab
-from ds4sync.serving.config import BenchConfig, BenchRow, ServerConfig
 
 SERVER = """
 import json, os, sys, time

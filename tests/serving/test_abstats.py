@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from ds4sync.serving.abstats import (
+from ds4sync.models.serving_abstats import (
     MetricRule,
     compare_metric,
     family_confidence,
@@ -20,7 +20,7 @@ from ds4sync.serving.abstats import (
     t_interval,
     t_quantile,
 )
-from ds4sync.serving.results import MIN_PAIRS
+from ds4sync.models.serving_results import MIN_PAIRS
 
 HIGHER = MetricRule(direction="higher", threshold_pct=1.0)
 LOWER = MetricRule(direction="lower", threshold_pct=1.0)

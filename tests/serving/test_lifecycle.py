@@ -20,9 +20,9 @@ from servinghelp import ROOT, free_port
 from ds4sync.cli import main
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.proc import group_members
+from ds4sync.models.serving_settings import KvBaseline, ServerConfig, ServingConfig
 from ds4sync.serving import kvcache
 from ds4sync.serving.client import OpenAIClient
-from ds4sync.serving.config import KvBaseline, ServerConfig, ServingConfig
 from ds4sync.serving.gate import run_serving_gate
 from ds4sync.serving.server import ServerStartError, attach, start_server, stop_server, wait_ready
 from tests.cli_json import data as cli_data
@@ -245,7 +245,7 @@ import sys, time
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
 from ds4sync.core.children import ChildRegistry
-from ds4sync.serving.config import ServerConfig
+from ds4sync.models.serving_settings import ServerConfig
 from ds4sync.serving.server import start_server
 config = ServerConfig(command=({sys.executable!r}, "-c", {tree!r}), port={free_port()}, model="m")
 registry = ChildRegistry(Path({str(registry_dir)!r}))

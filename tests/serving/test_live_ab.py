@@ -33,7 +33,7 @@ from servinghelp import (
 from ds4sync.cli import main
 from ds4sync.core.proc import group_members
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.serving.config import BenchConfig, BenchRow
+from ds4sync.models.serving_settings import BenchConfig, BenchRow
 from tests.cli_json import data as cli_data
 from tests.timing import scaled
 

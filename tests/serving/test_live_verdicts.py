@@ -27,8 +27,8 @@ import yaml
 from servinghelp import MODEL_NAME, ROOT, bench_command, progress
 
 from ds4sync.cli import main
+from ds4sync.models.serving_settings import BenchConfig, BenchRow, ExactCase, ServingConfig
 from ds4sync.serving.ab import run_ab
-from ds4sync.serving.config import BenchConfig, BenchRow, ExactCase, ServingConfig
 from ds4sync.serving.gate import run_probes
 from ds4sync.serving.render import ab_measured_lines
 from ds4sync.serving.server import ServerHandle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from ds4sync.serving.config import KvBaseline
+from ds4sync.models.serving_settings import KvBaseline
 from ds4sync.serving.kvcache import GIB, KvCapacity, compare, from_log, from_metrics_text
 from ds4sync.serving.metrics import counter_delta, parse, summarize
 
@@ -113,8 +113,8 @@ def test_running_waiting_preemptions_and_both_kv_usage_names(usage_name: str) ->
     assert summary.kv_usage_metric == usage_name and summary.kv_usage_max_pct == pytest.approx(90.0)
     assert (summary.running_max, summary.waiting_max, summary.deltas["preemptions"]) == (4, 3, 5)
     # a row judges them: preemptions above max_preemptions and waiting above max_waiting fail it
+    from ds4sync.models.serving_settings import BenchRow
     from ds4sync.serving.bench import judge_result
-    from ds4sync.serving.config import BenchRow
 
     data = {"completed": 4, "num_prompts": 4, "output_throughput": 10.0}
     strict = BenchRow(name="r", input_len=8, output_len=8, num_prompts=4, max_waiting=0)
@@ -138,8 +138,8 @@ def test_running_waiting_preemptions_and_both_kv_usage_names(usage_name: str) ->
     ],
 )
 def test_per_percentile_limits_against_a_baseline(key: str, value: float | None, baseline: float, ok: bool) -> None:
+    from ds4sync.models.serving_settings import BenchRow
     from ds4sync.serving.bench import judge_result
-    from ds4sync.serving.config import BenchRow
 
     row = BenchRow.model_validate(
         {
@@ -159,7 +159,7 @@ def test_per_percentile_limits_against_a_baseline(key: str, value: float | None,
 
 
 def test_an_unknown_limit_key_is_refused() -> None:
-    from ds4sync.serving.config import BenchRow
+    from ds4sync.models.serving_settings import BenchRow
 
     with pytest.raises(ValueError, match="unknown limit key"):
         BenchRow.model_validate({"name": "r", "input_len": 8, "output_len": 8, "limits": {"p99_ttft": {"baseline": 1}}})

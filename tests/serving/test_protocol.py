@@ -13,9 +13,7 @@ from typing import Any
 import pytest
 from scripted import Response, ScriptedServer, chat_answer, healthy_routes
 
-from ds4sync.serving import bench, evalsuite, longctx, probes
-from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.config import (
+from ds4sync.models.serving_settings import (
     BenchConfig,
     BenchRow,
     EvalConfig,
@@ -25,6 +23,8 @@ from ds4sync.serving.config import (
     ServingConfig,
     ToolCallCase,
 )
+from ds4sync.serving import bench, evalsuite, longctx, probes
+from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.gate import run_serving_gate
 
 MSG = ({"role": "user", "content": "q"},)

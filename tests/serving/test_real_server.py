@@ -20,9 +20,8 @@ from servinghelp import MODEL_NAME, REASONING_OUTPUTS, progress, server_config, 
 from ds4sync.cli import main
 from ds4sync.core.proc import group_members, pid_alive
 from ds4sync.core.record import ForkRef, UpstreamRef
-from ds4sync.record import RecordStore, RunRecord
-from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
-from ds4sync.serving.config import (
+from ds4sync.models.record import RecordStore, RunRecord
+from ds4sync.models.serving_settings import (
     BenchConfig,
     BenchRow,
     EvalConfig,
@@ -33,6 +32,7 @@ from ds4sync.serving.config import (
     ServingConfig,
     ToolCallCase,
 )
+from ds4sync.serving import bench, evalsuite, kvcache, longctx, probes
 from ds4sync.serving.gate import run_probes
 from ds4sync.serving.metrics import MetricsSampler
 from ds4sync.serving.server import ServerHandle, ServerStartError, guard, start_server, stop_server, wait_ready

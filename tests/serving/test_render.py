@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ds4sync.models.serving_results import ProbeResult, ServingResult
 from ds4sync.serving.render import serving_lines, summary_line
-from ds4sync.serving.results import ProbeResult, ServingResult
 
 
 def _result() -> ServingResult:

@@ -7,9 +7,9 @@ import pytest
 from servinghelp import MODEL_NAME
 
 from ds4sync.merge.endpoint import EndpointResolver
-from ds4sync.merge.hunks import ConflictHunk, split_diff3
 from ds4sync.merge.resolvers import resolve_file
-from ds4sync.merge.settings import EndpointConfig
+from ds4sync.models.merge_hunks import ConflictHunk, split_diff3
+from ds4sync.models.merge_settings import EndpointConfig
 from ds4sync.serving.server import ServerHandle
 from tests.timing import scaled
 

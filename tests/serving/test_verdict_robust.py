@@ -21,9 +21,7 @@ from ds4sync.cli import main
 from ds4sync.cli.serving import ab_exit, backport_exit, gate_exit
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.proc import group_members
-from ds4sync.serving import probes
-from ds4sync.serving.ab import compare_samples, rerun_outliers, samples_from_steps, unmeasured
-from ds4sync.serving.abstats import (
+from ds4sync.models.serving_abstats import (
     MetricRule,
     compare_metric,
     log_ratios,
@@ -33,11 +31,13 @@ from ds4sync.serving.abstats import (
     t_interval,
     to_pct,
 )
+from ds4sync.models.serving_results import BackportDecision, ServingResult, StepRecord
+from ds4sync.models.serving_settings import BackportConfig, ExactCase, ServerConfig
+from ds4sync.serving import probes
+from ds4sync.serving.ab import compare_samples, rerun_outliers, samples_from_steps, unmeasured
 from ds4sync.serving.backport import decide
 from ds4sync.serving.client import OpenAIClient, server_message
-from ds4sync.serving.config import BackportConfig, ExactCase, ServerConfig
 from ds4sync.serving.render import ab_measured_lines, row_line
-from ds4sync.serving.results import BackportDecision, ServingResult, StepRecord
 from ds4sync.serving.server import ServerHandle, Watch, process_sign
 
 HIGHER = MetricRule(direction="higher", threshold_pct=1.0)
@@ -373,7 +373,7 @@ import sys, time
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
 from ds4sync.core.children import ChildRegistry
-from ds4sync.serving.config import ServerConfig
+from ds4sync.models.serving_settings import ServerConfig
 from ds4sync.serving.server import start_server
 config = ServerConfig(command=({sys.executable!r}, "-c", "import time; time.sleep(600)"), port={free_port()}, model="m")
 registry = ChildRegistry(Path({str(state / "children")!r}))

@@ -2,7 +2,7 @@
 
 A kind module defines two names:
 
-- ``Spec``: a pydantic model (use :class:`ds4sync.config.FrozenModel`) for the gate's
+- ``Spec``: a pydantic model (use :class:`ds4sync.models.config.FrozenModel`) for the gate's
   ``run:`` section; validated when the tier file is loaded.
 - ``run_gate(gate: Gate, ctx: GateContext) -> GateResult``: runs one gate and returns
   its result; it never raises for an expected failure (a failed test, a timeout, bad
@@ -26,8 +26,8 @@ from ds4sync.core import proc
 
 if TYPE_CHECKING:
     from ds4sync.gates.definition import Gate
-    from ds4sync.gates.model import GateResult, TestCounts, TestFailure
-    from ds4sync.gates.status import GateStatus
+    from ds4sync.models.gates_results import GateResult, TestCounts, TestFailure
+    from ds4sync.models.gates_status import GateStatus
 
 KIND_MODULES: dict[str, str] = {
     "pytest": "ds4sync.gates.kinds.pytest_kind",
@@ -137,7 +137,7 @@ class GateRun:
 
     Made by :meth:`GateContext.start`; a kind adds to ``details`` (kind-specific data: JUnit path,
     kernel tables, serving probes) and sets ``duration_s`` (seconds) once its child ended, then ends
-    the run with :meth:`result`, which builds the :class:`~ds4sync.gates.model.GateResult` with
+    the run with :meth:`result`, which builds the :class:`~ds4sync.models.gates_results.GateResult` with
     typed arguments only.
     """
 
@@ -162,7 +162,7 @@ class GateRun:
         details: Mapping[str, Any] | None = None,
     ) -> GateResult:
         """The gate's result: ``status`` and ``reason``, with ``details`` added to the run's own."""
-        from ds4sync.gates.model import GateResult, TestCounts
+        from ds4sync.models.gates_results import GateResult, TestCounts
 
         return GateResult(
             name=self.gate.name,

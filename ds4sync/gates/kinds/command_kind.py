@@ -21,7 +21,7 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, TestCounts, TestFailure
+from ds4sync.models.gates_results import GateResult, TestCounts, TestFailure
 
 TAIL_CHARS = 2000
 

@@ -26,9 +26,9 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.core.names import KERNEL_OPS
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
-from ds4sync.gates.kernelsuite import KernelSuiteResult
 from ds4sync.gates.kinds import GateContext, GateRun
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.models.kernel_results import KernelSuiteResult
 
 TAIL_CHARS = 2000
 

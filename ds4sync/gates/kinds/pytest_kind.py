@@ -31,7 +31,7 @@ from ds4sync.gates.definition import EnvFailureRule, Gate
 from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext, GateRun
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure, cause_line
+from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
 _EXIT_MEANING = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}

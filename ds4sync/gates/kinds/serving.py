@@ -24,14 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ds4sync.config import CONFIG_NAME, load_config
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
-from ds4sync.serving.config import ServingConfig, read_serving_file
+from ds4sync.models.config import CONFIG_NAME, load_config
+from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.models.serving_settings import ServingConfig, read_serving_file
 from ds4sync.serving.gate import run_serving_gate
 
 

@@ -25,7 +25,7 @@ from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, updated
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
-from ds4sync.gates.model import GateResult, GateStatus, TestCounts, TestFailure
+from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
 # "Would reformat: PATH" (ruff <= 0.14) or "unformatted: ..." then " --> PATH:LINE:COL" (newer ruff).

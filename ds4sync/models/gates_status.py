@@ -3,7 +3,7 @@
 A green is a proof: a gate is green only when its tests ran (now, or on identical inputs
 before: ``cached``); a tier is green only when at least one gate ran green and every
 required gate is green. "Nothing failed because nothing ran" is ``not-run``, never green.
-The run record (:class:`~ds4sync.gates.model.TierResult`), the report and ``summary.json``,
+The run record (:class:`~ds4sync.models.gates_results.TierResult`), the report and ``summary.json``,
 the nightly notice, promote and every ``--json`` read these functions; no other module keeps
 a set of green words.
 

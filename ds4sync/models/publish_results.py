@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.publish.duplicates import DuplicateCheck
+from ds4sync.models.publish_duplicates import DuplicateCheck
 
 PublishStatus = Literal["published", "refused", "unavailable", "push-rejected", "no-token"]
 

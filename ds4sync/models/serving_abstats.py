@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.serving.results import CONFIDENCE, MIN_PAIRS, Direction, MetricComparison, Side, Verdict
+from ds4sync.models.serving_results import CONFIDENCE, MIN_PAIRS, Direction, MetricComparison, Side, Verdict
 
 #: A run is an outlier of its side past this many robust standard deviations (1.4826 * MAD) ...
 OUTLIER_MADS = 5.0

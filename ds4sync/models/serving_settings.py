@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, model_validator
 
 from ds4sync.core.model import FrozenModel, read_yaml, validate
-from ds4sync.serving.abstats import MetricRule
+from ds4sync.models.serving_abstats import MetricRule
 
 ProbeName = Literal["health", "exact", "tool_call", "reasoning", "kv_capacity", "recall", "eval", "throughput"]
 PROBE_ORDER: tuple[ProbeName, ...] = (

@@ -24,14 +24,14 @@ from ds4sync.core.files import write_atomic, write_json_atomic
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.proc import pid_alive
 from ds4sync.core.record import ACTIVE_STATUSES, ForkRef, PhaseState, RunStatus, UpstreamRef, now_iso
-from ds4sync.gates.model import TierResult
-from ds4sync.loop.results import DeployResult, PromoteResult
-from ds4sync.merge.results import MergeSummary
-from ds4sync.native.results import BuildResult
-from ds4sync.patchsets.results import ReplayResult, VerifyResult
-from ds4sync.publish.results import NotifyResult, PublishResult
-from ds4sync.semantic.results import SemanticResult
-from ds4sync.serving.results import ABResult, BackportDecision, ServingResult
+from ds4sync.models.gates_results import TierResult
+from ds4sync.models.loop_results import DeployResult, PromoteResult
+from ds4sync.models.merge_results import MergeSummary
+from ds4sync.models.native_results import BuildResult
+from ds4sync.models.patchsets_results import ReplayResult, VerifyResult
+from ds4sync.models.publish_results import NotifyResult, PublishResult
+from ds4sync.models.semantic_results import SemanticResult
+from ds4sync.models.serving_results import ABResult, BackportDecision, ServingResult
 
 #: 2: ``results`` is :class:`RunResults` (one typed field per phase); 1: a dict of JSON per phase.
 SCHEMA_VERSION = 2

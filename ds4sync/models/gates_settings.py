@@ -1,4 +1,4 @@
-"""The ``gates:`` section of ds4sync.yaml (imported by ds4sync.config; depends on pydantic only).
+"""The ``gates:`` section of ds4sync.yaml (imported by ds4sync.models.config; depends on pydantic only).
 
 Run-all patterns are vLLM's (``.buildkite/ci_config.yaml``): a changed file that
 ``re.match``-es a run-all pattern and no exclude pattern selects every gate.

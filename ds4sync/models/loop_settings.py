@@ -1,4 +1,4 @@
-"""The ``nightly:`` and ``deploy:`` sections of ds4sync.yaml (imported by ds4sync.config; pydantic only)."""
+"""The ``nightly:`` and ``deploy:`` sections of ds4sync.yaml (imported by ds4sync.models.config; pydantic only)."""
 
 from __future__ import annotations
 

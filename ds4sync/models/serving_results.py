@@ -23,7 +23,7 @@ Verdict = Literal["improvement", "neutral", "regression", "inconclusive"]
 Direction = Literal["higher", "lower"]
 Side = Literal["A", "B"]
 Mode = Literal["recorded", "attached", "started-alternate", "started-both"]
-#: The A/B statistic's defaults (see :mod:`ds4sync.serving.abstats`), recorded in every comparison.
+#: The A/B statistic's defaults (see :mod:`ds4sync.models.serving_abstats`), recorded in every comparison.
 MIN_PAIRS = 3
 CONFIDENCE = 0.99
 METHOD = "paired t on log ratios"
@@ -229,7 +229,7 @@ class StepRecord(FrozenModel):
     """One measured run: its place in the order, side, seed, how the prefix cache was handled, its values.
 
     ``pair`` is the pair it belongs to (the k-th A and k-th B runs form pair k); ``replaced`` marks a run
-    whose pair was re-run (an outlier, :func:`ds4sync.serving.abstats.outlying_pairs`): it is kept, not
+    whose pair was re-run (an outlier, :func:`ds4sync.models.serving_abstats.outlying_pairs`): it is kept, not
     judged; ``unreadable`` names the bench rows of the run that gave no readable result.
     """
 

@@ -1,4 +1,4 @@
-"""The ``publish:`` and ``notify:`` sections of ds4sync.yaml (imported by ds4sync.config; pydantic only).
+"""The ``publish:`` and ``notify:`` sections of ds4sync.yaml (imported by ds4sync.models.config; pydantic only).
 
 Secrets never live here: the forge token comes from ``GITHUB_TOKEN``/``GH_TOKEN`` and notification
 URLs that carry credentials can come from an environment variable (``notify.urls_env``).

@@ -16,12 +16,12 @@ import ds4sync
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.model import FrozenModel, not_a_file, read_yaml, validate
 from ds4sync.core.paths import path_matches
-from ds4sync.gates.settings import GatesConfig
-from ds4sync.loop.settings import DeployConfig, NightlyConfig
-from ds4sync.merge.settings import EndpointConfig
-from ds4sync.native.profile import BuildConfig
-from ds4sync.publish.settings import NotifyConfig, PublishConfig, checked_remote_name
-from ds4sync.serving.config import ServingConfig
+from ds4sync.models.gates_settings import GatesConfig
+from ds4sync.models.loop_settings import DeployConfig, NightlyConfig
+from ds4sync.models.merge_settings import EndpointConfig
+from ds4sync.models.native_profile import BuildConfig
+from ds4sync.models.publish_settings import NotifyConfig, PublishConfig, checked_remote_name
+from ds4sync.models.serving_settings import ServingConfig
 
 __all__ = ["Config", "ConfigError", "FrozenModel", "find_config", "load_config", "read_yaml", "validate"]
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ds4sync.core.git.mergetree import MARKER_KINDS
-from ds4sync.merge.hunks import ConflictHunk
-from ds4sync.semantic.results import SemanticResult
+from ds4sync.models.merge_hunks import ConflictHunk
+from ds4sync.models.semantic_results import SemanticResult
 
 Resolution = Literal["recorded", "rule", "proposed", "person", "unresolved"]
 #: What a committed resolution kept (:func:`ds4sync.merge.kept.sides_kept`).

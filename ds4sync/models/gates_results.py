@@ -2,7 +2,7 @@
 
 Cheap to import (pydantic only), so every gate kind (pytest, command, static, kernel,
 serving, perf) builds the same result. The status words and what is green are defined once,
-in :mod:`ds4sync.gates.status`.
+in :mod:`ds4sync.models.gates_status`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
-from ds4sync.gates.status import GateStatus, TierStatus, gate_blocking, gate_green, tier_status
+from ds4sync.models.gates_status import GateStatus, TierStatus, gate_blocking, gate_green, tier_status
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -157,7 +157,7 @@ class TierResult(FrozenModel):
 
     @property
     def status(self) -> TierStatus:
-        """The tier's status by :func:`ds4sync.gates.status.tier_status`: ``passed``, ``failed``,
+        """The tier's status by :func:`ds4sync.models.gates_status.tier_status`: ``passed``, ``failed``,
         ``incomplete`` or ``not-run`` (no gate ran: never green)."""
         return tier_status(self.gates)
 
