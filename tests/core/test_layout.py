@@ -108,10 +108,11 @@ LAYERS = (
 
 #: The imports that run up the layers on purpose, (importer, imported) package: why.
 UPWARD = {
-    ("merge", "patchsets"): "a proposed resolution is validated against the patch-sets' invariants and owners "
-    "before it is kept: the patch-sets are the fork's definition, which merge reads before replay proves it",
-    ("merge", "semantic"): "a proposed resolution is refused when the semantic check finds a new blocker on its "
-    "tree (imported inside the function, only when a resolver proposes)",
+    ("merge", "patchsets"): "merge reads the patch-sets, the fork's definition, before replay proves them: "
+    "which patch-set owns a conflicted hunk (plan, provenance) and whose invariants a proposed resolution "
+    "must keep (proposals, validation)",
+    ("merge", "semantic"): "a proposed resolution is refused when the semantic check finds a new blocker on "
+    "its tree (imported inside the function, only when a resolver proposes)",
 }
 
 Edges = dict[tuple[str, str], list[tuple[str, str]]]
