@@ -42,7 +42,7 @@ def git_calls(source: str) -> list[tuple[int, str]]:
     """``(line, what)`` of every place ``source`` runs git directly (the three shapes of the module doc)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
-        if _imports_gitpython(node):
+        if _imports_gitpython(node) and isinstance(node, ast.stmt):
             found.append((node.lineno, "imports GitPython"))
         elif isinstance(node, ast.Call):
             args = [*node.args, *(k.value for k in node.keywords)]

@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -175,7 +176,12 @@ def main() -> None:
     start_cluster(work / "ray")
     try:
         start = time.monotonic()
-        on_ray = {"executor": "ray", "address": f"127.0.0.1:{PORT}", "use_cache": False, "python": sys.executable}
+        on_ray: dict[str, Any] = {
+            "executor": "ray",
+            "address": f"127.0.0.1:{PORT}",
+            "use_cache": False,
+            "python": sys.executable,
+        }
         remote = run_tier(ws, TierOptions(tier="unit", **on_ray))
         out["ray_s"] = time.monotonic() - start
         out["ray"] = {

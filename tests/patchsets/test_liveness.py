@@ -4,6 +4,7 @@ own imports resolve, checked on generated histories (each commit read from git, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,7 +177,7 @@ def test_an_entry_module_that_is_gone_says_so(history: tuple[GitRepo, list[str]]
     [({}, "set entry"), ({"entry": "not a module"}, "dotted module name"), ({"entry": "a", "bogus": 1}, "bogus")],
 )
 def test_a_bad_live_option_is_one_line_naming_the_key(tmp_path: Path, live: dict, message: str) -> None:
-    data = {"id": "ps", "title": "t", "kind": "fork-feature", "invariants": [_decode(live or {"x": 1})]}
+    data: dict[str, Any] = {"id": "ps", "title": "t", "kind": "fork-feature", "invariants": [_decode(live or {"x": 1})]}
     if not live:
         data["invariants"][0]["live"] = {}
     with pytest.raises(ConfigError, match=message) as caught:

@@ -117,7 +117,7 @@ def test_a_file_is_read_when_it_names_a_changed_module(changed: str, text: bytes
 
 class _View:
     def __init__(self, oids: dict[str, str]) -> None:
-        self.oids, self.unknown = oids, frozenset()
+        self.oids, self.unknown = oids, frozenset[str]()
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -132,7 +132,7 @@ def test_the_check_leaves_cycle_collection_as_it_found_it(tmp_path: Path, enable
     seen: list[bool] = []
     original = FactsCache.facts
 
-    def facts(self: FactsCache, oid: str, path: str):  # type: ignore[no-untyped-def]
+    def facts(self: FactsCache, oid: str, path: str):
         seen.append(gc.isenabled())
         return original(self, oid, path)
 

@@ -100,9 +100,10 @@ def test_kv_capacity_from_metrics_and_log_agree(vllm_server: ServerHandle) -> No
         same = kvcache.probe_kv_capacity(
             client, vllm_server.log_text(), KvBaseline(tokens=from_metrics.tokens, bytes=from_metrics.bytes)
         )
+        assert from_metrics.tokens is not None
         bigger = kvcache.probe_kv_capacity(client, vllm_server.log_text(), KvBaseline(tokens=from_metrics.tokens + 1))
     from_log = kvcache.from_log(vllm_server.log_path.read_text())
-    assert from_metrics.tokens == from_log.tokens > 0
+    assert from_log.tokens is not None and from_metrics.tokens == from_log.tokens > 0
     assert from_metrics.bytes == 1024**3  # VLLM_CPU_KVCACHE_SPACE=1 (GiB)
     assert same.status == "passed" and same.summary == f"unchanged 1.00 GiB / {from_metrics.tokens:,} tokens"
     assert bigger.status == "failed" and bigger.summary.startswith("down ")
