@@ -93,21 +93,31 @@ class GateContext:
         return path
 
     def start(
-        self, gate: Gate, kind: str, argv: Sequence[str], *, log_path: Path, display: str | None = None
+        self,
+        gate: Gate,
+        kind: str,
+        argv: Sequence[str] = (),
+        *,
+        log_path: Path | None = None,
+        display: str | None = None,
     ) -> GateRun:
         """What the gate's result will say about how it ran: ``argv`` in ``cwd`` with the gate's environment
         overrides and devices, output to ``log_path``; ``display`` is the command shown to a person
-        (``argv`` joined when not given)."""
-        return GateRun(
+        (``argv`` joined when not given). A kind that picks its command later starts with no ``argv``
+        and sets it with :meth:`GateRun.ran`."""
+        run = GateRun(
             gate=gate,
             kind=kind,
-            command=tuple(argv),
+            command=(),
             cwd=str(self.cwd),
             env_overrides=self.env_overrides(gate),
             devices=self.devices,
-            log_path=str(log_path),
-            details={"display_command": display if display is not None else shlex.join(argv)},
+            log_path=None,
+            details={},
         )
+        if argv or display is not None:
+            run.ran(argv, log_path, display=display)
+        return run
 
     def run(
         self,
@@ -182,6 +192,13 @@ class GateRun:
             log_path=self.log_path,
             details={**self.details, **(details or {})},
         )
+
+    def ran(self, argv: Sequence[str], log_path: Path | None, *, display: str | None = None) -> None:
+        """The command the gate runs (``argv``), where its output goes, and how it is shown to a person
+        (``details["display_command"]``: ``display``, else ``argv`` joined)."""
+        self.command = tuple(argv)
+        self.log_path = str(log_path) if log_path is not None else None
+        self.details["display_command"] = display if display is not None else shlex.join(argv)
 
     def ended(self, res: proc.ProcResult) -> GateResult | None:
         """Records the child's duration; an ``error`` result when it timed out or was interrupted, else None."""

@@ -18,13 +18,13 @@ import json
 import re
 import shlex
 import time
-from typing import Any, Literal
+from typing import Literal
 
 from ds4sync.core.errors import GitError, ToolMissingError
 from ds4sync.core.git import GitRepo
 from ds4sync.core.model import FrozenModel, updated
 from ds4sync.gates.definition import Gate
-from ds4sync.gates.kinds import GateContext
+from ds4sync.gates.kinds import GateContext, GateRun
 from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure
 
 Check = Literal["ruff-check", "ruff-format", "diff-check", "pip-check"]
@@ -54,18 +54,11 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     """Run one built-in static check."""
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
-    common: dict[str, Any] = dict(
-        name=gate.name,
-        tier=gate.tier,
-        kind="static",
-        required=gate.definition.required,
-        cwd=str(ctx.cwd),
-        env_overrides=ctx.env_overrides(gate),
-    )
+    run = ctx.start(gate, "static")
     try:
-        result = _CHECKS[spec.check](gate, ctx, spec, common)
+        result = _CHECKS[spec.check](gate, ctx, spec, run)
     except (GitError, ToolMissingError) as exc:
-        result = GateResult(status="error", reason=exc.one_line(), **common)
+        result = run.result("error", exc.one_line())
     return updated(result, duration_s=time.monotonic() - start)
 
 
@@ -86,13 +79,13 @@ def _base(ctx: GateContext, spec: Spec) -> str:
     return base
 
 
-def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+def _ruff(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     base = _base(ctx, spec)
     prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
     tool = _tool_version(gate, ctx, prefix, "ruff", pinned=spec.ruff_version)  # first: no tool, no pass
     files = delta_files(GitRepo(ctx.cwd), base, spec.suffixes)
     if not files:
-        return GateResult(status="passed", reason=f"{tool}: no Python files changed since {base[:12]}", **common)
+        return run.result("passed", f"{tool}: no Python files changed since {base[:12]}")
     report = ctx.log_path(gate, "ruff.json")
     sub = (
         ["check", "--no-fix", "--output-format", "json", "--output-file", str(report)]
@@ -102,25 +95,17 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     argv = [*prefix, *sub, *files]
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
-    info: dict[str, Any] = dict(
-        command=tuple(argv),
-        log_path=str(log),
-        details={
-            "display_command": shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>",
-            "tool": tool,
-            "base": base,
-            "files": len(files),
-        },
-    )
+    run.ran(argv, log, display=shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>")
+    run.details.update(tool=tool, base=base, files=len(files))
     if res.timed_out or res.returncode not in (0, 1):
         why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
-        return GateResult(status="error", reason=why, **common, **info)
+        return run.result("error", why)
     if spec.check == "ruff-check":
         try:
             failures = ruff_failures(report.read_text(encoding="utf-8"), root=str(ctx.cwd))
         except (OSError, ValueError) as exc:
             why = f"ruff wrote no readable JSON report ({type(exc).__name__}: {exc}); exit {res.returncode}"
-            return GateResult(status="error", reason=why, **common, **info)
+            return run.result("error", why)
     else:
         failures = _unformatted(res.output)
     bad_files = {f.node_id.split(":", 1)[0] for f in failures}
@@ -131,7 +116,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> G
     reason = f"{tool}: {len(files)} changed Python files" + (f", {len(failures)} problems" if failures else " clean")
     if failures and status == "failed":  # the headline names the worst finding (they come worst first)
         reason += f"; worst: {failures[0].node_id} {failures[0].message.splitlines()[0][:160]}"
-    return GateResult(status=status, reason=reason, counts=counts, failures=failures, **common, **info)
+    return run.result(status, reason, counts=counts, failures=failures)
 
 
 def _tool_version(gate: Gate, ctx: GateContext, prefix: list[str], name: str, *, pinned: str | None) -> str:
@@ -161,7 +146,7 @@ def _tool_version(gate: Gate, ctx: GateContext, prefix: list[str], name: str, *,
     return f"{name} {words[1]}"
 
 
-def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     base = _base(ctx, spec)
     repo = GitRepo(ctx.cwd)
     start = time.monotonic()
@@ -170,25 +155,15 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]
     log = ctx.log_path(gate)
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
-    info: dict[str, Any] = dict(
-        command=check.command,
-        log_path=str(log),
-        duration_s=time.monotonic() - start,
-        details={"display_command": f"git diff --check {base}", "base": base},
-    )
+    run.ran(check.command, log, display=f"git diff --check {base}")
+    run.details["base"] = base
+    run.duration_s = time.monotonic() - start
     if status == 0:
-        return GateResult(status="passed", reason="no whitespace errors or conflict markers", **common, **info)
-    return GateResult(
-        status="failed",
-        reason=f"{len(failures)} problems",
-        counts=TestCounts(failed=len(failures)),
-        failures=failures,
-        **common,
-        **info,
-    )
+        return run.result("passed", "no whitespace errors or conflict markers")
+    return run.result("failed", f"{len(failures)} problems", counts=TestCounts(failed=len(failures)), failures=failures)
 
 
-def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any]) -> GateResult:
+def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     argv = (
         [ctx.python, "-m", "pip", "check"]
         if spec.installer == "pip"
@@ -196,26 +171,17 @@ def _pip_check(gate: Gate, ctx: GateContext, spec: Spec, common: dict[str, Any])
     )
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
-    info: dict[str, Any] = dict(command=tuple(argv), log_path=str(log), details={"display_command": shlex.join(argv)})
+    run.ran(argv, log)
     if res.timed_out:
-        return GateResult(status="error", reason="timed out", **common, **info)
+        return run.result("error", "timed out")
     if res.returncode == 0:
-        return GateResult(
-            status="passed",
-            reason=res.output.strip().splitlines()[-1] if res.output.strip() else "ok",
-            counts=TestCounts(passed=1),
-            **common,
-            **info,
+        return run.result(
+            "passed", res.output.strip().splitlines()[-1] if res.output.strip() else "ok", counts=TestCounts(passed=1)
         )
     lines = [line for line in res.output.splitlines() if line.strip()]
     failures = tuple(TestFailure(node_id=line.split(" ", 1)[0], message=line) for line in lines[:200])
-    return GateResult(
-        status="failed",
-        reason=f"{len(lines)} incompatible requirements",
-        counts=TestCounts(failed=len(lines)),
-        failures=failures,
-        **common,
-        **info,
+    return run.result(
+        "failed", f"{len(lines)} incompatible requirements", counts=TestCounts(failed=len(lines)), failures=failures
     )
 
 
