@@ -129,6 +129,7 @@ def test_ruff_gates_name_the_tool_and_version_they_ran(upstream_and_fork: tuple[
 
 def test_delta_checks_need_a_base(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
     repo, _ = upstream_and_fork
+    git.Repo(repo.path).git.branch("-m", "fork")  # no --changed-since, no run, and upstream's name names nothing
     gate = _run(repo, None, names=("ruff-check",)).gates[0]
     assert gate.status == "error" and "no base ref" in gate.reason
 

@@ -149,7 +149,7 @@ def test_no_run_at_all_is_a_usage_error(tmp_path: Path, capsys) -> None:
 
 def test_report_phase_writes_report_and_summary(repo) -> None:
     path, state, merged_id, _ = repo
-    from ds4sync.report.phase import REPORT_PHASES
+    from ds4sync.pipeline import REPORT_PHASES
 
     ws = open_workspace(path, state_dir=state, profile=ROOT)
     record = ws.store.load(merged_id)
