@@ -4,7 +4,8 @@
 #
 # Usage: scripts/test.sh [--stress] [PYTEST ARGS...]
 #   The tests run in two passes: those that share nothing on pytest-xdist workers (DS4SYNC_TEST_WORKERS,
-#   default 2), then the ones marked `serving` or `serial` (vLLM servers, the Ray cluster) alone. With your
+#   default 3: the tests wait on git and child processes, so a third worker fills two cores), then the ones
+#   marked `serving` or `serial` (vLLM servers, the Ray cluster) alone. With your
 #   own -m or -n, one pytest runs as you asked. Each pass writes its JUnit XML under .test-results/;
 #   `python benchmarks/durations_table.py .test-results/*.xml` tables where the time went.
 #   --stress: the fast loop (-m "not slow and not serving") with every core kept busy by a spinning
@@ -75,7 +76,7 @@ pytest_pass() {  # pytest_pass NAME ARGS...: one pytest run; exit 5 (nothing sel
     fi
     return $rc
 }
-WORKERS="${DS4SYNC_TEST_WORKERS:-2}"
+WORKERS="${DS4SYNC_TEST_WORKERS:-3}"
 EMPTY=0
 
 if [[ $STRESS == 1 ]]; then
