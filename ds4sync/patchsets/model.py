@@ -28,6 +28,15 @@ Globs = Annotated[tuple[str, ...], Field(min_length=1)]
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
+def _dotted_modules(value: object) -> object:
+    """``value`` as a tuple (a single name too), refused unless each item is a dotted module name."""
+    value = _as_tuple(value)
+    for module in value if isinstance(value, tuple | list) else ():
+        if not isinstance(module, str) or not _DOTTED.fullmatch(module):
+            raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
+    return value
+
+
 def _as_tuple(value: object) -> object:
     return (value,) if isinstance(value, str) else value
 
@@ -70,11 +79,7 @@ class Liveness(FrozenModel):
     @field_validator("entry", mode="before")
     @classmethod
     def _modules(cls, value: object) -> object:
-        value = _as_tuple(value)
-        for module in value if isinstance(value, tuple | list) else ():
-            if not isinstance(module, str) or not _DOTTED.fullmatch(module):
-                raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
-        return value
+        return _dotted_modules(value)
 
     @model_validator(mode="after")
     def _something(self) -> Liveness:
@@ -173,11 +178,7 @@ class SymbolInvariant(_InvariantBase):
     @field_validator("also_in", mode="before")
     @classmethod
     def _modules(cls, value: object) -> object:
-        value = _as_tuple(value)
-        for module in value if isinstance(value, tuple | list) else ():
-            if not isinstance(module, str) or not _DOTTED.fullmatch(module):
-                raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
-        return value
+        return _dotted_modules(value)
 
 
 class RefSide(FrozenModel):
