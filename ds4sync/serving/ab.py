@@ -417,8 +417,9 @@ class LiveSides:
         self.started = next(iter(kinds.values()))
         self.servers = servers
         self.sides = dict(sides)
-        if self.started and servers == "both" and sides["A"].url == sides["B"].url:
-            self.sides["B"] = _other_port(sides["B"])
+        # both sides from one config: B gets a free port of its own, picked when it starts (a port picked
+        # earlier can be taken meanwhile, e.g. by A's engine for its own sockets)
+        self._own_port = {"B"} if self.started and servers == "both" and sides["A"].url == sides["B"].url else set()
         self.bench = bench_config
         self.rows = bench_config.rows or (DEFAULT_ROW,)
         self.out_dir = out_dir
@@ -440,12 +441,24 @@ class LiveSides:
         return "started-both" if self.servers == "both" else "started-alternate"
 
     def _start(self, side: str, step: int) -> ServerHandle:
-        config = self.sides[side]
-        log = self.out_dir / f"server-{side}.log"
-        self.progress(f"starting side {side}: {' '.join(config.argv())}")
-        handle = start_server(config, log_path=log, registry=self.registry)
-        self._running[side] = handle
-        wait_ready(handle, progress=self.progress)
+        for attempt in (1, 2):
+            if side in self._own_port:
+                self.sides[side] = _other_port(self.sides[side])
+            config = self.sides[side]
+            log = self.out_dir / f"server-{side}.log"
+            self.progress(f"starting side {side}: {' '.join(config.argv())}")
+            handle = start_server(config, log_path=log, registry=self.registry)
+            self._running[side] = handle
+            try:
+                wait_ready(handle, progress=self.progress)
+                break
+            except ServerStartError as exc:
+                tail = exc.outcome.log_tail if exc.outcome else ()
+                lost_port = exc.kind == "died" and any("Address already in use" in line for line in tail)
+                if attempt == 2 or side not in self._own_port or not lost_port:
+                    raise
+                self._running.pop(side, None)
+                self.progress(f"side {side}: its port was taken before it bound it; again on another port")
         if handle.ready_s is not None:
             self._boot[side] = handle.ready_s
             self.boot_s[side].append(handle.ready_s)

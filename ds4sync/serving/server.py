@@ -301,8 +301,9 @@ def guard(handle: ServerHandle) -> GuardResult:
     if not handle.alive():
         code = handle.proc.returncode if handle.proc else None
         return GuardResult(False, f"server process exited with code {code}")
-    if handle.stopped_by_signal():
-        return GuardResult(False, "wedged: server processes are stopped (state T, e.g. SIGSTOP)")
+    if handle.stopped_by_signal():  # in the words the watch uses, whichever of the two sees it first
+        sign = process_sign(handle) or "server processes stopped (state T, e.g. SIGSTOP)"
+        return GuardResult(False, f"wedged: {sign}")
     limit = handle.config.guard_timeout_s
     with handle.client(timeout_s=limit, deadline=False) as client:
         try:

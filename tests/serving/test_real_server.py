@@ -266,7 +266,9 @@ def test_reasoning_routing_then_a_stopped_engine_is_wedged(vllm_python: Path, ti
         stopper.join()
         # the eval ends on the stop: an error when no answer came back, failed when some answers were already wrong
         assert results[0].status in ("error", "failed") and [r.status for r in results[1:]] == ["skipped", "skipped"]
-        assert wedged is not None and wedged.startswith("after eval: server processes stopped (state T"), wedged
+        # named by the watch during the eval or by the guard right after it (load decides which), in one wording
+        assert wedged is not None and wedged.startswith("after eval: "), wedged
+        assert "server processes stopped (state T, e.g. SIGSTOP): pid " in wedged, wedged
         progress(f"SIGSTOPped server named {wedged!r} after {took:.1f} s; later probes skipped")
         assert took < scaled(30), took  # one request timeout and the guard, not 5,000 timeouts
     finally:
