@@ -417,9 +417,11 @@ class LiveSides:
         self.started = next(iter(kinds.values()))
         self.servers = servers
         self.sides = dict(sides)
-        # both sides from one config: B gets a free port of its own, picked when it starts (a port picked
-        # earlier can be taken meanwhile, e.g. by A's engine for its own sockets)
+        # both sides from one config: B gets a free port of its own (and another one if that is taken before B
+        # binds it, e.g. by A's engine for its own sockets)
         self._own_port = {"B"} if self.started and servers == "both" and sides["A"].url == sides["B"].url else set()
+        if self._own_port:
+            self.sides["B"] = _other_port(sides["B"])
         self.bench = bench_config
         self.rows = bench_config.rows or (DEFAULT_ROW,)
         self.out_dir = out_dir
@@ -442,7 +444,7 @@ class LiveSides:
 
     def _start(self, side: str, step: int) -> ServerHandle:
         for attempt in (1, 2):
-            if side in self._own_port:
+            if attempt == 2:
                 self.sides[side] = _other_port(self.sides[side])
             config = self.sides[side]
             log = self.out_dir / f"server-{side}.log"

@@ -172,7 +172,10 @@ def run_shape(tmp_path: Path, shape: Shape, rules: str = "") -> tuple[GateResult
     """Run the shape's project through the pytest gate; returns the gate result and pytest's output."""
     repo = RepoBuilder(tmp_path / "project")
     repo.commit({**shape.files, "pytest.ini": "[pytest]\n"}, "project")
-    write_gates(repo, "unit", _gate_yaml(shape.args, rules))
+    # its own temporary root: a pytest run cleans old numbered folders under the shared one while this
+    # suite's other workers are using theirs
+    args = f"{shape.args} --basetemp={shlex.quote(str(tmp_path / 'inner-tmp'))}"
+    write_gates(repo, "unit", _gate_yaml(args, rules))
     result = run_tier(workspace(repo), TierOptions(tier="unit", python=PYTHON, use_cache=False))
     gate = result.gates[0]
     assert gate.log_path is not None
