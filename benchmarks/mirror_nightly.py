@@ -135,7 +135,7 @@ def _tier_lines(record: RunRecord) -> list[str]:
     for tier, result in record.results.gates.items():
         out.append(f"- tier {tier}: {result.line()}")
         for gate in result.gates:
-            env = gate.details.get("environment", "?")
+            env = gate.details.environment or "?"
             out.append(f"  - {gate.name} [{env}]: {gate.status}, {gate.counts.summary()}; {gate.reason[:300]}")
     return out or ["- no gate tier ran"]
 

@@ -17,6 +17,7 @@ pytest.importorskip("triton")
 
 from ds4sync.cli import main  # noqa: E402
 from ds4sync.gates.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
+from ds4sync.models.gates_details import KernelDetails  # noqa: E402
 from tests.cli_json import data as cli_data  # noqa: E402
 
 
@@ -76,7 +77,8 @@ def test_kernel_gate_kind_runs_the_suite_in_a_child_and_keeps_per_op_results(
     result = kinds.runner_for("kernel")(gate, ctx)
     assert result.status == "passed", result.reason
     assert result.counts.passed >= 20 and result.counts.failed == 0
-    ops = [op["op"] for op in result.details["kernel"]["ops"]]
+    assert isinstance(result.details, KernelDetails) and result.details.kernel is not None
+    ops = [op.op for op in result.details.kernel.ops]
     assert ops == ["routing", "topk"]
     assert "--op" in result.command and "interpreter" not in result.reason
 

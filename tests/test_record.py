@@ -9,8 +9,12 @@ import pytest
 
 from ds4sync.cli import main
 from ds4sync.core.errors import StateError
+from ds4sync.gates.kinds import KIND_MODULES
+from ds4sync.models.gates_details import DETAILS_BY_KIND, PytestDetails, RayExecution, ServingDetails, StaticDetails
+from ds4sync.models.gates_results import RESULT_SCHEMA_VERSION
 from ds4sync.models.merge_results import MergeSummary
 from ds4sync.models.record import SCHEMA_VERSION, RecordStore, RunResults
+from ds4sync.models.serving_results import ProbeResult, ServingResult
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
 
@@ -74,3 +78,79 @@ def test_a_result_of_the_wrong_shape_is_refused_naming_the_field(merged) -> None
     record = RunResults()
     with pytest.raises(ValueError):
         record.merge = {"not": "a merge"}  # type: ignore[assignment]
+
+
+def _old_gate(name: str, kind: str, details: dict) -> dict:
+    """A gate result as schema 1 wrote it: ``details`` a free dict."""
+    return {"schema_version": 1, "name": name, "tier": "unit", "kind": kind, "status": "passed", "details": details}
+
+
+def test_schema_1_gate_details_migrate_to_the_kinds_models_keeping_unknown_keys(merged) -> None:
+    """Free-dict details of every kind load typed; a key no field declares, or a value of the wrong type,
+    is kept unread in ``details.legacy``; the record then saves and loads as it is."""
+    store, run_id, path = merged
+    serving = ServingResult(
+        status="passed",
+        base_url="http://127.0.0.1:8000",
+        started=True,
+        probes=(ProbeResult(name="throughput", status="passed", value=301.2, unit="tok/s"),),
+    )
+    old = [
+        _old_gate(
+            "unit-tests",
+            "pytest",
+            {
+                "display_command": "python -m pytest -q tests",
+                "junit": "logs/unit-unit-tests.xml",
+                "tests": "many",  # a wrong type: kept unread, never read as a count
+                "slowest": [["tests/test_a.py::test_x", 1.25]],
+                "missing_paths": ["tests/gone/"],
+                "selected_because": "tests/test_a.py changed",
+                "environment": {"python": "3.11.9", "torch": "absent"},  # a Ray node's fingerprint
+                "executor": {"kind": "ray", "node_id": "n1", "node_ip": "10.0.0.2", "host": "gpu-1"},
+                "flakiness_score": 0.3,  # a key no ds4sync writes
+            },
+        ),
+        _old_gate("ruff", "static", {"tool": "ruff 0.14.3", "base": "a" * 40, "files": 3, "cached_duration_s": 2}),
+        _old_gate("versions", "command", {}),
+        _old_gate(
+            "serve",
+            "serving",
+            {"probes": [{"name": "throughput"}], "startup": None, "serving": serving.model_dump(mode="json")},
+        ),
+    ]
+    data = json.loads(path.read_text())
+    data["results"]["gates"] = {
+        "unit": {"schema_version": 1, "tier": "unit", "repo": ".", "started_at": "x", "duration_s": 1.0, "gates": old}
+    }
+    path.write_text(json.dumps(data))
+    record = store.load(run_id)
+    pytest_gate, static, command, serve = record.results.gates["unit"].gates
+    assert {g.schema_version for g in (pytest_gate, static, command, serve)} == {RESULT_SCHEMA_VERSION}
+    assert isinstance(pytest_gate.details, PytestDetails)
+    assert pytest_gate.details.junit == "logs/unit-unit-tests.xml" and pytest_gate.details.tests is None
+    assert pytest_gate.details.slowest == (("tests/test_a.py::test_x", 1.25),)
+    assert pytest_gate.details.missing_paths == ("tests/gone/",)
+    assert pytest_gate.details.executor == RayExecution(
+        node_id="n1", node_ip="10.0.0.2", host="gpu-1", environment={"python": "3.11.9", "torch": "absent"}
+    )
+    assert pytest_gate.details.environment is None  # the environment's name was never recorded for a Ray run
+    assert pytest_gate.details.legacy == {"tests": "many", "flakiness_score": 0.3}
+    assert isinstance(static.details, StaticDetails) and static.details.files == 3 and not static.details.legacy
+    assert static.details.cached_duration_s == 2.0
+    assert command.details.kind == "command"
+    assert isinstance(serve.details, ServingDetails) and serve.details.serving == serving
+    assert not serve.details.legacy  # probes and startup were copies of what `serving` holds
+    store.save(record)
+    saved = json.loads(path.read_text())["results"]["gates"]["unit"]["gates"]
+    assert saved[0]["details"]["junit"] == "logs/unit-unit-tests.xml" and "tool" not in saved[0]["details"]
+    assert saved[2]["details"] == {"kind": "command"}  # nothing recorded: nothing written
+    assert store.load(run_id) == record
+
+
+def test_every_gate_kind_has_its_details_model() -> None:
+    assert set(DETAILS_BY_KIND) == set(KIND_MODULES)
+    for kind, model in DETAILS_BY_KIND.items():
+        for name, field in model.model_fields.items():
+            assert name == "kind" or field.description, f"{model.__name__}.{name} says what it holds"
+        assert model(kind=kind).kind == kind  # type: ignore[arg-type]

@@ -41,6 +41,8 @@ WRONG: list[tuple[BaseModel, str, Any]] = [
     (GATE, "counts", 3),
     (GATE, "duration_s", "fast"),
     (GATE, "failures", ["not a failure"]),
+    (GATE, "details", {"tests": "many"}),  # a wrong type inside the kind's details names the gate's field
+    (GATE, "details", {"ruff": "0.14"}),  # a key the kind's details do not declare
     (TIER, "gates", ({"name": "g"},)),
     (TestCounts(), "passed", "two"),
     (MERGE, "merge_commit", 123),

@@ -32,6 +32,7 @@ from ds4sync.core.model import updated
 from ds4sync.core.proc import pid_alive
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext, runner_for
+from ds4sync.models.gates_details import PytestDetails, RayExecution
 from ds4sync.models.gates_results import GateResult
 
 #: Exceptions of Ray that mean the node or worker running a task went away (matched by name:
@@ -126,7 +127,7 @@ def _lost(gate: Gate, nodes: list[str]) -> GateResult:
         status="error",
         required=gate.definition.required,
         reason=f"the Ray node running it was lost: {', '.join(nodes)}{tried}",
-        details={"executor": {"kind": "ray", "lost_nodes": nodes}},
+        details={"executor": RayExecution(lost_nodes=tuple(nodes))},
     )
 
 
@@ -134,7 +135,7 @@ def _land(shipped: dict[str, Any], gate: Gate, ctx: GateContext, *, retried_afte
     """Write the node's log and JUnit where a local run would have, and point the result at them."""
     result = GateResult.model_validate(shipped["result"])
     update: dict[str, Any] = {}
-    details = dict(result.details)
+    details = result.details
     for key, suffix in (("log", "log"), ("junit", "xml")):
         text = shipped.get(key)
         if text is None:
@@ -143,18 +144,16 @@ def _land(shipped: dict[str, Any], gate: Gate, ctx: GateContext, *, retried_afte
         path.write_text(text, encoding="utf-8")
         if key == "log":
             update["log_path"] = str(path)
-        else:
-            details["junit"] = str(path)
-    executor: dict[str, Any] = {
-        "kind": "ray",
-        "node_id": shipped["node_id"],
-        "node_ip": shipped["node_ip"],
-        "host": shipped["host"],
-    }
-    if retried_after:
-        executor["retried_after_lost"] = retried_after
-    details.update(executor=executor, environment=shipped["environment"])
-    return updated(result, **update, details=details)
+        elif isinstance(details, PytestDetails):
+            details = updated(details, junit=str(path))
+    executor = RayExecution(
+        node_id=shipped["node_id"],
+        node_ip=shipped["node_ip"],
+        host=shipped["host"],
+        environment=shipped["environment"],
+        retried_after_lost=tuple(retried_after),
+    )
+    return updated(result, **update, details=updated(details, executor=executor))
 
 
 def _run_on_node(

@@ -424,7 +424,7 @@ class _Plan:
                     status="cached",
                     reason=f"{why}same inputs passed before ({hit.counts.summary()})",
                     cache_key=key,
-                    details={**hit.details, "cached_duration_s": hit.duration_s},
+                    details=updated(hit.details, cached_duration_s=hit.duration_s),
                     duration_s=0.0,
                 )
             elif not item.runs:
@@ -524,7 +524,7 @@ class _Plan:
         assert self.executor is not None
         self.emit(GateEvent(gate.name, "started"))
         result = self.executor.run(gate, dataclasses.replace(self.context, python=self._python(gate)))
-        return updated(result, details={**result.details, "selected_because": why})
+        return updated(result, details=updated(result.details, selected_because=why))
 
     def _execute(self, gate: Gate, devices: tuple[str, ...], why: str) -> GateResult:
         counter = getattr(kind_module(gate.definition.kind), "progress_count", None)
@@ -560,7 +560,7 @@ class _Plan:
         elif self.children.cancelled.is_set() and _stopped_short(result.status):
             result = updated(result, status="error", reason=f"interrupted ({result.reason})")
         env = self.environments.name_of(gate)
-        return updated(result, details={**result.details, "selected_because": why, "environment": env})
+        return updated(result, details=updated(result.details, selected_because=why, environment=env))
 
     def _python(self, gate: Gate) -> str:
         """The interpreter of the environment ``gate`` runs in (resolved before the gate was queued)."""

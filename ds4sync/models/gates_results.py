@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ds4sync.core.model import FrozenModel
+from ds4sync.models.gates_details import AnyGateDetails, GateKind, migrate_details
 from ds4sync.models.gates_status import GateStatus, TierStatus, gate_blocking, gate_green, tier_status
 
-RESULT_SCHEMA_VERSION = 1
+_KINDS = get_args(GateKind)
+
+#: 2: ``GateResult.details`` typed per kind (:mod:`ds4sync.models.gates_details`); 1: a free dict.
+RESULT_SCHEMA_VERSION = 2
 
 
 class TestCounts(FrozenModel):
@@ -92,14 +96,15 @@ class GateResult(FrozenModel):
     ``CUDA_VISIBLE_DEVICES``). ``commit`` and ``tree`` say what it proved: the checkout's HEAD
     and the tree id of its tracked files as they were (equal to ``commit``'s tree when nothing
     tracked was changed); promote accepts a gate only for the exact commit it promotes.
-    ``details`` holds kind-specific data (kernel bench tables,
-    serving probes, per-test durations). Durations are in seconds.
+    ``details`` holds what the kind records besides (JUnit path, slowest tests, kernel suite, serving
+    probes): the kind's own model, see :mod:`ds4sync.models.gates_details`. Durations are in seconds.
+    A schema-1 result (details a free dict) is migrated when read.
     """
 
     schema_version: int = RESULT_SCHEMA_VERSION
     name: str
     tier: str
-    kind: str
+    kind: GateKind
     status: GateStatus
     required: bool = True
     reason: str = ""
@@ -115,7 +120,36 @@ class GateResult(FrozenModel):
     cache_key: str | None = None
     commit: str | None = Field(default=None, description="HEAD of the checkout the gate ran in")
     tree: str | None = Field(default=None, description="git tree id of the tracked files it ran on")
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: AnyGateDetails = Field(default=None)  # type: ignore[assignment]  # _typed_details fills it by kind
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_details(cls, data: Any) -> Any:
+        """Details given as a dict (or not at all) take the gate's ``kind``; schema-1 details are migrated.
+
+        Raises:
+            ValueError: the result is from a newer ds4sync (``schema_version`` above ours).
+        """
+        if not isinstance(data, dict):
+            return data
+        version = data.get("schema_version", RESULT_SCHEMA_VERSION)  # a result built in code is current
+        if not isinstance(version, int) or version > RESULT_SCHEMA_VERSION:
+            newest = RESULT_SCHEMA_VERSION
+            raise ValueError(f"gate result schema {version!r} is newer than this ds4sync reads ({newest})")
+        details, kind = data.get("details"), data.get("kind")
+        if details is None:
+            details = {}
+        if isinstance(details, dict) and isinstance(kind, str):
+            if version < RESULT_SCHEMA_VERSION:
+                details = migrate_details(kind, details) if kind in _KINDS else details
+            details = {"kind": kind, **details}
+        return {**data, "schema_version": RESULT_SCHEMA_VERSION, "details": details}
+
+    @model_validator(mode="after")
+    def _details_of_its_kind(self) -> GateResult:
+        if self.details.kind != self.kind:
+            raise ValueError(f"details are of a {self.details.kind} gate, the gate is {self.kind}")
+        return self
 
     def __bool__(self) -> bool:
         return gate_green(self.status)

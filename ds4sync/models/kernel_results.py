@@ -1,5 +1,5 @@
 """What the kernel tier's suite reports (``kernels/run_suite.py --json-out``): per-op cases, benchmark rows
-and the environment, validated from its JSON; stored whole in a kernel gate's ``details["kernel"]``."""
+and the environment, validated from its JSON; stored whole in a kernel gate's ``details.kernel``."""
 
 from __future__ import annotations
 

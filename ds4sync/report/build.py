@@ -15,6 +15,7 @@ from typing import Literal
 
 from ds4sync.core.names import TIERS
 from ds4sync.core.redact import MARKERS
+from ds4sync.models.gates_details import KernelDetails
 from ds4sync.models.gates_results import GateResult, TierResult
 from ds4sync.models.gates_status import gate_green, gate_ran
 from ds4sync.models.merge_results import MergeSummary
@@ -381,7 +382,7 @@ def gate_view(g: GateResult) -> GateView:
         )
         for f in g.failures
     )
-    display = g.details.get("display_command") if isinstance(g.details.get("display_command"), str) else None
+    display = g.details.display_command
     return GateView(
         name=g.name,
         tier=g.tier,
@@ -397,17 +398,14 @@ def gate_view(g: GateResult) -> GateView:
 
 
 def kernel_group(tier: TierResult | None) -> ProbeGroup | None:
-    """Per-op case counts of the kernel suite gates (``details["kernel"]``); None when the tier did not run."""
+    """Per-op case counts of the kernel suite gates (``details.kernel``); None when the tier did not run."""
     if tier is None:
         return None
-    from ds4sync.models.kernel_results import KernelSuiteResult
-
     probes = []
     for gate in tier.gates:
-        raw = gate.details.get("kernel")
-        if not isinstance(raw, dict):
+        suite = gate.details.kernel if isinstance(gate.details, KernelDetails) else None
+        if suite is None:
             continue
-        suite = KernelSuiteResult.model_validate(raw)
         for op in suite.ops:
             total = len(op.cases)
             probes.append(

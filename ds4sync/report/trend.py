@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.redact import redact
+from ds4sync.models.gates_details import AnyGateDetails, KernelDetails, ServingDetails
 from ds4sync.models.gates_status import gate_green, gate_ran
 from ds4sync.models.record import RecordStore, RunRecord
 
@@ -61,6 +62,19 @@ class NightPoint(FrozenModel):
         return f"{self.created_at[:16].replace('T', ' ')} {self.upstream[:7]}"
 
 
+def _gate_numbers(details: AnyGateDetails, kernel: dict[str, float], serving: dict[str, float]) -> float | None:
+    """Adds a gate's kernel bandwidths (GB/s per ``op case``) and serving probe values to ``kernel`` and
+    ``serving``; the KV-cache capacity it measured (tokens), if any."""
+    kv = None
+    if isinstance(details, KernelDetails) and details.kernel is not None:
+        for row in details.kernel.bench:
+            kernel[f"{row.op} {row.case}"] = row.gb_per_s
+    if isinstance(details, ServingDetails) and details.serving is not None:
+        for p in details.serving.probes:
+            kv = _probe(p.name, p.value, p.unit, serving) or kv
+    return kv
+
+
 def trend_points(store: RecordStore) -> list[NightPoint]:
     """Every run of ``store`` (aborted ones left out), oldest first, as a :class:`NightPoint`."""
     dated = []
@@ -88,11 +102,7 @@ def night_point(record: RunRecord) -> NightPoint:
         for gate in tier.gates:
             bucket = gate_bucket(gate.status)
             gates[bucket] = gates.get(bucket, 0) + 1
-            for row in (gate.details.get("kernel") or {}).get("bench", ()):
-                if isinstance(row.get("gb_per_s"), int | float):
-                    kernel[f"{row.get('op')} {row.get('case')}"] = float(row["gb_per_s"])
-            for probe in gate.details.get("probes", ()):
-                kv = _probe(probe.get("name"), probe.get("value"), probe.get("unit"), serving) or kv
+            kv = _gate_numbers(gate.details, kernel, serving) or kv
     if results.serving is not None:
         for p in results.serving.probes:
             kv = _probe(p.name, p.value, p.unit, serving) or kv

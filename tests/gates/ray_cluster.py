@@ -26,6 +26,8 @@ import yaml
 
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.gates_details import PytestDetails
+from ds4sync.models.gates_results import GateResult
 from ds4sync.runner import open_workspace
 from tests.timing import scaled, scaled_s
 
@@ -159,6 +161,11 @@ def node_leftovers(cache: Path) -> dict:
     }
 
 
+def _executor(gate: GateResult) -> dict[str, Any] | None:
+    """Where the cluster ran the gate, as JSON (None: it ran here)."""
+    return gate.details.executor.model_dump(mode="json") if gate.details.executor else None
+
+
 def main() -> None:
     work = Path(sys.argv[1])
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -189,10 +196,10 @@ def main() -> None:
                 "status": g.status,
                 "counts": g.counts.model_dump(),
                 "s": g.duration_s,
-                "executor": g.details.get("executor"),
+                "executor": _executor(g),
                 "log": bool(g.log_path and Path(g.log_path).is_file()),
-                "junit": bool(g.details.get("junit") and Path(g.details["junit"]).is_file()),
-                "environment": bool(g.details.get("environment")),
+                "junit": isinstance(g.details, PytestDetails) and Path(g.details.junit or "-").is_file(),
+                "environment": bool(g.details.executor and g.details.executor.environment),
             }
             for g in remote.gates
         }
@@ -209,7 +216,7 @@ def main() -> None:
             result = run_tier(ws, TierOptions(tier="gpu", names=(name,), **on_ray))
             killer.join()
             (gate,) = result.gates
-            out[name] = {"status": gate.status, "reason": gate.reason, "executor": gate.details.get("executor")}
+            out[name] = {"status": gate.status, "reason": gate.reason, "executor": _executor(gate)}
         out["killed_raylets"] = killed
         out["left_at_end"] = node_leftovers(work / "node-cache")
     except BaseException:

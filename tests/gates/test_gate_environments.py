@@ -60,7 +60,7 @@ def test_static_tier_in_a_tools_venv_runs_the_pinned_ruff_and_heads_with_the_wor
     # Undefined names come before unused imports, in the findings and in the headline.
     assert [f.message.split()[0] for f in ruff.failures] == ["F821", "F401"]
     assert "; worst: fork/broken.py:5:12 F821 Undefined name `undefined_name`" in ruff.reason
-    assert ruff.details["environment"] == "tools" and who.details["environment"] == "ds4sync"
+    assert ruff.details.environment == "tools" and who.details.environment == "ds4sync"
     assert who.command[0] == sys.executable
     # Made once: the next tier reuses the venv whose pins were checked.
     assert _static(repo, doc, base).python == str(tools_python)
@@ -109,7 +109,7 @@ def test_ds4sync_yaml_names_a_tiers_environment_over_its_file(fork: tuple[RepoBu
     repo, base = fork
     repo.commit({"ds4sync.yaml": yaml.safe_dump({"gates": {"environments": {"static": "ds4sync"}}})}, "config")
     result = _static(repo, {"environment": "build", "gates": [{"name": "who", **WHO}]}, base)
-    assert result.gates[0].command[0] == sys.executable and result.gates[0].details["environment"] == "ds4sync"
+    assert result.gates[0].command[0] == sys.executable and result.gates[0].details.environment == "ds4sync"
 
 
 def test_a_run_passes_its_builds_venv_to_the_tiers_that_name_it(fork: tuple[RepoBuilder, str], tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from sample_project import EXPECTED_MAIN, UNIT_YAML
 from ds4sync.core.proc import pid_alive
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.gates_details import PytestDetails
 from tests.timing import scaled_s
 
 
@@ -37,7 +38,7 @@ def test_sample_counts_come_out_exactly(sample: RepoBuilder) -> None:
     assert gate.command[:5] == (PYTHON, "-m", "pytest", "-q", "--tb=short")
     assert "--deselect=tests/test_hang.py" in gate.command and gate.command[-7:-5] == ("-k", "not slow")
     assert Path(gate.log_path).read_text().count("passed") >= 1
-    assert gate.details["display_command"].endswith("-k 'not slow'")
+    assert (gate.details.display_command or "").endswith("-k 'not slow'")
 
 
 def test_only_env_failures_make_the_gate_incomplete(sample: RepoBuilder) -> None:
@@ -64,8 +65,8 @@ def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: 
     gate = result.gates[0]
     assert gate.status == "error" and gate.reason.startswith(f"timed out after {limit}s"), gate.reason
     # SIGINT first: pytest wrote its JUnit, so the test that finished is counted and the one that hung is named.
-    assert Path(gate.details["junit"]).is_file()
-    assert gate.counts.passed == 1 and gate.details["tests"] == 1
+    assert isinstance(gate.details, PytestDetails) and Path(gate.details.junit or "").is_file()
+    assert gate.counts.passed == 1 and gate.details.tests == 1
     assert [f.node_id for f in gate.failures] == ["tests/test_hang.py::test_hangs_with_a_child"]
     assert "still running: tests/test_hang.py::test_hangs_with_a_child" in gate.reason
     assert not gate.required and result.status == "incomplete"  # an optional gate fails no tier, proves none
@@ -124,11 +125,12 @@ def test_missing_paths_are_named_and_never_green(sample: RepoBuilder) -> None:
     partial = gates["partial"]
     # what exists ran; the gate is incomplete, not passed, and names what it left out
     assert partial.status == "incomplete" and partial.counts.passed >= 1 and partial.counts.failed == 0
-    assert partial.details["missing_paths"] == ["tests/test_not_in_this_tree.py", "tests/gone/"]
+    assert isinstance(partial.details, PytestDetails)
+    assert partial.details.missing_paths == ("tests/test_not_in_this_tree.py", "tests/gone/")
     assert "2 of 3 test path(s) not in this tree" in partial.reason
     assert "tests/test_not_in_this_tree.py" not in partial.command
     # a deselection carries its reason, and pytest's own count says it was left out (never passing)
-    assert partial.details["deselected_reasons"] == {"tests/test_pass.py::test_add": "needs a CUDA GPU"}
+    assert partial.details.deselected_reasons == {"tests/test_pass.py::test_add": "needs a CUDA GPU"}
     assert (
         "--deselect=tests/test_pass.py::test_add" in partial.command and partial.counts.deselected == 3
     )  # test_add has 3 cases

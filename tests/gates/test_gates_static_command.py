@@ -12,6 +12,7 @@ from gates_helpers import PYTHON, workspace, write_gates
 
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.gates_details import StaticDetails
 
 STATIC_YAML = """\
 tier: static
@@ -124,7 +125,8 @@ def test_ruff_gates_name_the_tool_and_version_they_ran(upstream_and_fork: tuple[
     version = subprocess.run([PYTHON, "-m", "ruff", "--version"], capture_output=True, text=True).stdout.split()[1]
     repo, base = upstream_and_fork
     for gate in _run(repo, base, names=("ruff-check", "ruff-format")).gates:
-        assert gate.details["tool"] == f"ruff {version}" and gate.reason.startswith(f"ruff {version}: ")
+        assert isinstance(gate.details, StaticDetails)
+        assert gate.details.tool == f"ruff {version}" and gate.reason.startswith(f"ruff {version}: ")
 
 
 def test_delta_checks_need_a_base(upstream_and_fork: tuple[RepoBuilder, str]) -> None:

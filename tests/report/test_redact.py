@@ -57,7 +57,7 @@ def planted_record(failed_nightly: tuple[RecordStore, str]) -> RunRecord:
             "env_overrides": {"GITHUB_TOKEN": PAT, "AWS_ACCESS_KEY_ID": AKIA, "OPENAI_API_KEY": SK},
             "failures": (failure,),
             "command": (*gate.command, f"--slack-hook={SLACK}", "--server=172.20.0.9:8000"),
-            "details": {},
+            "details": type(gate.details)(kind=gate.details.kind),
             "cwd": "/home/alexbi/llm-src-ds4-upstream-20260912",
             "reason": f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels (password={PASSWORD})",
         }

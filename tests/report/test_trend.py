@@ -21,7 +21,9 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.loop.nightly import run_nightly
+from ds4sync.models.gates_details import KernelDetails, ServingDetails
 from ds4sync.models.gates_results import GateResult, TierResult
+from ds4sync.models.kernel_results import KernelBenchRow, KernelEnvironment, KernelSuiteResult
 from ds4sync.models.native_results import BuildResult
 from ds4sync.models.serving_results import ProbeResult, ServingResult
 from ds4sync.report.trend import night_point, render_trend, trend_points
@@ -41,6 +43,27 @@ TITLES = (
 
 def tier(name: str, *gates: GateResult) -> TierResult:
     return TierResult(tier=name, repo=".", started_at="2999-01-01T02:30:00+00:00", duration_s=1.0, gates=gates)
+
+
+def _suite(gb_s: float) -> KernelSuiteResult:
+    """A kernel suite result with one bench row (sparse_mla decode at ``gb_s`` GB/s), as the suite reports it."""
+    row = KernelBenchRow(
+        op="sparse_mla",
+        case="decode",
+        time_us=10.0,
+        ref_time_us=12.0,
+        speedup=1.2,
+        bytes=gb_s * 1e4,
+        flops=1e9,
+        gb_per_s=gb_s,
+        tflop_per_s=100.0,
+        roof_us=8.0,
+        pct_roof=80.0,
+        pct_hbm=70.0,
+        pct_hbm_achievable=75.0,
+    )
+    env = KernelEnvironment(device="cuda", torch="2.13.0", triton="3.6.0", date="2999-01-01", interpreter=False)
+    return KernelSuiteResult(environment=env, scale="small", repeats=3, ops=(), bench=(row,))
 
 
 def recorded_nights(tmp_path: Path):
@@ -92,7 +115,7 @@ def recorded_nights(tmp_path: Path):
                 tier="kernel",
                 kind="kernel",
                 status="passed",
-                details={"kernel": {"bench": [{"op": "sparse_mla", "case": "decode", "gb_per_s": gb_s}]}},
+                details=KernelDetails(kernel=_suite(gb_s)),
             ),
         )
         gpu_night.results.serving = ServingResult(
@@ -134,12 +157,17 @@ def test_kernel_and_serving_numbers_from_recorded_gate_details(tmp_path: Path) -
             tier="serving",
             kind="serving",
             status="passed",
-            details={
-                "probes": [
-                    {"name": "throughput", "value": 301.2, "unit": "tok/s"},
-                    {"name": "kv_capacity", "value": 1700000, "unit": "tokens"},
-                ]
-            },
+            details=ServingDetails(
+                serving=ServingResult(
+                    status="passed",
+                    base_url="http://127.0.0.1:8000",
+                    started=True,
+                    probes=(
+                        ProbeResult(name="throughput", status="passed", value=301.2, unit="tok/s"),
+                        ProbeResult(name="kv_capacity", status="passed", value=1700000, unit="tokens"),
+                    ),
+                )
+            ),
         ),
     )
     point = night_point(record)

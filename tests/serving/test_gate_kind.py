@@ -35,7 +35,8 @@ def test_probes_become_counts_failures_and_details(tmp_path: Path) -> None:
     assert result.status == "failed" and result.kind == "serving"
     assert (result.counts.passed, result.counts.failed, result.counts.skipped) == (1, 1, 1)
     assert result.failures[0].node_id == "srv::exact" and "0/1 exact" in result.failures[0].message
-    health = dict(result.details["probes"][0])
+    assert result.details.kind == "serving" and result.details.serving is not None
+    health = result.details.serving.probes[0].brief()
     assert health.pop("duration_s") >= 0
     assert health == {
         "name": "health",

@@ -26,6 +26,7 @@ from ds4sync.core import proc
 
 if TYPE_CHECKING:
     from ds4sync.gates.definition import Gate
+    from ds4sync.models.gates_details import AnyGateDetails
     from ds4sync.models.gates_results import GateResult, TestCounts, TestFailure
     from ds4sync.models.gates_status import GateStatus
 
@@ -105,6 +106,8 @@ class GateContext:
         overrides and devices, output to ``log_path``; ``display`` is the command shown to a person
         (``argv`` joined when not given). A kind that picks its command later starts with no ``argv``
         and sets it with :meth:`GateRun.ran`."""
+        from ds4sync.models.gates_details import details_for
+
         run = GateRun(
             gate=gate,
             kind=kind,
@@ -113,7 +116,7 @@ class GateContext:
             env_overrides=self.env_overrides(gate),
             devices=self.devices,
             log_path=None,
-            details={},
+            details=details_for(kind),
         )
         if argv or display is not None:
             run.ran(argv, log_path, display=display)
@@ -145,10 +148,10 @@ class GateContext:
 class GateRun:
     """How one gate is being run, the part of its result every kind records the same way.
 
-    Made by :meth:`GateContext.start`; a kind adds to ``details`` (kind-specific data: JUnit path,
-    kernel tables, serving probes) and sets ``duration_s`` (seconds) once its child ended, then ends
-    the run with :meth:`result`, which builds the :class:`~ds4sync.models.gates_results.GateResult` with
-    typed arguments only.
+    Made by :meth:`GateContext.start`; a kind adds to ``details`` (its own model from
+    :mod:`ds4sync.models.gates_details`: JUnit path, kernel suite, serving run) with :meth:`note` and sets
+    ``duration_s`` (seconds) once its child ended, then ends the run with :meth:`result`, which builds the
+    :class:`~ds4sync.models.gates_results.GateResult` with typed arguments only.
     """
 
     gate: Gate
@@ -158,8 +161,18 @@ class GateRun:
     env_overrides: dict[str, str]
     devices: tuple[str, ...]
     log_path: str | None
-    details: dict[str, Any]
+    details: AnyGateDetails
     duration_s: float = 0.0
+
+    def note(self, **fields: Any) -> None:
+        """Sets fields of the kind's details, validated now.
+
+        Raises:
+            ValueError: a field the kind's details lack, or a value of the wrong type (``<Model>.<field>: ...``).
+        """
+        from ds4sync.core.model import updated
+
+        self.details = updated(self.details, **fields)
 
     def result(
         self,
@@ -171,9 +184,12 @@ class GateRun:
         flaky: Sequence[str] = (),
         details: Mapping[str, Any] | None = None,
     ) -> GateResult:
-        """The gate's result: ``status`` and ``reason``, with ``details`` added to the run's own."""
+        """The gate's result: ``status`` and ``reason``, with ``details`` (fields of the kind's details model)
+        added to the run's own."""
         from ds4sync.models.gates_results import GateResult, TestCounts
 
+        if details:
+            self.note(**details)
         return GateResult(
             name=self.gate.name,
             tier=self.gate.tier,
@@ -190,15 +206,15 @@ class GateRun:
             env_overrides=self.env_overrides,
             devices=self.devices,
             log_path=self.log_path,
-            details={**self.details, **(details or {})},
+            details=self.details,
         )
 
     def ran(self, argv: Sequence[str], log_path: Path | None, *, display: str | None = None) -> None:
         """The command the gate runs (``argv``), where its output goes, and how it is shown to a person
-        (``details["display_command"]``: ``display``, else ``argv`` joined)."""
+        (``details.display_command``: ``display``, else ``argv`` joined)."""
         self.command = tuple(argv)
         self.log_path = str(log_path) if log_path is not None else None
-        self.details["display_command"] = display if display is not None else shlex.join(argv)
+        self.note(display_command=display if display is not None else shlex.join(argv))
 
     def ended(self, res: proc.ProcResult) -> GateResult | None:
         """Records the child's duration; an ``error`` result when it timed out or was interrupted, else None."""

@@ -9,7 +9,7 @@ Example (``gates/kernel.yaml``)::
 
 The suite runs as a child of the target environment's interpreter (``{python}``, which has torch
 and triton), through ``<profile>/kernels/run_suite.py``; its JSON becomes a
-:class:`ds4sync.gates.kernelsuite.KernelSuiteResult`, stored whole in ``GateResult.details["kernel"]``
+:class:`ds4sync.gates.kernelsuite.KernelSuiteResult`, stored whole in ``GateResult.details.kernel``
 (per-op cases and the bench table). ``bench`` comes from the spec, or from the runner's
 ``ctx.extra["bench"]`` (``ds4sync gate --tier kernel --bench``).
 """
@@ -134,5 +134,5 @@ def to_gate_result(result: KernelSuiteResult, spec: Spec, run: GateRun) -> GateR
         f"{counts.summary()} ({where})",
         counts=counts,
         failures=failures,
-        details={"kernel": result.model_dump(mode="json")},
+        details={"kernel": result},
     )

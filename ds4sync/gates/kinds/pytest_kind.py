@@ -31,6 +31,7 @@ from ds4sync.gates.definition import EnvFailureRule, Gate
 from ds4sync.gates.envrules import classify, classify_startup
 from ds4sync.gates.junit import CaseResult, JUnitError, read_junit, summary_counts
 from ds4sync.gates.kinds import GateContext, GateRun
+from ds4sync.models.gates_details import PytestDetails
 from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure, cause_line
 
 # pytest's exit codes: https://docs.pytest.org/en/stable/reference/exit-codes.html
@@ -115,7 +116,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
                 status="not-run",  # no test ran: never a green, whatever the definition asks
                 reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
                 cwd=str(ctx.cwd),
-                details={"missing_paths": missing},
+                details=PytestDetails(missing_paths=tuple(missing)),
             )
         spec = spec.model_copy(update={"paths": kept})
     xml = ctx.log_path(gate, "xml")
@@ -123,15 +124,12 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     base = build_argv(spec, python)
     argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
     run = ctx.start(gate, "pytest", argv, log_path=log, display=shlex.join(base))
-    run.details["junit"] = str(xml)
+    run.note(junit=str(xml))
     env = run.env_overrides
     counts_json = ctx.log_path(gate, "counts.json")
     res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
     run.duration_s = res.duration_s
-    if missing:
-        run.details["missing_paths"] = missing
-    if reasons:
-        run.details["deselected_reasons"] = reasons
+    run.note(missing_paths=tuple(missing), deselected_reasons=reasons)
     if res.timed_out or res.interrupted:
         return _stopped(gate, res, xml, ctx, run)
     # pytest wrote it: a failure text can quote a secret
@@ -164,7 +162,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         counts=counts,
         failures=failures,
         flaky=flaky,
-        details={"tests": len(cases), "slowest": [[c.node_id, round(c.duration_s, 3)] for c in slowest]},
+        details={"tests": len(cases), "slowest": tuple((c.node_id, round(c.duration_s, 3)) for c in slowest)},
     )
 
 

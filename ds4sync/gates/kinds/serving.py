@@ -15,14 +15,13 @@ Example (``gates/serving.yaml``)::
 the checkout. A started server's process group goes to ``ctx.on_start`` (so the runner can stop it on
 Ctrl-C) and into ``ctx.extra["child_registry"]`` when that is a ChildRegistry. Each
 probe counts as one test: passed, failed or skipped; a server that does not start makes the
-gate ``error``. Details carry every probe as ``{name, status, value, baseline, unit}``.
+gate ``error``. Details carry the serving run whole (start-up and every probe with value, baseline and unit).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
@@ -30,6 +29,7 @@ from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.kinds import GateContext
 from ds4sync.models.config import CONFIG_NAME, load_config
+from ds4sync.models.gates_details import ServingDetails
 from ds4sync.models.gates_results import GateResult, GateStatus, TestCounts, TestFailure
 from ds4sync.models.serving_settings import ServingConfig, read_serving_file
 from ds4sync.serving.gate import run_serving_gate
@@ -96,11 +96,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         reason or f"{counts['passed']} probes passed",
         command=tuple(config.server.argv() or ()),
         log_path=result.server_log,
-        details={
-            "probes": [p.brief() for p in result.probes],
-            "startup": result.startup.brief() if result.startup else None,
-            "serving": result.model_dump(mode="json"),
-        },
+        details=ServingDetails(serving=result),
         duration_s=time.monotonic() - start,
         counts=TestCounts(
             passed=counts["passed"], failed=counts["failed"], errors=counts["error"], skipped=counts["skipped"]
@@ -121,7 +117,7 @@ def _result(
     *,
     command: tuple[str, ...] = (),
     log_path: str | None = None,
-    details: dict[str, Any] | None = None,
+    details: ServingDetails | None = None,
     duration_s: float = 0.0,
     counts: TestCounts | None = None,
     failures: tuple[TestFailure, ...] = (),
@@ -137,7 +133,7 @@ def _result(
         reason=reason,
         command=command,
         log_path=log_path,
-        details=details or {},
+        details=details or ServingDetails(),
         duration_s=duration_s,
         counts=counts if counts is not None else TestCounts(),
         failures=failures,

@@ -96,7 +96,7 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     log = ctx.log_path(gate)
     res = ctx.run(argv, gate=gate, log_path=log)
     run.ran(argv, log, display=shlex.join([*prefix, *sub]) + f" <{len(files)} changed files>")
-    run.details.update(tool=tool, base=base, files=len(files))
+    run.note(tool=tool, base=base, files=len(files))
     if res.timed_out or res.returncode not in (0, 1):
         why = "timed out" if res.timed_out else f"ruff exit {res.returncode}: {res.output.strip()[-300:]}"
         return run.result("error", why)
@@ -156,7 +156,7 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateR
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
     run.ran(check.command, log, display=f"git diff --check {base}")
-    run.details["base"] = base
+    run.note(base=base)
     run.duration_s = time.monotonic() - start
     if status == 0:
         return run.result("passed", "no whitespace errors or conflict markers")
