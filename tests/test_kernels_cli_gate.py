@@ -111,3 +111,24 @@ def test_kernel_gate_bench_flag_reaches_the_child(tmp_path: Path, monkeypatch: p
     assert "--bench" in result.command
     assert result.status == "error"  # benchmarks need a CUDA device: the child refuses, no result file
     assert "benchmarks need a CUDA device" in result.failures[0].message
+
+
+SKIPPED_OP = {"op": "topk", "impl": "cand", "cases": [{"name": f"c{i}", "status": "skip"} for i in range(2)]}
+
+
+@pytest.mark.parametrize("ops", [(), (SKIPPED_OP,)], ids=["no-op", "every-case-skipped"])
+def test_a_suite_that_checked_no_case_is_not_run_never_green(tmp_path: Path, ops: tuple) -> None:
+    """The suite's JSON says it ran, but no case was checked (no op selected, or every case skipped)."""
+    from ds4sync.gates.definition import Gate, GateDef
+    from ds4sync.gates.kinds import GateContext
+    from ds4sync.gates.kinds.kernel import Spec, to_gate_result
+
+    env = {"device": "cpu", "torch": "2.13.0", "triton": "3.6.0", "date": "2026-12-04", "interpreter": True}
+    suite = KernelSuiteResult.model_validate({"environment": env, "scale": "small", "repeats": 1, "ops": ops})
+    spec = Spec(ops=("topk",))
+    gate = Gate(definition=GateDef(name="ops", kind="kernel"), spec=spec, tier="kernel", source=Path("k.yaml"))
+    run = GateContext(cwd=tmp_path, python=sys.executable, log_dir=tmp_path / "logs").start(gate, "kernel")
+    result = to_gate_result(suite, spec, run)
+    assert result.status == "not-run" and result.counts.passed == 0, result.reason
+    assert result.reason.startswith("the suite checked no case (") and "for topk; nothing checked" in result.reason
+    assert isinstance(result.details, KernelDetails) and result.details.kernel == suite

@@ -35,8 +35,9 @@ def _announce(line: str) -> None:
 
 
 def gate_exit(result: object) -> int:
-    """``serving gate``: 0 passed; 1 a probe failed or erred; 7 (could not measure) the server did not start."""
-    if getattr(result, "startup_error", None):
+    """``serving gate``: 0 passed; 1 a probe failed or erred; 7 (could not measure) the server did not start
+    or no probe ran."""
+    if getattr(result, "startup_error", None) or getattr(result, "status", None) == "not-run":
         return int(ExitCode.NOT_MEASURED)
     return 0 if result else int(ExitCode.FAILED)
 
@@ -67,7 +68,8 @@ def serving_gate(
 ) -> None:
     """Start (or attach to) the server and run the serving probes.
 
-    Exit 1 when a probe failed or got no answer (error), 7 when the server did not start (nothing measured).
+    Exit 1 when a probe failed or got no answer (error), 7 when the server did not start or no probe ran
+    (nothing measured).
     The result, every bench number included, is kept as ``<out>/serving.json``.
     """
     from ds4sync.core.files import write_json_atomic

@@ -118,11 +118,12 @@ class ServingResult(FrozenModel):
     """A serving gate run: the server it used, how it started, each probe's result, and why later probes
     were skipped (``wedged``: the server stopped answering; ``deadline``: the overall limit passed).
 
-    ``status`` is ``failed`` when the server did not start or any probe failed or erred.
+    ``status`` is ``failed`` when the server did not start or any probe failed or erred, ``not-run`` when
+    no probe ran (every one skipped, or none asked for): nothing was checked, so never ``passed``.
     """
 
     schema_version: int = SCHEMA_VERSION
-    status: Literal["passed", "failed"]
+    status: Literal["passed", "failed", "not-run"]
     base_url: str
     started: bool = Field(description="ds4sync started the server (False: attached)")
     cold_boot_s: float | None = None

@@ -137,3 +137,14 @@ def test_missing_paths_are_named_and_never_green(sample: RepoBuilder) -> None:
     assert gates["none-here"].status == "not-run" and "none of its 1 test path(s)" in gates["none-here"].reason
     # without missing_paths: skip, pytest itself fails on the missing file
     assert gates["strict"].status == "error"
+
+
+def test_a_suite_whose_every_test_skipped_is_not_run_never_green(sample: RepoBuilder) -> None:
+    """pytest exits 0 when every test skips itself: nothing was checked, so the gate and its tier are not green."""
+    gates = "tier: unit\ngates:\n  - {name: skips, kind: pytest, run: {paths: [tests/test_skip.py]}}\n"
+    write_gates(sample, "unit", gates)
+    result = _run(sample)
+    (gate,) = result.gates
+    assert gate.status == "not-run" and (gate.counts.passed, gate.counts.skipped) == (0, 2), gate.reason
+    assert gate.reason.startswith("every test was skipped (2 skipped): nothing checked")
+    assert result.status == "not-run" and not result

@@ -27,7 +27,7 @@ OK_YAML = """\
 tier: unit
 gates:
   - {name: calc, kind: pytest, run: {paths: [tests/test_pass.py]}, source_file_dependencies: [calc/, tests/]}
-  - {name: other, kind: pytest, run: {paths: [tests/test_skip.py]}, source_file_dependencies: [docs/]}
+  - {name: other, kind: pytest, run: {paths: [tests/test_pass.py]}, source_file_dependencies: [docs/]}
 """
 
 # Two tests that each wait for the other: they pass only when their gates run at the same time.

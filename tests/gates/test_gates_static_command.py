@@ -86,6 +86,26 @@ def test_clean_delta_passes(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
     assert [g.status for g in result.gates] == ["passed", "passed", "passed"] and result
 
 
+def test_a_delta_check_with_nothing_to_check_is_not_run_never_green(upstream_and_fork: tuple[RepoBuilder, str]) -> None:
+    """No file differs from the base (it names the fork itself), or none of the check's kind does: each delta
+    check says it checked nothing and how to fix the base; the tier is not green."""
+    repo, _ = upstream_and_fork
+    names = ("ruff-check", "ruff-format", "diff-check")
+    empty = _run(repo, repo.head(), names=names)
+    for gate in empty.gates:
+        assert gate.status == "not-run" and gate.counts.passed == 0, (gate.name, gate.status, gate.reason)
+        assert f"nothing differs from {repo.head()[:12]}: the base is the fork itself" in gate.reason
+        assert "nothing checked" in gate.reason and "upstream.ref" in gate.reason
+    assert empty.status == "not-run" and not empty
+    before = repo.head()
+    repo.commit({"fork/notes.txt": "only text\n"}, "a delta with no Python file")
+    text_only = {g.name: g for g in _run(repo, before, names=names).gates}
+    for name in ("ruff-check", "ruff-format"):
+        gate = text_only[name]
+        assert gate.status == "not-run" and "1 files differ" in gate.reason and ".py or .pyi" in gate.reason
+    assert text_only["diff-check"].status == "passed" and text_only["diff-check"].counts.passed == 1
+
+
 def test_ruff_that_does_not_run_is_an_error_never_files_passed(
     upstream_and_fork: tuple[RepoBuilder, str], tmp_path: Path
 ) -> None:

@@ -142,3 +142,38 @@ def test_a_required_tier_where_no_test_ran_is_green_to_nobody(s, capsys) -> None
     assert "- Gates unit: not-run: 2 gates (2 not-run)" in notice.body and notice.kind != "success"
     assert " green " not in f" {notice.title} "
     _refused(s, capsys, "required gate unit/unit-tests is not-run", "none of its 1 test path(s) is in this tree")
+
+
+#: Delta checks whose base is the checkout's own commit (as when the upstream name resolves to the fork's own
+#: branch): the fork's delta is empty, so they check nothing.
+EMPTY_DELTA = {
+    "tier": "static",
+    "gates": [
+        {"name": "ruff-check", "kind": "static", "run": {"check": "ruff-check", "base": "HEAD"}},
+        {"name": "diff-check", "kind": "static", "run": {"check": "diff-check", "base": "HEAD"}},
+    ],
+}
+
+
+def test_a_required_static_tier_whose_delta_is_empty_is_green_to_nobody(s, capsys) -> None:
+    """Delta checks with no file to check: `gate`, the nightly and promote say not-run, never passed."""
+    (s.profile / "gates" / "static.yaml").write_text(yaml.safe_dump(EMPTY_DELTA))
+    config = yaml.safe_load(s.config.read_text())
+    config["nightly"] = {"promote": True}
+    config["gates"]["tiers"] = ["static"]
+    s.config.write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert main(["gate", "--tier", "static", "--json", "--repo", str(s.repo)]) == ExitCode.NEEDS_PERSON
+    data = cli_data(capsys.readouterr().out)
+    assert data["status"] == "not-run" and data["green"] is False
+    assert [g["status"] for g in data["gates"]] == ["not-run", "not-run"]
+    assert all("the base is the fork itself" in g["reason"] and "upstream.ref" in g["reason"] for g in data["gates"])
+    ws = open_workspace(s.repo)
+    night = run_nightly(ws, notify=False)
+    assert night.exit_code == ExitCode.NEEDS_PERSON and night.promoted is None
+    record = night.record
+    assert record is not None and record.phase("gate").status == "needs-person"
+    assert "no test ran in tier(s) static" in record.phase("gate").message
+    notice = compose_notice(ws, night)
+    assert "- Gates static: not-run: 2 gates (2 not-run)" in notice.body and notice.kind != "success"
+    _refused(s, capsys, "required gate static/ruff-check is not-run", "no Python file of the fork's delta to check")

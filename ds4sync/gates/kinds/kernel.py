@@ -129,9 +129,15 @@ def to_gate_result(result: KernelSuiteResult, spec: Spec, run: GateRun) -> GateR
     )
     env = result.environment
     where = f"{env.gpu or env.device}, torch {env.torch}, triton {env.triton}"
+    status: GateStatus = "failed" if failures else "passed"
+    reason = f"{counts.summary()} ({where})"
+    if status == "passed" and not (counts.passed or counts.failed or counts.errors):  # no case checked: no green
+        ops = ", ".join(spec.ops) or "all ops"
+        reason = f"the suite checked no case ({reason}) for {ops}; nothing checked (see run.ops and run.device)"
+        status = "not-run"
     return run.result(
-        "failed" if failures else "passed",
-        f"{counts.summary()} ({where})",
+        status,
+        reason,
         counts=counts,
         failures=failures,
         details={"kernel": result},

@@ -361,4 +361,6 @@ def _status(
         return "incomplete", counts.summary()
     if returncode not in (0, 1):  # e.g. exit 1 with no failing case is possible after a flaky rerun
         return "error", f"pytest exit {returncode} ({_EXIT_MEANING.get(returncode or 0, 'unknown')})"
+    if counts.tests == counts.skipped:  # every test skipped itself: nothing checked, never a green
+        return "not-run", f"every test was skipped ({counts.summary()}): nothing checked (its log says why)"
     return "passed", counts.summary()

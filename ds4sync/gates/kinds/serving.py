@@ -87,6 +87,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     reason = "; ".join(f"{p.name}: {p.summary}" for p in result.probes if p.status in ("failed", "error"))
     if result.wedged:
         reason = f"{reason}; server unresponsive {result.wedged}"
+    if status == "passed" and not counts["passed"]:  # no probe answered: nothing checked, never a green
+        skipped = "; ".join(f"{p.name}: {p.reason}" for p in result.probes) or "no probe selected"
+        status, reason = "not-run", f"no probe ran ({skipped}); nothing checked (see run.probes and the serving config)"
     if result.startup_error:
         status, reason = "error", result.startup_error.splitlines()[0]
     return _result(

@@ -9,7 +9,9 @@
 - ``pip-check``: ``pip check`` (or ``uv pip check --python``) in the target environment.
 
 The base is ``run.base`` or the runner's base ref (the run's upstream SHA, else
-``--changed-since``); without one the delta checks end in ``error``.
+``--changed-since``); without one the delta checks end in ``error``. A delta check with no file
+to check is ``not-run``, never ``passed``: it proved nothing (an empty delta most often means the
+base is the fork's own commit, e.g. an upstream ref that names the fork's branch).
 """
 
 from __future__ import annotations
@@ -83,9 +85,12 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     base = _base(ctx, spec)
     prefix = [p.replace("{python}", ctx.python) for p in spec.ruff]
     tool = _tool_version(gate, ctx, prefix, "ruff", pinned=spec.ruff_version)  # first: no tool, no pass
-    files = delta_files(GitRepo(ctx.cwd), base, spec.suffixes)
+    repo = GitRepo(ctx.cwd)
+    files = delta_files(repo, base, spec.suffixes)
     if not files:
-        return run.result("passed", f"{tool}: no Python files changed since {base[:12]}")
+        run.note(tool=tool, base=base, files=0)
+        what = f"{tool}: no Python file of the fork's delta to check"
+        return _nothing_to_check(run, repo, base, what, suffixes=spec.suffixes)
     report = ctx.log_path(gate, "ruff.json")
     sub = (
         ["check", "--no-fix", "--output-format", "json", "--output-file", str(report)]
@@ -119,6 +124,23 @@ def _ruff(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateResult:
     return run.result(status, reason, counts=counts, failures=failures)
 
 
+def _nothing_to_check(
+    run: GateRun, repo: GitRepo, base: str, what: str, *, suffixes: tuple[str, ...] = ()
+) -> GateResult:
+    """A delta check that found nothing to check: ``not-run`` (nothing proven), saying why and what to do."""
+    changed = len(repo.worktree_changed_names(base, diff_filter="ACMR", renames=False))
+    if changed:
+        why = f"{changed} files differ from {base[:12]}, none ending in {' or '.join(suffixes)}"
+        fix = "drop the check from this tier if the fork never changes such files"
+    else:
+        why = f"nothing differs from {base[:12]}: the base is the fork itself, not upstream"
+        fix = (
+            "make the base upstream's commit: upstream.ref and upstream.remote in ds4sync.yaml, "
+            "--changed-since UPSTREAM_COMMIT, or the gate's run.base"
+        )
+    return run.result("not-run", f"{what}: {why}; nothing checked ({fix})")
+
+
 def _tool_version(gate: Gate, ctx: GateContext, prefix: list[str], name: str, *, pinned: str | None) -> str:
     """``"<name> <version>"`` as the tool itself prints it, run exactly as the gate will run it.
 
@@ -150,16 +172,21 @@ def _diff_check(gate: Gate, ctx: GateContext, spec: Spec, run: GateRun) -> GateR
     base = _base(ctx, spec)
     repo = GitRepo(ctx.cwd)
     start = time.monotonic()
+    run.note(base=base)
+    files = repo.worktree_changed_names(base, diff_filter="ACMR", renames=False)
+    if not files:
+        return _nothing_to_check(run, repo, base, "no file of the fork's delta to check")
     check = repo.diff_check(base)
     status, out, err = check.status, check.out, check.err
     log = ctx.log_path(gate)
     log.write_text(out + err)
     failures = _failures(_DIFF_CHECK, out)
     run.ran(check.command, log, display=f"git diff --check {base}")
-    run.note(base=base)
+    run.note(files=len(files))
     run.duration_s = time.monotonic() - start
     if status == 0:
-        return run.result("passed", "no whitespace errors or conflict markers")
+        reason = f"{len(files)} changed files: no whitespace errors or conflict markers"
+        return run.result("passed", reason, counts=TestCounts(passed=len(files)))
     return run.result("failed", f"{len(failures)} problems", counts=TestCounts(failed=len(failures)), failures=failures)
 
 
