@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, TypeAdapter, ValidationError, model_serializer
 
 from ds4sync.core.model import FrozenModel
 from ds4sync.models.kernel_results import KernelSuiteResult
@@ -131,13 +131,16 @@ DETAILS_BY_KIND: dict[str, type[GateDetails]] = {
 }
 
 
+_ANY_DETAILS: TypeAdapter[AnyGateDetails] = TypeAdapter(AnyGateDetails)
+
+
 def details_for(kind: str) -> AnyGateDetails:
     """Empty details of a gate of ``kind``.
 
     Raises:
-        KeyError: not a gate kind.
+        ValueError: not a gate kind (a pydantic ValidationError naming the kinds).
     """
-    return DETAILS_BY_KIND[kind](kind=kind)  # type: ignore[return-value]
+    return _ANY_DETAILS.validate_python({"kind": kind})
 
 
 def migrate_details(kind: str, old: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ds4sync.core.redact import redact, redact_private, redact_secrets
+from ds4sync.models.gates_details import details_for
 from ds4sync.models.record import RecordStore, RunRecord
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
@@ -57,7 +58,7 @@ def planted_record(failed_nightly: tuple[RecordStore, str]) -> RunRecord:
             "env_overrides": {"GITHUB_TOKEN": PAT, "AWS_ACCESS_KEY_ID": AKIA, "OPENAI_API_KEY": SK},
             "failures": (failure,),
             "command": (*gate.command, f"--slack-hook={SLACK}", "--server=172.20.0.9:8000"),
-            "details": type(gate.details)(kind=gate.details.kind),
+            "details": details_for(gate.kind),
             "cwd": "/home/alexbi/llm-src-ds4-upstream-20260912",
             "reason": f"curl -H 'Authorization: Bearer {BEARER}' https://192.168.1.77/wheels (password={PASSWORD})",
         }
