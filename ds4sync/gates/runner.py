@@ -209,16 +209,8 @@ def _run_tier(
     started_at, start = now_iso(), time.monotonic()
     if record is not None:
         ws = for_run(ws, record)  # the run's own gate definitions
-    emit = progress or (lambda _event: None)
     target = options.target or (Path(record.worktree) if record else ws.repo.path)
-    repo = GitRepo(target)
-    unmerged = sorted(set(repo.unmerged_paths()))
-    if unmerged:  # a tree git cannot write yet: no gate can say what it ran on
-        raise NeedsPersonError(
-            f"{len(unmerged)} unmerged path(s) in the worktree: {', '.join(unmerged[:5])}",
-            where=str(target),
-            fix="resolve and `git add` them (then `ds4sync resume`), and gate again",
-        )
+    repo = _mergeable(target)
     # The proof is the tree the gates see: tracked changes and untracked files included, so that a commit
     # that lacks a file a gate needed is never the tree it passed on. Gates writing files git does not
     # ignore (caches) do not count as the checkout changing: that check compares tracked files only.
@@ -238,35 +230,9 @@ def _run_tier(
     tier_env = environments.resolve(environments.tier)
     python = tier_env.python
     fingerprint = tier_env.fingerprint
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    log_dir = (
-        ws.store.log_dir(record.run_id) / "gates" if record else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}"
-    )
-    base_ref = record.upstream.sha if record else (options.changed_since or upstream_here(ws, ws.config.upstream.ref))
-    plan = _Plan(
-        repo=repo,
-        cache=GateCache(ws.store.root / "gate-cache"),
-        environments=environments,
-        use_cache=options.use_cache,
-        emit=emit,
-        children=_Children(),
-        devices=_Devices(_gpus(options.gpus, settings.gpus)),
-        cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
-        context=GateContext(
-            cwd=target, python=python or "", log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
-        ),
-        deadline=options.deadline,
-    )
-    plan.executor = _executor(ws, options, repo)
-    results = plan.execute(decisions)
-    after = (repo.head(), repo.worktree_tree(untracked=False)[0])
-    proof: dict[str, str] = {"commit": head, "tree": tree}
-    if after != (head, tracked):
-        proof |= {
-            "status": "error",
-            "reason": f"the checkout changed while the gates ran ({tracked[:12]} -> {after[1][:12]})",
-        }
-    results = [updated(r, **proof) for r in results]
+    emit = progress or (lambda _event: None)
+    plan = _plan(ws, options, record, target, repo, environments, python or "", emit)
+    results = _proofs(repo, plan.execute(decisions), head=head, tracked=tracked, tree=tree)
     return TierResult(
         tier=options.tier,
         repo=str(target),
@@ -282,6 +248,73 @@ def _run_tier(
         environment=dict(fingerprint),
         gates=tuple(results),
     )
+
+
+def _mergeable(target: Path) -> GitRepo:
+    """The checkout at ``target``, when git can write its tree (no unmerged path).
+
+    Raises:
+        NeedsPersonError: unmerged paths: no gate could say what it ran on.
+    """
+    repo = GitRepo(target)
+    unmerged = sorted(set(repo.unmerged_paths()))
+    if unmerged:
+        raise NeedsPersonError(
+            f"{len(unmerged)} unmerged path(s) in the worktree: {', '.join(unmerged[:5])}",
+            where=str(target),
+            fix="resolve and `git add` them (then `ds4sync resume`), and gate again",
+        )
+    return repo
+
+
+def _plan(
+    ws: Workspace,
+    options: TierOptions,
+    record: RunRecord | None,
+    target: Path,
+    repo: GitRepo,
+    environments: _Environments,
+    python: str,
+    emit: Progress,
+) -> _Plan:
+    """How the tier's gates run in ``target`` (``repo``): its log folder (the run's, else a dated one), the base of the
+    fork's delta (the run's upstream commit, else --changed-since, else upstream's ref here), cache,
+    devices, CPU slots, deadline and executor."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    log_dir = (
+        ws.store.log_dir(record.run_id) / "gates" if record else ws.store.root / "gate-logs" / f"{stamp}-{options.tier}"
+    )
+    base_ref = record.upstream.sha if record else (options.changed_since or upstream_here(ws, ws.config.upstream.ref))
+    settings = ws.config.gates
+    plan = _Plan(
+        repo=repo,
+        cache=GateCache(ws.store.root / "gate-cache"),
+        environments=environments,
+        use_cache=options.use_cache,
+        emit=emit,
+        children=_Children(),
+        devices=_Devices(_gpus(options.gpus, settings.gpus)),
+        cpu_slots=threading.Semaphore(options.jobs or settings.jobs),
+        context=GateContext(
+            cwd=target, python=python, log_dir=log_dir, base_ref=base_ref, extra={"bench": options.bench}
+        ),
+        deadline=options.deadline,
+    )
+    plan.executor = _executor(ws, options, repo)
+    return plan
+
+
+def _proofs(repo: GitRepo, results: list[GateResult], *, head: str, tracked: str, tree: str) -> list[GateResult]:
+    """``results``, each naming the commit and tree it proved; all ``error`` when the checkout's commit or
+    tracked files changed while the gates ran (``tracked``: its tracked tree before)."""
+    after = (repo.head(), repo.worktree_tree(untracked=False)[0])
+    proof: dict[str, str] = {"commit": head, "tree": tree}
+    if after != (head, tracked):
+        proof |= {
+            "status": "error",
+            "reason": f"the checkout changed while the gates ran ({tracked[:12]} -> {after[1][:12]})",
+        }
+    return [updated(r, **proof) for r in results]
 
 
 def run_tier_in_run(

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
@@ -41,6 +42,9 @@ from ds4sync.models.publish_duplicates import DuplicateCheck, OpenPull
 from ds4sync.models.publish_results import PublishResult
 from ds4sync.models.record import RunRecord
 from ds4sync.runner import RunOutcome, Workspace, require_branch, update_run
+
+if TYPE_CHECKING:
+    from ds4sync.report.view import ReportView
 
 Clock = Callable[[], float]
 _RAN = frozenset({"done", "failed", "needs-person"})
@@ -425,43 +429,10 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
     if status == "green" and not _run_green(ws, record):
         status = "done, not proven"  # a required tier the pipeline does not run (promote_tiers) has no green
     lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
-    if view.merge is not None:
-        m = view.merge
-        tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
-        lines.append(
-            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
-            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
-            f"{many(len(m.overlaps), 'semantic overlap')}"
-        )
-    lines += [f"- Semantic check: {view.semantic.summary_line()}"] if view.semantic is not None else []
-    lines += [f"- Gates {tier.tier}: {tier.line}" for tier in view.validation.tiers]  # the record's one tier line
+    lines += _what_happened(view, record, night)
     publish = record.results.publish
     pr_url = publish.pr_url if publish is not None else None
-    if publish is not None and publish.pr_url:
-        lines.append(f"- PR #{publish.pr_number} {publish.action}: {publish.pr_url}")
-    elif publish is not None and publish.message:
-        lines.append(f"- Not published: {publish.message}")
-    if night.promoted:
-        lines.append(f"- Promoted {night.promoted}")
-    if night.deployed:
-        lines.append(f"- Deployed: {night.deployed}")
-    if night.pruned:
-        lines.append(f"- Pruned {len(night.pruned)} old run(s)")
-    lines += [f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES)]
-    needs: list[str] = []
-    waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
-    if waiting:
-        needs.append(f"phase {waiting}: {record.phases[waiting].message}")
-    if view.merge is not None:
-        needs += [f"conflict in {c.path} ({c.kind})" for c in view.merge.conflicts if c.resolution == "unresolved"]
-    # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
-    ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
-    needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
-    needs += [f"possible duplicate work: {p.reason} (#{p.number})" for p in _duplicates(publish)]
-    needs += [
-        f"semantic break {f.line_text()}" for f in (view.semantic.blockers() if view.semantic is not None else [])
-    ]
-    needs += [n for n in night.notes if n.startswith("not ")]
+    needs = _needs_person(view, record, night)
     if needs:
         lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]
     kind = (
@@ -478,6 +449,56 @@ def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.No
         needs_person=tuple(dict.fromkeys(needs)),
         pr_url=pr_url,
     )
+
+
+def _what_happened(view: ReportView, record: RunRecord, night: NightlyResult) -> list[str]:
+    """The notice's bullets of what the night did: merge, semantic check, each tier's line, the PR, promote,
+    deploy, prune and the notes a notice carries (``view``: the record's public report view)."""
+    from ds4sync.loop.watch import NOTICE_PREFIXES
+
+    lines = []
+    if view.merge is not None:
+        m = view.merge
+        tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
+        lines.append(
+            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
+            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
+            f"{many(len(m.overlaps), 'semantic overlap')}"
+        )
+    lines += [f"- Semantic check: {view.semantic.summary_line()}"] if view.semantic is not None else []
+    lines += [f"- Gates {tier.tier}: {tier.line}" for tier in view.validation.tiers]  # the record's one tier line
+    publish = record.results.publish
+    if publish is not None and publish.pr_url:
+        lines.append(f"- PR #{publish.pr_number} {publish.action}: {publish.pr_url}")
+    elif publish is not None and publish.message:
+        lines.append(f"- Not published: {publish.message}")
+    if night.promoted:
+        lines.append(f"- Promoted {night.promoted}")
+    if night.deployed:
+        lines.append(f"- Deployed: {night.deployed}")
+    if night.pruned:
+        lines.append(f"- Pruned {len(night.pruned)} old run(s)")
+    return lines + [f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES)]
+
+
+def _needs_person(view: ReportView, record: RunRecord, night: NightlyResult) -> list[str]:
+    """What the night leaves for a person, in order (may repeat): the phase waiting for one, unresolved
+    conflicts, the report's remaining items of phases that ran, possible duplicate PRs, semantic breaks and
+    the notes that say something was not done."""
+    needs: list[str] = []
+    waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
+    if waiting:
+        needs.append(f"phase {waiting}: {record.phases[waiting].message}")
+    if view.merge is not None:
+        needs += [f"conflict in {c.path} ({c.kind})" for c in view.merge.conflicts if c.resolution == "unresolved"]
+    # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
+    ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
+    needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
+    needs += [f"possible duplicate work: {p.reason} (#{p.number})" for p in _duplicates(record.results.publish)]
+    needs += [
+        f"semantic break {f.line_text()}" for f in (view.semantic.blockers() if view.semantic is not None else [])
+    ]
+    return needs + [n for n in night.notes if n.startswith("not ")]
 
 
 def _run_green(ws: Workspace, record: RunRecord) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ds4sync.core import proc
 from ds4sync.core.files import redact_file
 from ds4sync.core.model import FrozenModel, updated
 from ds4sync.core.redact import is_secret_name
@@ -101,39 +102,17 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     spec: Spec = gate.spec  # type: ignore[assignment]
     start = time.monotonic()
     python = spec.python or ctx.python
-    missing = (
-        [p for p in spec.paths if not (ctx.cwd / p.split("::")[0]).exists()] if spec.missing_paths == "skip" else []
-    )
-    reasons = {d.node: d.reason for d in spec.deselect if isinstance(d, Deselect)}
+    missing = _missing_paths(spec, ctx.cwd)
     if missing:
         kept = tuple(p for p in spec.paths if p not in missing)
         if not kept:
-            return GateResult(
-                name=gate.name,
-                tier=gate.tier,
-                kind="pytest",
-                required=gate.definition.required,
-                status="not-run",  # no test ran: never a green, whatever the definition asks
-                reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
-                cwd=str(ctx.cwd),
-                details=PytestDetails(missing_paths=tuple(missing)),
-            )
+            return _no_path_here(gate, ctx, spec, missing)
         spec = spec.model_copy(update={"paths": kept})
-    xml = ctx.log_path(gate, "xml")
-    log = ctx.log_path(gate)
-    base = build_argv(spec, python)
-    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
-    run = ctx.start(gate, "pytest", argv, log_path=log, display=shlex.join(base))
-    run.note(junit=str(xml))
-    env = run.env_overrides
-    counts_json = ctx.log_path(gate, "counts.json")
-    res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
-    run.duration_s = res.duration_s
-    run.note(missing_paths=tuple(missing), deselected_reasons=reasons)
+    run, res, xml, counts_json = _run_pytest(gate, ctx, spec, python, missing)
     if res.timed_out or res.interrupted:
         return _stopped(gate, res, xml, ctx, run)
     # pytest wrote it: a failure text can quote a secret
-    redact_file(xml, extra=tuple(v for k, v in env.items() if is_secret_name(k)))
+    redact_file(xml, extra=tuple(v for k, v in run.env_overrides.items() if is_secret_name(k)))
     try:
         cases = read_junit(xml)
     except JUnitError as exc:
@@ -142,13 +121,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     summary, xpassed = pytest_summary(counts_json, res.output)
     failures, counts = _tally(gate, cases, summary, xpassed)
     failures, flaky = _rerun_failures(gate, ctx, spec, python, failures, cases)
-    real = [f for f in failures if not f.env_category]
-    counts = updated(
-        counts,
-        failed=sum(1 for f in real if f.kind == "failure"),
-        errors=sum(1 for f in real if f.kind == "error"),
-        flaky=len(flaky),
-    )
+    counts = _with_real_failures(counts, failures, flaky)
     status, reason = _status(res.returncode, counts, cases, startup=_startup_rule(gate, res.output, cases))
     if missing:
         # a partial suite is never a green: passed becomes incomplete, the missing paths are named
@@ -163,6 +136,59 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         failures=failures,
         flaky=flaky,
         details={"tests": len(cases), "slowest": tuple((c.node_id, round(c.duration_s, 3)) for c in slowest)},
+    )
+
+
+def _missing_paths(spec: Spec, cwd: Path) -> list[str]:
+    """The test paths this tree lacks, when the spec says to leave them out (``missing_paths: skip``); else []."""
+    if spec.missing_paths != "skip":
+        return []
+    return [p for p in spec.paths if not (cwd / p.split("::")[0]).exists()]
+
+
+def _no_path_here(gate: Gate, ctx: GateContext, spec: Spec, missing: list[str]) -> GateResult:
+    """The result of a gate none of whose test paths is in this tree: ``not-run``, the paths named."""
+    return GateResult(
+        name=gate.name,
+        tier=gate.tier,
+        kind="pytest",
+        required=gate.definition.required,
+        status="not-run",  # no test ran: never a green, whatever the definition asks
+        reason=f"none of its {len(spec.paths)} test path(s) is in this tree",
+        cwd=str(ctx.cwd),
+        details=PytestDetails(missing_paths=tuple(missing)),
+    )
+
+
+def _run_pytest(
+    gate: Gate, ctx: GateContext, spec: Spec, python: str, missing: list[str]
+) -> tuple[GateRun, proc.ProcResult, Path, Path]:
+    """Run pytest once with ds4sync's JUnit and counts plugin; the run so far, the child's result, and the
+    JUnit XML and counts file it was told to write."""
+    xml = ctx.log_path(gate, "xml")
+    log = ctx.log_path(gate)
+    base = build_argv(spec, python)
+    argv = [*base, f"--junitxml={xml}", "-o", "junit_family=xunit1", "-p", pytest_counts.MODULE]
+    run = ctx.start(gate, "pytest", argv, log_path=log, display=shlex.join(base))
+    run.note(junit=str(xml))
+    env = run.env_overrides
+    counts_json = ctx.log_path(gate, "counts.json")
+    res = ctx.run(argv, gate=gate, log_path=log, env_overrides={**env, **_plugin_env(counts_json, env)})
+    run.duration_s = res.duration_s
+    reasons = {d.node: d.reason for d in spec.deselect if isinstance(d, Deselect)}
+    run.note(missing_paths=tuple(missing), deselected_reasons=reasons)
+    return run, res, xml, counts_json
+
+
+def _with_real_failures(counts: TestCounts, failures: list[TestFailure], flaky: list[str]) -> TestCounts:
+    """``counts`` with ``failed`` and ``errors`` from the failures left after reruns (environment-only ones
+    are counted apart), and ``flaky`` from the tests that passed on a rerun."""
+    real = [f for f in failures if not f.env_category]
+    return updated(
+        counts,
+        failed=sum(1 for f in real if f.kind == "failure"),
+        errors=sum(1 for f in real if f.kind == "error"),
+        flaky=len(flaky),
     )
 
 
