@@ -275,36 +275,11 @@ def promote(
         new_head = proof.commit
         assert new_head is not None, "a proof without hard blockers names its commit"
         rollback = f"refs/ds4sync/rollback/{record.run_id}"
-        current = repo.branch_head(branch)
-        holder: GitRepo | None = None
         after_kill = promoted_before_kill(repo, record, new_head)
-        if after_kill:
-            current = record.fork.head_before  # promoted before a kill; the record write is what is left
-        elif current != record.fork.head_before:
-            raise StateError(
-                f"{branch} moved since the run started ({record.fork.head_before[:12]} -> {current[:12]})",
-                where=str(repo.path),
-                fix="run a new sync from the current fork head",
-            )
+        if after_kill:  # promoted before a kill; the record write is what is left
+            current, holder = record.fork.head_before, None
         else:
-            if not repo.is_ancestor(current, new_head):
-                raise StateError(
-                    f"{record.sync_branch} does not contain {branch}",
-                    where=str(repo.path),
-                    fix="the sync branch was rewritten; start a new sync",
-                )
-            holder = _clean_checkout_of(repo, branch)
-            repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
-            fault.point("promote.after-rollback-ref")
-            move = ForkMove(
-                run_id=record.run_id,
-                branch=branch,
-                old=current,
-                new=new_head,
-                holder=str(holder.path) if holder is not None else None,
-            )
-            move_fork(repo, ws.store.root, move, message=f"ds4sync promote {record.run_id}")
-            fault.point("promote.after-update-ref")
+            current, holder = _fast_forward(ws, record, new_head, rollback)
         result = PromoteResult(
             branch=branch,
             old_head=current,
@@ -324,6 +299,43 @@ def promote(
         record.notes.extend([*([recovered] if recovered else []), *_notes(result, proof)])
         update_run(ws, record, report=record.results.report is not None)  # the report says what happened to it
         return result
+
+
+def _fast_forward(ws: Workspace, record: RunRecord, new_head: str, rollback: str) -> tuple[str, GitRepo | None]:
+    """Move the fork branch from the head the run started from to ``new_head``, the old head kept at
+    ``rollback``; the old head, and the clean work tree that had the branch checked out (updated too), if any.
+
+    Raises:
+        StateError: the branch moved since the run started, the sync branch does not contain it, or it is
+            checked out in a work tree with uncommitted changes.
+    """
+    repo, branch = ws.repo, record.fork.branch
+    current = repo.branch_head(branch)
+    if current != record.fork.head_before:
+        raise StateError(
+            f"{branch} moved since the run started ({record.fork.head_before[:12]} -> {current[:12]})",
+            where=str(repo.path),
+            fix="run a new sync from the current fork head",
+        )
+    if not repo.is_ancestor(current, new_head):
+        raise StateError(
+            f"{record.sync_branch} does not contain {branch}",
+            where=str(repo.path),
+            fix="the sync branch was rewritten; start a new sync",
+        )
+    holder = _clean_checkout_of(repo, branch)
+    repo.update_ref(rollback, current, message=f"ds4sync rollback {record.run_id}")
+    fault.point("promote.after-rollback-ref")
+    move = ForkMove(
+        run_id=record.run_id,
+        branch=branch,
+        old=current,
+        new=new_head,
+        holder=str(holder.path) if holder is not None else None,
+    )
+    move_fork(repo, ws.store.root, move, message=f"ds4sync promote {record.run_id}")
+    fault.point("promote.after-update-ref")
+    return current, holder
 
 
 def promoted_before_kill(repo: GitRepo, record: RunRecord, proven: str | None = None) -> bool:
