@@ -19,6 +19,7 @@ from ds4sync.cli import main  # noqa: E402
 from ds4sync.gates.kernelsuite import KernelSuiteResult, kernels_dir  # noqa: E402
 from ds4sync.models.gates_details import KernelDetails  # noqa: E402
 from tests.cli_json import data as cli_data  # noqa: E402
+from tests.timing import scaled_s  # noqa: E402
 
 
 @pytest.mark.slow
@@ -58,7 +59,7 @@ def _profile(tmp_path: Path, run: str) -> Path:
           - name: deepseek-ops
             kind: kernel
             run: {run}
-            timeout: 600
+            timeout: {scaled_s(600)}
     """)
     )
     return profile

@@ -22,6 +22,7 @@ import pytest
 from ds4sync.cli import main
 from ds4sync.core.git import GitRepo
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # each case runs the real CLI in child processes, killed and recovered
@@ -34,7 +35,7 @@ def cli(repo: Path, *args: str, fault: str | None = None) -> subprocess.Complete
     if fault:
         env["DS4SYNC_FAULT"] = fault
     argv = [sys.executable, "-m", "ds4sync.cli", *args, "--repo", str(repo)]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=scaled(120))
 
 
 @pytest.fixture

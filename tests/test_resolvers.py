@@ -25,6 +25,7 @@ from ds4sync.models.config import ResolutionRule
 from ds4sync.models.merge_hunks import ConflictHunk, Diff3, HunkSource, split_diff3
 from tests.cli_json import data as cli_data
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled
 
 # -- resolver order, table-driven, on git's own diff3 output --------------------------------------------
 
@@ -149,7 +150,7 @@ REASONS = {
     "breaks-invariant": "invariant keeps-the-call of patch-set the-feature no longer holds",
     "edits-outside": "lines outside the hunk changed",
     "markers": "conflict markers left in the proposal",
-    "timeout": "did not answer within 0.5 s",
+    "timeout": "the endpoint did not answer within ",  # its limit: 0.5 s on an idle machine, scaled
 }
 
 
@@ -157,7 +158,7 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-def stand_in(mode: str, text: str):
+def stand_in(mode: str, text: str, limit_s: float):
     """The scripted endpoint: checks the request, then replies with the region around ``text``."""
     seen: list[dict] = []
 
@@ -174,7 +175,7 @@ def stand_in(mode: str, text: str):
         before = re.search(r"Context before the hunk \(return unchanged\):\n```\n(.*?)```", prompt, re.S).group(1)
         after = re.search(r"Context after the hunk \(return unchanged\):\n```\n(.*?)```", prompt, re.S).group(1)
         if mode == "sleep":
-            time.sleep(1.5)
+            time.sleep(3 * limit_s)  # past the endpoint's time limit
         if mode == "outside":
             before = before.replace("def shared():", "def shared(flag=False):")
         content = f"Here it is:\n```python\n{before}{text}{after}```\n"
@@ -211,14 +212,15 @@ def setup_run(tmp_path: Path, httpserver: HTTPServer, mode: str, text: str):
             }
         )
     )
-    handler, seen = stand_in(mode, text)
+    limit_s = scaled(0.5)
+    handler, seen = stand_in(mode, text, limit_s)
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
     config = tmp_path / "ds4sync.yaml"
     endpoint = {
         "url": httpserver.url_for("/v1"),
         "model": "stand-in-coder",
         "key_env": "CODER_API_KEY",
-        "timeout_s": 0.5,
+        "timeout_s": limit_s,
         "context_lines": 2,
     }
     config.write_text(

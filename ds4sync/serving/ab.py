@@ -459,7 +459,7 @@ class LiveSides:
                 lost_port = exc.kind == "died" and any("Address already in use" in line for line in tail)
                 if attempt == 2 or side not in self._own_port or not lost_port:
                     raise
-                self._running.pop(side, None)
+                stop_server(self._running.pop(side))  # the dead try's group ends and leaves the registry
                 self.progress(f"side {side}: its port was taken before it bound it; again on another port")
         if handle.ready_s is not None:
             self._boot[side] = handle.ready_s

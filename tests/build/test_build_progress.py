@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from ds4sync.native.phase import step_progress
+from tests.timing import scaled
 
 
 def test_a_silent_step_still_gets_a_line_every_interval_and_none_after_the_build() -> None:
@@ -20,7 +21,7 @@ def test_a_silent_step_still_gets_a_line_every_interval_and_none_after_the_build
         progress("compile", "")
         progress("compile", "[1/40] Building CXX object csrc/ops.o")
         # nothing more is printed: the clock alone must produce the next lines
-        assert heard.wait(timeout=30), said
+        assert heard.wait(timeout=scaled(30)), said
     count = len(said)
     assert said[0] == "build: compile"
     assert all(

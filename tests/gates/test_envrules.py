@@ -19,6 +19,7 @@ import yaml
 
 from ds4sync.gates.definition import EnvFailureRule
 from ds4sync.gates.envrules import HF_GATED, HF_GATED_RAISED, HF_GATED_RAISED_IN, classify, classify_startup
+from tests.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 HF = "https://huggingface.co/meta-llama/Llama-3.2-1B/resolve/main/config.json"
@@ -121,11 +122,11 @@ def test_a_hub_error_raised_outside_the_hubs_clients_is_a_real_failure() -> None
 
 def test_a_403_from_any_other_server_is_a_real_failure(local_403: str) -> None:
     with pytest.raises(requests.HTTPError) as caught:
-        requests.get(local_403, timeout=5).raise_for_status()
+        requests.get(local_403, timeout=scaled(5)).raise_for_status()
     assert "403 Client Error" in str(caught.value)
     assert classify([RULE], failure_text=f"requests.exceptions.HTTPError: {caught.value}") is None
     with pytest.raises(httpx.HTTPStatusError) as caught_httpx:
-        httpx.get(local_403, timeout=5).raise_for_status()
+        httpx.get(local_403, timeout=scaled(5)).raise_for_status()
     assert classify([RULE], failure_text=str(caught_httpx.value)) is None
 
 

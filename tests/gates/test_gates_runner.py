@@ -21,7 +21,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.models.record import RunRecord
 from tests.cli_json import data as cli_data
-from tests.timing import scaled
+from tests.timing import scaled, scaled_s
 
 OK_YAML = """\
 tier: unit
@@ -206,7 +206,7 @@ def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str])
 
 
 def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: Path) -> None:
-    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", "timeout: 600"))
+    write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", f"timeout: {scaled_s(600)}"))
     pid_file = tmp_path / "pids"
     cmd = [
         sys.executable,

@@ -23,6 +23,7 @@ from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.junit import summary_counts
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.models.gates_results import GateResult
+from tests.timing import scaled_s
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # each case is a real pytest run (about a second; xdist more)
@@ -163,7 +164,7 @@ SHAPES: dict[str, Shape] = {
 def _gate_yaml(args: str, rules: str = "") -> str:
     extra = ", ".join(json.dumps(a) for a in ["-q", "-p", "no:cacheprovider", *shlex.split(args)])
     return (
-        f"tier: unit\n{rules}gates:\n  - name: shape\n    kind: pytest\n    timeout: 120\n"
+        f"tier: unit\n{rules}gates:\n  - name: shape\n    kind: pytest\n    timeout: {scaled_s(120)}\n"
         f"    run: {{paths: [tests], args: [{extra}]}}\n"
     )
 

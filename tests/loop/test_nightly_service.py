@@ -20,6 +20,7 @@ from ds4sync.models.publish_results import PublishResult
 from ds4sync.runner import open_workspace
 from tests.cli_json import data
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled
 
 SLEEPER = """\
 import os, sys, time
@@ -179,7 +180,7 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
     if analyze is None:
         pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
     done = subprocess.run(
-        [analyze, "verify", *(str(folder / n) for n in units)], capture_output=True, text=True, timeout=60
+        [analyze, "verify", *(str(folder / n) for n in units)], capture_output=True, text=True, timeout=scaled(60)
     )
     assert done.returncode == 0, done.stderr
     assert "Unknown key" not in done.stderr and "ignoring" not in done.stderr.lower(), done.stderr
@@ -249,7 +250,7 @@ def test_cron_line_runs_nightly_on_a_path_with_crontab_syntax(tmp_path: Path, na
 
     command = _cron_command(cron_line(open_workspace(pair.repo), executable=str(program)))
     # as cron hands it to the shell, with cron's own PATH
-    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=scaled(60), env={"PATH": "/usr/bin:/bin"})
     import json
 
     argv = json.loads(Path(str(program) + ".argv").read_text())

@@ -20,6 +20,7 @@ from ds4sync.cli import main
 from ds4sync.core.redact import redact_secrets
 from ds4sync.models.record import RecordStore
 from tests.scenarios import BRANCH, lines, make_pair
+from tests.timing import scaled_s
 
 # Built at run time so that no credential-shaped literal sits in the repository.
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzQ3kWmPLEKEY"
@@ -98,9 +99,14 @@ def failing_nightly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int
         ids = [*LAST_LINES, MARKUP_ID]  # the node id is printed in the gate phase's message
         unit = tests.format(names=names, ids=ids, folder=str(profile))
         pair = make_pair(tmp_path, {"a.py": lines("a"), "tests/test_tail.py": unit}, [{"c.py": lines("up")}], [{}])
-        gates = [{"name": "pytest-tails", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": 120}]
+        gates = [{"name": "pytest-tails", "kind": "pytest", "run": {"paths": ["tests"]}, "timeout": scaled_s(120)}]
         gates += [
-            {"name": name, "kind": "command", "run": {"argv": _print_and_fail(profile, name, printed)}, "timeout": 60}
+            {
+                "name": name,
+                "kind": "command",
+                "run": {"argv": _print_and_fail(profile, name, printed)},
+                "timeout": scaled_s(60),
+            }
             for name, printed in {**LAST_LINES, "innocent": INNOCENT}.items()
         ]
         (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump({"tier": "unit", "gates": gates}))

@@ -124,8 +124,8 @@ def server_config(python: Path, model_dir: Path, **overrides: object) -> ServerC
         "startup_timeout_s": startup_limit_s(),
         "poll_interval_s": 0.5,
         "stop_grace_s": 20,
-        "request_timeout_s": 120,
-        "guard_timeout_s": 30,
+        "request_timeout_s": scaled(120),
+        "guard_timeout_s": scaled(30),
     }
     fields.update(overrides)
     return ServerConfig.model_validate(fields)

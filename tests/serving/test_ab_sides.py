@@ -6,6 +6,7 @@ seeds, prefix-cache resets, ports, the refusal to mix, and lost requests."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -136,6 +137,56 @@ def test_both_keeps_two_servers_up_on_their_own_ports(tmp_path: Path) -> None:
         assert logs["A"].count("server pid") == 1 and logs["B"].count("server pid") == 1  # started once, kept warm
     finally:
         sides.close()
+
+
+def test_b_retries_once_on_another_port_when_its_port_was_taken_before_it_bound_it(tmp_path: Path) -> None:
+    """Both sides from one config: B's port is picked up front; here a real socket on 127.0.0.1 takes it the
+    moment before B starts (bound, never listening, without SO_REUSEADDR, so the check for an answering
+    server passes and B's own bind fails with "Address already in use"). B must start once more on another
+    port and the A/B run on as if nothing happened."""
+    out = tmp_path / "ab"
+    config = _side(tmp_path, 100.0)
+    notes: list[str] = []
+    taken: dict[int, socket.socket] = {}  # port: the socket that holds it
+
+    def watch(message: str) -> None:
+        notes.append(message)
+        if message.startswith("starting side "):
+            port = int(message.split()[-2])  # the stand-in's argv ends with its port and its speed
+            speed(out, config.model_copy(update={"port": port}), 100.0)
+            if message.startswith("starting side B:") and not taken:  # the spawn follows this line
+                taken[port] = socket.socket()
+                taken[port].bind(("127.0.0.1", port))
+
+    registry = ChildRegistry(tmp_path / "children")
+    try:
+        result = run_ab(
+            [str(_yaml(tmp_path / "a.yaml", config))],
+            [str(_yaml(tmp_path / "b.yaml", config))],
+            pairs=3,
+            out_dir=out,
+            bench_config=_bench(tmp_path),
+            seed=7,
+            servers="both",
+            warmup_runs=0,
+            registry=registry,
+            progress=watch,
+        )
+    finally:
+        for sock in taken.values():
+            sock.close()
+    ports = [int(m.split()[-2]) for m in notes if m.startswith("starting side B:")]
+    assert len(ports) == 2 and [ports[0]] == list(taken), notes  # B started on the taken port, then once more
+    assert ports[1] not in (ports[0], config.port), ports
+    assert notes.count("side B: its port was taken before it bound it; again on another port") == 1, notes
+    log = (out / "server-B.log").read_text()
+    assert log.count("Address already in use") == 1 and log.count("server pid") == 2, log  # died, then started again
+    # the run itself is whole: both servers kept up, every run measured and judged, nothing left behind
+    assert result.error is None and result.mode == "started-both" and result.pairs == 3, result.error
+    assert sorted(s.side for s in result.steps) == ["A"] * 3 + ["B"] * 3 and all(s.ok for s in result.steps)
+    assert result.verdict in ("neutral", "inconclusive"), result.lines()
+    assert (out / "server-A.log").read_text().count("server pid") == 1
+    assert registry.entries() == []
 
 
 def test_an_attached_side_never_meets_a_started_one(tmp_path: Path) -> None:

@@ -127,15 +127,20 @@ def test_an_eval_against_a_hung_server_is_named_wedged_and_the_rest_skipped(
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: Response(hang=True)
     scripted.routes[("POST", "/v1/completions")] = lambda _b: Response(hang=True)
     config = _serving(
-        server={"base_url": scripted.url, "model": "m", "request_timeout_s": 0.5, "guard_timeout_s": 0.5},
+        server={
+            "base_url": scripted.url,
+            "model": "m",
+            "request_timeout_s": scaled(0.5),
+            "guard_timeout_s": scaled(0.5),
+        },
         probes=["health", "eval", "kv_capacity", "throughput"],
-        eval={"cases": [CASE], "repeat": 5000, "concurrency": 4, "timeout_s": 0.5},
+        eval={"cases": [CASE], "repeat": 5000, "concurrency": 4, "timeout_s": scaled(0.5)},
         deadline_s=60,
     )
     start = time.monotonic()
     result = run_serving_gate(config, out_dir=tmp_path)
     took = time.monotonic() - start
-    assert took < 10  # not 5,000 requests x 0.5 s
+    assert took < scaled(10)  # not 5,000 requests x 0.5 s
     status = {p.name: p.status for p in result.probes}
     assert status == {"health": "passed", "eval": "failed", "kv_capacity": "skipped", "throughput": "skipped"}
     evald = result.probes[1]
@@ -146,17 +151,17 @@ def test_an_eval_against_a_hung_server_is_named_wedged_and_the_rest_skipped(
 
 
 def test_the_overall_deadline_bounds_all_probes(scripted: ScriptedServer, tmp_path: Path) -> None:
-    # requests hang, each would wait 30 s; the whole gate may take 1.5 s
+    # requests hang, each would wait 30 s (both limits scale alike); the whole gate may take 1.5 s
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: Response(hang=True)
     config = _serving(
-        server={"base_url": scripted.url, "model": "m", "request_timeout_s": 30, "guard_timeout_s": 0.5},
+        server={"base_url": scripted.url, "model": "m", "request_timeout_s": scaled(30), "guard_timeout_s": 0.5},
         probes=["exact", "recall", "health"],
         exact=[CASE],
         deadline_s=1.5,
     )
     start = time.monotonic()
     result = run_serving_gate(config, out_dir=tmp_path)
-    assert time.monotonic() - start < 6
+    assert time.monotonic() - start < scaled(6)  # the deadline, not three 30 s timeouts
     assert result.probes[0].status == "error" and "deadline" in result.probes[0].details["cases"][0]["error"]["message"]
     assert [p.status for p in result.probes[1:]] == ["skipped", "skipped"]
     assert result.deadline_passed and "deadline of 1.5 s passed" in result.probes[-1].summary
@@ -175,8 +180,8 @@ def test_kv_probe_never_reads_an_old_log(tmp_path: Path) -> None:
     handle = start_server(config, log_path=log)
     try:
         assert handle.log_text() == ""  # this server wrote nothing yet: the old lines are not its own
-        with OpenAIClient(handle.url, "m", timeout_s=2) as client:
-            deadline = time.monotonic() + 30
+        with OpenAIClient(handle.url, "m", timeout_s=scaled(2)) as client:
+            deadline = time.monotonic() + scaled(30)
             while True:  # wait until it listens (its /metrics answers 501: no capacity there)
                 try:
                     client.get("/")

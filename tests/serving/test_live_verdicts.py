@@ -1,10 +1,9 @@
 """Verdicts that hold on a real vLLM CPU server (the session's one server, shared: these tests only read
 from it, or stop it for a few seconds and continue it):
 
-- a relative ``--out`` keeps every bench result where the A/B reads it (it once nested them and passed): one
-  pair, since where the files land does not depend on how many there are;
 - same vs same (the session's server on both sides) is never a verdict, and a run stalled by SIGSTOP gets its
-  pair re-run, named, and the verdict holds: one live A/B of the minimum three pairs;
+  pair re-run, named, and the verdict holds: one live ``ds4sync ab`` of the minimum three pairs, whose relative
+  ``--out`` keeps every bench result where the A/B reads it (it once nested them and passed);
 - a broken chat template (the server's 400 on every request) is an ``error`` naming the 400, not a wrong answer;
 - a SIGSTOPped server is named within 15 s with the default request timeout (120 s);
 - Ctrl-C of ``ds4sync ab`` keeps the measured runs on disk and prints them.
@@ -24,11 +23,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from servinghelp import MODEL_NAME, ROOT, bench_command, progress
+from servinghelp import MODEL_NAME, ROOT, bench_command
 
 from ds4sync.cli import main
+from ds4sync.models.serving_results import ABResult
 from ds4sync.models.serving_settings import BenchConfig, BenchRow, ExactCase, ServingConfig
-from ds4sync.serving.ab import run_ab
 from ds4sync.serving.gate import run_probes
 from ds4sync.serving.render import ab_measured_lines
 from ds4sync.serving.server import ServerHandle
@@ -95,7 +94,7 @@ def _stop_for(
     return thread
 
 
-def test_a_relative_out_keeps_every_result(
+def test_same_vs_same_with_a_stalled_run_reruns_its_pair_and_is_never_a_verdict(
     vllm_server: ServerHandle,
     vllm_python: Path,
     tiny_model: Path,
@@ -104,39 +103,8 @@ def test_a_relative_out_keeps_every_result(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cfg = _serving_yaml(tmp_path / "serving.yaml", vllm_server, vllm_python, tiny_model, pairs=1)
-    monkeypatch.chdir(tmp_path)
-    code = main(
-        [
-            *("ab", "--baseline", vllm_server.url, "--candidate", vllm_server.url, "--model", MODEL_NAME),
-            *("--serving-config", str(cfg), "--repo", str(repo), "--state-dir", str(tmp_path / "s")),
-            *("--out", "rel/ab", "--seed", "5", "--json"),
-        ]
-    )
-    captured = capsys.readouterr()
-    data = cli_data(captured.out)
-    # measured: one pair is below the minimum of three, so inconclusive by rule, never "could not measure"
-    assert data["error"] is None and code == 0 and data["verdict"] == "inconclusive", data
-    assert data["lost"] == {"baseline": 0, "candidate": 0}
-    assert (tmp_path / "rel" / "ab" / "step00-A" / "c4.json").is_file() or (
-        tmp_path / "rel" / "ab" / "step00-B" / "c4.json"
-    ).is_file()
-    assert not (tmp_path / "rel" / "ab" / "rel").exists()  # nothing nested under the relative path again
-    assert (
-        Path(data["result"]).is_absolute()
-        and len((tmp_path / "rel" / "ab" / "steps.jsonl").read_text().splitlines()) == 2
-    )
-    # every measured number is in --json: percentiles of every latency, and the server's /metrics
-    values = data["steps"][0]["values"]
-    for key in ("c4.p90_ttft_ms", "c4.p95_tpot_ms", "c4.p99_itl_ms", "c4.mean_e2el_ms", "c4.waiting_max"):
-        assert key in values, sorted(values)
-    assert "step 0 side" in captured.err  # progress on stderr with --json too
-
-
-def test_same_vs_same_with_a_stalled_run_reruns_its_pair_and_is_never_a_verdict(
-    vllm_server: ServerHandle, vllm_python: Path, tiny_model: Path, tmp_path: Path
-) -> None:
-    """The session's server on both sides, three pairs (the minimum), run 3 stalled by a SIGSTOP.
+    """``ds4sync ab`` with the session's server on both sides, three pairs (the minimum), a relative ``--out``,
+    and run 3 stalled by a SIGSTOP.
 
     The stall is planted where nothing can hide it: 0.5 s after run 3's bench starts (the /metrics sampler
     has just scraped; the bench itself needs seconds to import, and the server to finish), the server is
@@ -148,28 +116,27 @@ def test_same_vs_same_with_a_stalled_run_reruns_its_pair_and_is_never_a_verdict(
     interval to miss the true 0, at most a 1 % chance per run whatever the noise; with 3 pairs the t quantile
     (17) makes it far rarer still. A second identical server (a whole start-up) would prove nothing more: two
     servers of one configuration differ by nothing ds4sync measures but their port.
+
+    The relative ``--out`` keeps every bench result where the A/B reads it (it once nested them and passed):
+    where the files land does not depend on the stall, so this run checks it too, with no run of its own.
     """
-    stalls: list[threading.Thread] = []
-
-    def watch(message: str) -> None:
-        progress(message)
-        if message.startswith("step 2 ") and not stalls:  # run 2 measured: run 3's bench log appears next
-            logs = [tmp_path / "ab" / f"step03-{side}" / "c4.log" for side in "AB"]
-            stalls.append(_stop_for(vllm_server, 15.0, once_any=logs, after_s=0.5))
-
-    result = run_ab(
-        [vllm_server.url],
-        [vllm_server.url],
-        pairs=3,
-        out_dir=tmp_path / "ab",
-        bench_config=_bench(vllm_python, tiny_model),
-        model=MODEL_NAME,
-        seed=11,
-        warmup_runs=0,
-        progress=watch,
+    cfg = _serving_yaml(tmp_path / "serving.yaml", vllm_server, vllm_python, tiny_model, pairs=3)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "rel" / "ab"
+    stall = _stop_for(vllm_server, 15.0, once_any=[out / f"step03-{side}" / "c4.log" for side in "AB"], after_s=0.5)
+    code = main(
+        [
+            *("ab", "--baseline", vllm_server.url, "--candidate", vllm_server.url, "--model", MODEL_NAME),
+            *("--serving-config", str(cfg), "--repo", str(repo), "--state-dir", str(tmp_path / "s")),
+            *("--out", "rel/ab", "--seed", "11", "--json"),
+        ]
     )
-    for stall in stalls:
-        stall.join()
+    stall.join()
+    captured = capsys.readouterr()
+    data = cli_data(captured.out)
+    # measured, never "could not measure"; same vs same is neutral or inconclusive, never a verdict
+    assert data["error"] is None and code == 0 and data["verdict"] in ("neutral", "inconclusive"), data
+    result = ABResult.model_validate_json(Path(data["result"]).read_text(encoding="utf-8"))
     step3 = next(s for s in result.steps if s.step == 3)
     assert step3.replaced, [(s.step, s.replaced, s.values.get("c4.max_gap_s")) for s in result.steps]
     assert step3.values["c4.max_gap_s"] >= 10, step3.values
@@ -177,17 +144,25 @@ def test_same_vs_same_with_a_stalled_run_reruns_its_pair_and_is_never_a_verdict(
     assert rerun.startswith(f"pair {step3.pair} re-run") and "left /metrics unanswered" in rerun, rerun
     assert result.error is None and result.mode == "attached" and result.pairs == 3
     assert sorted(result.order) == ["A"] * 3 + ["B"] * 3
-    assert result.lost == {"baseline": 0, "candidate": 0}
+    assert result.lost == {"baseline": 0, "candidate": 0} and data["lost"] == {"baseline": 0, "candidate": 0}
     kept = [s for s in result.steps if not s.replaced]
     assert len(kept) == 6 and sorted(s.side for s in kept) == ["A"] * 3 + ["B"] * 3  # every pair judged unstalled
     assert {r.metric for r in result.rows} == {"c4.output_throughput", "c4.median_tpot_ms", "c4.median_ttft_ms"}
     assert all(r.verdict in ("neutral", "inconclusive") for r in result.rows), result.lines()
-    assert result.verdict in ("neutral", "inconclusive"), result.lines()
     # every measured run drew its own prompts and reset the prefix cache first
     assert len({s.seed for s in result.steps}) == len(result.steps) == 8
     assert {s.prefix_cache for s in result.steps} == {"reset"} and all(s.ok for s in result.steps)
     text = "\n".join(ab_measured_lines(result))
     assert "re-run: pair" in text and "p95" in text and "itl" in text
+    # the relative --out: every run's result where the A/B read it, nothing nested under the relative path again
+    assert all((out / f"step{s.step:02d}-{s.side}" / "c4.json").is_file() for s in result.steps)
+    assert not (out / "rel").exists()
+    assert Path(data["result"]) == out / "ab.json" and len((out / "steps.jsonl").read_text().splitlines()) == 8
+    # every measured number is in --json: percentiles of every latency, and the server's /metrics
+    values = data["steps"][0]["values"]
+    for key in ("c4.p90_ttft_ms", "c4.p95_tpot_ms", "c4.p99_itl_ms", "c4.mean_e2el_ms", "c4.waiting_max"):
+        assert key in values, sorted(values)
+    assert "step 0 side" in captured.err  # progress on stderr with --json too
 
 
 def test_a_broken_chat_template_is_an_error_naming_the_400(vllm_server: ServerHandle) -> None:

@@ -26,6 +26,7 @@ from ds4sync.models.serving_settings import (
 from ds4sync.serving import bench, evalsuite, longctx, probes
 from ds4sync.serving.client import OpenAIClient, RequestFailed
 from ds4sync.serving.gate import run_serving_gate
+from tests.timing import scaled
 
 MSG = ({"role": "user", "content": "q"},)
 
@@ -53,7 +54,7 @@ def client_for(server: ScriptedServer, timeout_s: float = 5.0) -> OpenAIClient:
 )
 def test_chat_failures_have_a_kind(scripted: ScriptedServer, response: Response, kind: str) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: response
-    with client_for(scripted, timeout_s=0.5) as client, pytest.raises(RequestFailed) as info:
+    with client_for(scripted, timeout_s=scaled(0.5)) as client, pytest.raises(RequestFailed) as info:
         client.chat(list(MSG))
     assert info.value.kind == kind
 
@@ -143,7 +144,7 @@ def test_eval_scores_each_outcome_apart(scripted: ScriptedServer) -> None:
     }
     scripted.routes[("POST", "/v1/chat/completions")] = lambda b: answers[b["messages"][0]["content"]]
     cases = tuple(ExactCase(name=k, messages=({"role": "user", "content": k},), expect="42") for k in answers)
-    config = EvalConfig(cases=cases, repeat=2, concurrency=3, timeout_s=0.5, max_tokens=16)
+    config = EvalConfig(cases=cases, repeat=2, concurrency=3, timeout_s=scaled(0.5), max_tokens=16)
     with client_for(scripted) as client:
         result = evalsuite.probe_eval(client, config)
     assert result.summary == "2/10; 2 length caps, 2 incorrect, 2 request errors, 2 timeouts"
@@ -210,7 +211,12 @@ def test_a_wedged_server_gets_later_probes_skipped(scripted: ScriptedServer, tmp
     scripted.routes[("POST", "/v1/completions")] = lambda _b: Response(hang=True)
     config = ServingConfig.model_validate(
         {
-            "server": {"base_url": scripted.url, "model": "m", "request_timeout_s": 0.5, "guard_timeout_s": 0.5},
+            "server": {
+                "base_url": scripted.url,
+                "model": "m",
+                "request_timeout_s": scaled(0.5),
+                "guard_timeout_s": scaled(0.5),
+            },
             "probes": ["health", "exact", "kv_capacity", "eval"],
             "exact": [{"name": "a", "messages": list(MSG), "expect": "x"}],
             "eval": {"cases": [{"name": "a", "messages": list(MSG), "expect": "x"}]},

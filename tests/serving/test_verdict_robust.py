@@ -39,6 +39,7 @@ from ds4sync.serving.backport import decide
 from ds4sync.serving.client import OpenAIClient, server_message
 from ds4sync.serving.render import ab_measured_lines, row_line
 from ds4sync.serving.server import ServerHandle, Watch, process_sign
+from tests.timing import scaled
 
 HIGHER = MetricRule(direction="higher", threshold_pct=1.0)
 TOK = "c4.output_throughput"
@@ -258,7 +259,7 @@ def test_a_request_error_is_an_error_not_a_wrong_answer(
     scripted: ScriptedServer, response: Response, status: int | None, said: str
 ) -> None:
     scripted.routes[("POST", "/v1/chat/completions")] = lambda _b: response
-    with OpenAIClient(scripted.url, "m", timeout_s=0.5) as client:
+    with OpenAIClient(scripted.url, "m", timeout_s=scaled(0.5)) as client:
         result = probes.probe_exact(client, [CASE])
     assert result.status == "error" and not result and "wrong" not in result.summary
     assert result.brief()["error"]["status"] == status and said in result.summary
