@@ -1,12 +1,16 @@
-"""benchmarks/mirror_nightly.py: a clone of a mirror that lacks some blobs still checks out, with real ids."""
+"""benchmarks/mirror_nightly.py: a clone of a mirror that lacks some blobs still checks out, with real ids; the pair
+picked exercises the store; the store prepared from a person's rebase replays it byte for byte."""
 
 from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 
+from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
+from ds4sync.models.record import RecordStore
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mirror_nightly.py"
 
@@ -15,6 +19,7 @@ def _script():
     spec = importlib.util.spec_from_file_location("mirror_nightly_under_test", SCRIPT)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up by name
     spec.loader.exec_module(mod)
     return mod
 
@@ -46,3 +51,98 @@ def test_blobs_a_mirror_lacks_are_stood_in_for_and_named(builder: RepoBuilder, t
     assert (tmp_path / "wt" / "src" / "a.py").read_text() == "A = 1\n"
     # The ids stay git's own: the checkout's index writes the commit's own tree.
     assert _git("write-tree", cwd=tmp_path / "wt").stdout.strip() == tree
+
+
+def _history(builder: RepoBuilder) -> None:
+    """A fork that rebased: ``backup/feat`` on the old base, ``feat`` the person's result on the newer one (two
+    content conflicts and a modify/delete, each resolved by the person); then ``old-clean`` -> ``clean``, a newer
+    rebase that merges cleanly."""
+    lines = "".join(f"x{i} = {i}\n" for i in range(8))
+    builder.commit(
+        {"a.py": f"A = 1\n{lines}", "b.py": f"B = 1\n{lines}", "c.py": "C = 1\n", "z.py": "Z = 1\n"},
+        "base",
+        date="2026-01-01T00:00:00",
+    )
+    base = builder.head()
+    builder.branch("backup/feat", base)
+    builder.commit({"a.py": f"A = 'fork'\n{lines}"}, "feat: a", date="2026-01-02T00:00:00")
+    builder.commit({"b.py": f"B = 'fork'\n{lines}"}, "feat: b", date="2026-01-02T00:01:00")
+    builder.commit({"c.py": "C = 'fork'\n"}, "feat: c", date="2026-01-02T00:02:00")
+    builder.checkout("main")
+    builder.commit(
+        {"a.py": f"A = 'up'\n{lines}", "b.py": f"B = 'up'\n{lines}", "c.py": None},
+        "upstream: a, b, drop c",
+        date="2026-01-03T00:00:00",
+    )
+    builder.branch("feat")
+    builder.commit({"a.py": f"A = ('fork', 'up')\n{lines}"}, "feat: a", date="2026-01-03T00:01:00")
+    builder.commit({"b.py": f"B = 'fork'  # was 'up'\n{lines}"}, "feat: b", date="2026-01-03T00:02:00")
+    builder.commit({"c.py": "C = 'fork'\n"}, "feat: c", date="2026-01-03T00:03:00")
+    builder.branch("old-clean", "main")
+    builder.commit({"y.py": "Y = 1\n"}, "side: y", date="2026-01-04T00:00:00")
+    builder.checkout("main")
+    builder.commit({"z.py": "Z = 2\n"}, "upstream: z", date="2026-01-05T00:00:00")
+    builder.branch("clean")
+    builder.commit({"y.py": "Y = 1\n"}, "side: y", date="2026-01-06T00:00:00")
+    builder.checkout("main")
+
+
+def test_pick_pair_prefers_a_pair_whose_merge_conflicts(builder: RepoBuilder) -> None:
+    _history(builder)
+    script = _script()
+    repo = GitRepo(builder.path)
+    pairs = script.find_real_syncs(repo, upstream="main")
+    assert [(s.before, s.after) for s in pairs] == [("backup/feat", "feat"), ("old-clean", "clean")]
+    # The newest pair merges cleanly: the store would replay nothing, so the older one with conflicts wins.
+    picked = script.pick_pair(repo, pairs, branch=None, conflicts=(1, 30))
+    assert picked is not None and (picked[0].before, picked[1]) == ("backup/feat", 3)
+    # None in the range: the newest that conflicts at all, never the clean one.
+    picked = script.pick_pair(repo, pairs, branch=None, conflicts=(5, 30))
+    assert picked is not None and (picked[0].before, picked[1]) == ("backup/feat", 3)
+    # A named branch is taken as asked, with its prediction.
+    picked = script.pick_pair(repo, pairs, branch="old-clean")
+    assert picked is not None and (picked[0].before, picked[1]) == ("old-clean", 0)
+    assert script.pick_pair(repo, pairs, branch="no-such-branch") is None
+    assert script.pick_pair(repo, [], branch=None) is None
+
+
+def test_the_store_prepared_from_the_persons_result_replays_it_byte_for_byte(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    _history(builder)
+    script = _script()
+    sync = next(s for s in script.find_real_syncs(GitRepo(builder.path), upstream="main") if s.before == "backup/feat")
+    profile = tmp_path / "profile"
+    (profile / "patches").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    log: list[str] = []
+    prep = script.prepare_store(str(builder.path), work, sync, sync.new_base, profile, log)
+    # rerere records content conflicts; the modify/delete has no preimage, so no entry, and it is named.
+    assert (prep.conflicts, prep.entries, prep.not_stored) == (3, 2, (("c.py", "modify/delete"),)), log
+    # The nightly's merge in a fresh clone: the same conflicts, replayed from the store.
+    fork = script._clone(str(builder.path), work / "fork")
+    script._check_out(fork, sync.before)
+    config = script._config(
+        work / "night.yaml", branch=sync.before, to=sync.new_base, profile=profile, build=False, budget_s=None
+    )
+    code = script._ds4sync(
+        "merge", sync.new_base, "--branch", sync.before, "--repo", str(fork.path), "--config", str(config), log=log
+    )
+    assert code == 4, log  # the modify/delete still needs a person
+    runs = RecordStore(fork.path / ".git" / "ds4sync")
+    record = runs.load(runs.run_ids()[-1])
+    replay = script.store_replay(fork, record, sync.after_head)
+    assert replay is not None
+    assert (replay.conflicts, replay.replayed, replay.left) == (3, ("a.py", "b.py"), (("c.py", "modify/delete"),))
+    assert (replay.identical, replay.differing) == (("a.py", "b.py"), ())
+    worktree = Path(record.worktree)
+    for path in ("a.py", "b.py"):
+        assert (worktree / path).read_text() == builder.read(path, sync.after_head)
+    lines = script.store_lines(3, prep, replay)
+    assert lines[1:] == [
+        "- resolution store: 2 entries recorded from the person's result (3 conflicted paths taken from it; "
+        "no entry for c.py (modify/delete))",
+        "- nightly merge: 3 conflicted paths, 2 replayed from the store, 1 left for a person (c.py (modify/delete))",
+        "- replayed files byte-identical to the person's result: 2 of 2",
+    ]
