@@ -240,6 +240,59 @@ def store_replay(repo: GitRepo, record: RunRecord, person: str) -> StoreReplay |
     )
 
 
+def fix_as_person(record: RunRecord, person: str, log: list[str]) -> tuple[str, ...]:
+    """What a person does when the semantic phase stops the run, done as the person's result did it.
+
+    Each path with a semantic break that blocks is taken as commit ``person`` has it (removed where it has none)
+    and committed in the run's sync worktree, for ``ds4sync resume`` to prove. Returns the paths changed: none
+    when the semantic phase did not fail, or when the person's result has those paths as the merge does (the
+    breaks are in the person's result too: nothing of theirs fixes them).
+    """
+    semantic = record.results.semantic
+    if record.phase("semantic").status != "failed" or semantic is None:
+        return ()
+    worktree = Path(record.worktree)
+    paths = sorted({f.path for f in semantic.blockers()})
+    theirs = set(_git("ls-tree", "-r", "--name-only", person, "--", *paths, cwd=worktree).splitlines())
+    for path in paths:
+        if path in theirs:
+            _git("checkout", person, "--", path, cwd=worktree)
+        elif _git("ls-files", "--", path, cwd=worktree):
+            _git("rm", "-q", "--", path, cwd=worktree)
+    changed = tuple(_git("diff", "--cached", "--name-only", cwd=worktree).splitlines())
+    if changed:
+        message = f"Take {len(changed)} path(s) with semantic breaks as the person's result {person[:12]} has them"
+        _git(
+            "-c",
+            "user.name=mirror nightly",
+            "-c",
+            "user.email=nightly@ds4sync.invalid",
+            "commit",
+            "-q",
+            "-m",
+            message,
+            cwd=worktree,
+        )
+        log.append(f"person's fix of the semantic breaks: {', '.join(changed)}")
+    return changed
+
+
+def resume_within(repo: Path, config: Path, budget_s: float | None, log: list[str]) -> None:
+    """``ds4sync resume`` of the run, with the gates stopped when ``budget_s`` is spent (as the nightly's budget
+    does; the CLI's resume has no budget)."""
+    from ds4sync.core.errors import Ds4syncError
+    from ds4sync.loop.sync import resume
+    from ds4sync.runner import open_workspace
+
+    start = time.monotonic()
+    deadline = start + budget_s if budget_s else None
+    try:
+        outcome = resume(open_workspace(repo, config_path=config), progress=log.append, deadline=deadline)
+        log.append(f"$ resume  -> {outcome.status} in {time.monotonic() - start:.0f} s")
+    except Ds4syncError as exc:
+        log.append(f"$ resume  -> {exc.one_line()}")
+
+
 def _tier_lines(record: RunRecord) -> list[str]:
     out = []
     for tier, result in record.results.gates.items():
@@ -374,7 +427,18 @@ def main(argv: list[str] | None = None) -> int:
     _ds4sync("nightly", "--repo", str(fork.path), "--config", str(config), "--no-notify", env=env, log=log)
     store = RecordStore(fork.path / ".git" / "ds4sync")
     record = store.load(store.run_ids()[-1])
+    fixed = fix_as_person(record, sync.after_head, log)
+    if fixed:
+        os.environ["DS4SYNC_SERVING_PYTHON"] = args.serving_python
+        left = args.budget_s - (time.monotonic() - night) if args.budget_s else None
+        resume_within(fork.path, config, max(left, 60.0) if left is not None else None, log)
+        record = store.load(record.run_id)
     store_text = store_lines(predicted, prep, store_replay(fork, record, sync.after_head))
+    if fixed:
+        store_text.append(
+            f"- semantic breaks fixed as the person's result has the paths ({', '.join(fixed)}), committed in the "
+            "sync worktree, then `ds4sync resume` within the rest of the budget"
+        )
     text = summary(record, store=store_text, sync=sync, to=to, wall_s=time.monotonic() - night)
     if missing:
         text = f"- blobs the mirror lacks, read as placeholders (refs/replace): {', '.join(missing)}\n{text}"
