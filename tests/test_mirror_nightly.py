@@ -146,3 +146,50 @@ def test_the_store_prepared_from_the_persons_result_replays_it_byte_for_byte(
         "- nightly merge: 3 conflicted paths, 2 replayed from the store, 1 left for a person (c.py (modify/delete))",
         "- replayed files byte-identical to the person's result: 2 of 2",
     ]
+
+
+def test_a_semantic_break_is_fixed_as_the_persons_result_has_the_path(builder: RepoBuilder, tmp_path: Path) -> None:
+    # The fork adds a test of a helper upstream then removes; the person's rebase dropped that test.
+    builder.commit(
+        {"pkg/__init__.py": "", "pkg/mod.py": "def helper():\n    return 1\n\n\ndef other():\n    return 2\n"},
+        "base",
+        date="2026-01-01T00:00:00",
+    )
+    base = builder.head()
+    builder.branch("backup/feat", base)
+    test = "from pkg.mod import helper\n\n\ndef test_helper():\n    assert helper() == 1\n"
+    for n, files in enumerate(({"b.py": "B = 1\n"}, {"c.py": "C = 1\n"}, {"d.py": "D = 1\n"})):
+        builder.commit(files, f"feat: {n}", date=f"2026-01-02T00:0{n}:00")
+    builder.commit({"tests/test_helper.py": test}, "feat: test helper", date="2026-01-02T00:05:00")
+    builder.checkout("main")
+    builder.commit({"pkg/mod.py": "def other():\n    return 2\n"}, "upstream: drop helper", date="2026-01-03T00:00:00")
+    builder.branch("feat")
+    for n, files in enumerate(({"b.py": "B = 1\n"}, {"c.py": "C = 1\n"}, {"d.py": "D = 1\n"})):
+        builder.commit(files, f"feat: {n}", date=f"2026-01-03T00:0{n + 1}:00")
+    builder.checkout("main")
+    script = _script()
+    sync = next(s for s in script.find_real_syncs(GitRepo(builder.path), upstream="main") if s.before == "backup/feat")
+    profile = tmp_path / "profile"
+    (profile / "patches").mkdir(parents=True)
+    work = tmp_path / "work"
+    fork = script._clone(str(builder.path), work / "fork")
+    script._check_out(fork, sync.before)
+    config = script._config(
+        work / "night.yaml", branch=sync.before, to=sync.new_base, profile=profile, build=False, budget_s=None
+    )
+    log: list[str] = []
+    script._ds4sync(
+        "merge", sync.new_base, "--branch", sync.before, "--repo", str(fork.path), "--config", str(config), log=log
+    )
+    runs = RecordStore(fork.path / ".git" / "ds4sync")
+    record = runs.load(runs.run_ids()[-1])
+    assert record.phase("semantic").status == "failed", log
+    # A result that has the path as the merge does (here the fork head's) holds the same break: nothing to take.
+    head = GitRepo(Path(record.worktree)).head()
+    assert script.fix_as_person(record, sync.before_head, log) == ()
+    assert GitRepo(Path(record.worktree)).head() == head
+    assert script.fix_as_person(record, sync.after_head, log) == ("tests/test_helper.py",)
+    script.resume_within(fork.path, config, None, log)
+    record = runs.load(record.run_id)
+    assert record.phase("semantic").status == "done", log
+    assert not (Path(record.worktree) / "tests" / "test_helper.py").exists()
