@@ -293,6 +293,35 @@ def resume_within(repo: Path, config: Path, budget_s: float | None, log: list[st
         log.append(f"$ resume  -> {exc.one_line()}")
 
 
+#: Static checks whose verdict on a file is a function of the file (with the pinned tool): a failing file the merge
+#: left byte-identical to the fork head's failed there too.
+_PER_FILE_CHECKS = ("ruff-check", "ruff-format", "diff-check")
+
+
+def failing_before(repo: GitRepo, record: RunRecord) -> list[str]:
+    """Per failed per-file static gate: how many of its failing files the merge left as the fork head has them.
+
+    Those failures were there before the merge (same bytes, same pinned tool; a tool config the merge changed
+    could still move a verdict). Markdown list items; none when no such gate failed.
+    """
+    lines = []
+    for tier in record.results.gates.values():
+        for gate in tier.gates:
+            if gate.name not in _PER_FILE_CHECKS or gate.status != "failed" or not gate.commit:
+                continue
+            paths = list(dict.fromkeys(f.node_id.split(":", 1)[0] for f in gate.failures))
+            ours = repo.blob_ids(gate.commit, paths)
+            before = repo.blob_ids(record.fork.head_before, paths)
+            same = [p for p in paths if p in ours and ours[p] == before.get(p)]
+            changed = [p for p in paths if p not in same]
+            lines.append(
+                f"- {gate.name} ({gate.tier}): {len(same)} of {len(paths)} failing files are byte-identical on the "
+                "fork head before the merge (already failing there)"
+                + (f"; changed by the merge: {', '.join(changed)}" if changed else "")
+            )
+    return lines
+
+
 def _tier_lines(record: RunRecord) -> list[str]:
     out = []
     for tier, result in record.results.gates.items():
@@ -327,7 +356,9 @@ def store_lines(predicted: int | None, prep: PrepResult, replay: StoreReplay | N
     return lines
 
 
-def summary(record: RunRecord, *, store: list[str], sync: RealSync, to: str, wall_s: float) -> str:
+def summary(
+    record: RunRecord, *, store: list[str], sync: RealSync, to: str, wall_s: float, before: tuple[str, ...] = ()
+) -> str:
     """What the nightly ran, as Markdown: the pair, the store's lines (:func:`store_lines`), phases, build, tiers
     with counts, the report's Remaining gate."""
     build = record.results.build
@@ -366,7 +397,7 @@ def summary(record: RunRecord, *, store: list[str], sync: RealSync, to: str, wal
         ]
         why = why or list(build.first_errors[:5] or build.tail[-5:])
         lines += [f"  - failed step: {build.failed_step}", *(f"  - {t}" for t in why)]
-    lines += ["", "Gates:", *_tier_lines(record), "", "Remaining gate (the report's):"]
+    lines += ["", "Gates:", *_tier_lines(record), *before, "", "Remaining gate (the report's):"]
     lines += [f"- {item.text}" for item in build_view(record).remaining]
     return "\n".join(line for line in lines if line is not None)
 
@@ -439,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
             f"- semantic breaks fixed as the person's result has the paths ({', '.join(fixed)}), committed in the "
             "sync worktree, then `ds4sync resume` within the rest of the budget"
         )
-    text = summary(record, store=store_text, sync=sync, to=to, wall_s=time.monotonic() - night)
+    wall = time.monotonic() - night
+    text = summary(record, store=store_text, sync=sync, to=to, wall_s=wall, before=tuple(failing_before(fork, record)))
     if missing:
         text = f"- blobs the mirror lacks, read as placeholders (refs/replace): {', '.join(missing)}\n{text}"
     names = {str(work): "WORK", args.mirror: "MIRROR", args.serving_python: "SERVING_PYTHON", sys.executable: "PYTHON"}

@@ -1,5 +1,6 @@
 """benchmarks/mirror_nightly.py: a clone of a mirror that lacks some blobs still checks out, with real ids; the pair
-picked exercises the store; the store prepared from a person's rebase replays it byte for byte."""
+picked exercises the store; the store prepared from a person's rebase replays it byte for byte; a semantic break is
+fixed as the person's result has the path; a static failure on a file the merge left alone was there before."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ds4sync.core.git import GitRepo
+from ds4sync.core.record import ForkRef, UpstreamRef
 from ds4sync.demo.repobuild import RepoBuilder
-from ds4sync.models.record import RecordStore
+from ds4sync.models.gates_results import GateResult, TestFailure, TierResult
+from ds4sync.models.record import RecordStore, RunRecord
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mirror_nightly.py"
 
@@ -193,3 +198,38 @@ def test_a_semantic_break_is_fixed_as_the_persons_result_has_the_path(builder: R
     record = runs.load(record.run_id)
     assert record.phase("semantic").status == "done", log
     assert not (Path(record.worktree) / "tests" / "test_helper.py").exists()
+
+
+@pytest.mark.parametrize("check", ["ruff-format", "ruff-check", "diff-check"])
+def test_a_static_failure_on_a_file_the_merge_left_alone_was_there_before(
+    builder: RepoBuilder, tmp_path: Path, check: str
+) -> None:
+    builder.commit({"a.py": "x=1\n", "b.py": "y=2\n", "c.py": "z = 3\n"}, "fork head")
+    fork_head = builder.head()
+    builder.commit({"b.py": "y=3\n", "d.py": "w=4\n"}, "merged")
+    merged = builder.head()
+    # ruff-format names files; ruff-check and diff-check name path:line(:col).
+    where = {"ruff-format": "{}", "ruff-check": "{}:1:2", "diff-check": "{}:1"}[check]
+    failures = tuple(TestFailure(node_id=where.format(p), message="x") for p in ("a.py", "a.py", "b.py", "d.py"))
+
+    def gate(name: str, status: str) -> GateResult:
+        return GateResult(name=name, tier="static", kind="static", status=status, failures=failures, commit=merged)
+
+    gates = (gate(check, "failed"), gate("pip-check", "failed"), gate("other", "passed"))
+    record = RunRecord(
+        run_id="r",
+        repo=str(builder.path),
+        state_dir=str(tmp_path),
+        upstream=UpstreamRef(remote="upstream", ref="main", sha=merged),
+        fork=ForkRef(branch="main", head_before=fork_head),
+        sync_branch="sync",
+        worktree=str(builder.path),
+        backup_ref="refs/backup",
+    )
+    record.results.gates["static"] = TierResult(
+        tier="static", repo=str(builder.path), started_at="2026-01-01T00:00:00", duration_s=1.0, gates=gates
+    )
+    assert _script().failing_before(GitRepo(builder.path), record) == [
+        f"- {check} (static): 1 of 3 failing files are byte-identical on the fork head before the merge "
+        "(already failing there); changed by the merge: b.py, d.py"
+    ]
