@@ -13,12 +13,15 @@
    conflicted path is taken as the person's later branch has it, and ``ds4sync resume`` records the resolutions
    into the profile's store (a copy of the shipped profile).
 4. ``ds4sync nightly`` in ``fork`` with ``build: {profile: cpu-overlay}`` and ``gates: {tiers: [static, unit]}``:
-   its merge replays the store; then it prints what ran: each phase, the build, both tiers with their counts per
-   gate, and the report's Remaining gate. Of the store it prints the conflicts predicted, the entries recorded,
-   the conflicts the nightly replayed from the store and those left for a person, and whether each replayed file
-   is byte-identical to the person's result (:func:`store_replay`). The cpu-overlay build needs an environment
-   with an installed vLLM CPU wheel (``--serving-python``, default ``$DS4SYNC_SERVING_PYTHON``); without one the
-   build says so and the unit tier, which runs in the build's venv, is an ``error`` that names it.
+   its merge replays the store. When its semantic phase stops it, the breaks are fixed as the person's result has
+   those paths (:func:`fix_as_person`) and the run resumes within the rest of the budget. Then it prints what ran:
+   each phase, the build, both tiers with their counts per gate, and the report's Remaining gate. Of the store it
+   prints the conflicts predicted, the entries recorded, the conflicts the nightly replayed from the store and
+   those left for a person, and whether each replayed file is byte-identical to the person's result
+   (:func:`store_replay`); of a failed per-file static gate, the failing files the merge left as the fork head has
+   them (:func:`failing_before`). The cpu-overlay build needs an environment with an installed vLLM CPU wheel
+   (``--serving-python``, default ``$DS4SYNC_SERVING_PYTHON``); without one the build says so and the unit tier,
+   which runs in the build's venv, is an ``error`` that names it.
 
 Machine paths are replaced by ``WORK``, ``MIRROR`` and ``SERVING_PYTHON`` in what is printed and written.
 """
