@@ -388,6 +388,7 @@ def gate_view(g: GateResult) -> GateView:
         tier=g.tier,
         kind=g.kind,
         status=g.status,
+        required=g.required,
         **g.counts.model_dump(),
         duration_s=g.duration_s,
         reason=g.reason,
@@ -494,10 +495,22 @@ def _patchset_items(integration: IntegrationView) -> list[RemainingItem]:
         if p.status in _PATCHSET_REVIEW:
             items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {_PATCHSET_REVIEW[p.status]}"))
         elif p.violated:
-            items.append(RemainingItem(kind="patch-set", text=f"patch-set {p.id}: {p.violated} invariant(s) violated"))
+            text = f"patch-set {p.id}: {p.violated} invariant(s) violated"
+            items.append(RemainingItem(kind="patch-set", text=text + _already_failing(p)))
     if not integration.patchsets_ran:
         items.append(RemainingItem(kind="patch-set", text="patch-set replay and verify: not run"))
     return items
+
+
+def _already_failing(p: PatchsetView) -> str:
+    """`` (N already failing before the merge)`` for the blocking violations verify also found on the fork head."""
+    before = sum(
+        i.status == "violated" and i.severity == "blocking" and i.since == "already failing before it"
+        for i in p.invariants
+    )
+    if not before:
+        return ""
+    return " (already failing before the merge)" if before == p.violated else f" ({before} already failing before it)"
 
 
 def remaining(
@@ -506,7 +519,8 @@ def remaining(
     """Everything not run or not green, in pipeline order, ending with the review a person owes.
 
     Blockers only: a tier not run is listed when the run required it (``validation.tiers_required``), the
-    build when one was configured (its phase not skipped), a patch-set when the branch carries it.
+    build when one was configured (its phase not skipped), a gate when it is required, a patch-set when the
+    branch carries it (marked when its violations were already failing on the fork head before the merge).
     """
     items = [
         RemainingItem(kind="phase", text=f"phase {p.name} is {p.status}" + (f": {p.message}" if p.message else ""))
@@ -532,7 +546,7 @@ def remaining(
         if tier in validation.tiers_not_run
     )
     for g in validation.gates:
-        if not gate_green(g.status):
+        if g.required and not gate_green(g.status):  # an optional gate never blocks (gate_blocking)
             why = f" ({g.reason})" if g.reason else ""
             items.append(RemainingItem(kind="gate", text=f"{g.name} ({g.tier}): {g.status}{why}"))
     if merge and merge.overlaps:

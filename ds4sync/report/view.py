@@ -259,12 +259,14 @@ class CommandView(View):
 
 
 class GateView(View):
-    """One gate result with its counts (tests), duration (s) and exact command."""
+    """One gate result with its counts (tests), duration (s) and exact command; ``required``: whether it keeps
+    its tier from being green when it is not (an optional gate never does)."""
 
     name: str
     tier: str
     kind: str = ""
     status: str
+    required: bool = True
     description: str = ""
     passed: int = 0
     failed: int = 0
