@@ -12,6 +12,7 @@ from gates_helpers import PYTHON, workspace, write_gates
 
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
+from ds4sync.models.config import shipped_profile
 from ds4sync.models.gates_details import StaticDetails
 
 STATIC_YAML = """\
@@ -269,3 +270,23 @@ def test_the_delta_base_outside_a_run_is_upstreams_branch_by_the_one_rule(
         assert upstream_here(ws, name) == resolve_upstream_ref(ws, name)[0] == base, name
     ruff = {g.name: g for g in _run(repo, None, names=("ruff-check",)).gates}["ruff-check"]
     assert ruff.status == "failed" and [f.node_id for f in ruff.failures] == ["fork/unused.py:1:8"]
+
+
+@pytest.mark.parametrize(
+    ("imports", "status", "category"),
+    [
+        ("dockerfile_parse", "incomplete", ("missing-dependency",)),  # the checker's own dependency: environment
+        ("vllm.gone", "failed", ()),  # the fork's package: real breakage
+        ("vllm_extras.gone", "incomplete", ("missing-dependency",)),  # a name that only starts like the fork's
+    ],
+)
+def test_the_shipped_command_gate_missing_a_dependency_is_environment_only_never_a_failure_of_the_fork(
+    builder: RepoBuilder, imports: str, status: str, category: tuple[str, ...]
+) -> None:
+    """The shipped static tier's versions-json gate, run as shipped, on a checker script whose import fails."""
+    shipped = (shipped_profile() / "gates" / "static.yaml").read_text()
+    builder.commit(
+        {"tools/generate_versions_json.py": f"import {imports}\n", "profile/gates/static.yaml": shipped}, "checker"
+    )
+    gate = _run(builder, None, names=("versions-json",)).gates[0]
+    assert (gate.status, gate.env_categories) == (status, category)
