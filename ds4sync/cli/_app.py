@@ -1,4 +1,4 @@
-"""The CLI's shared parts: the typer app, consoles, common options, the ``--json`` envelope, and the one error handler.
+"""The CLI's shared parts: the typer app, consoles, the ``--json`` envelope, and the one error handler.
 
 Core modules never print or exit; this module renders their results and maps errors
 to exit codes (see :mod:`ds4sync.core.errors`).
@@ -98,33 +98,6 @@ class _LazyConsole:
 # Every line the CLI prints goes through the one redaction (core/redact.py) on its way out.
 out: Console = _LazyConsole(RedactedStream(lambda: sys.stdout))  # type: ignore[assignment]
 err: Console = _LazyConsole(RedactedStream(lambda: sys.stderr))  # type: ignore[assignment]
-
-RepoOpt = Annotated[
-    Path,
-    typer.Option(
-        "--repo", help="The fork checkout or any folder inside it (default: current directory).", file_okay=False
-    ),
-]
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="ds4sync.yaml to use (default: <repo>/ds4sync.yaml).", dir_okay=False)
-]
-BranchOpt = Annotated[
-    str | None,
-    typer.Option("--branch", help="The fork branch (default: fork.branch in config, else the checked-out branch)."),
-]
-StateOpt = Annotated[
-    Path | None, typer.Option("--state-dir", help="Where runs live (default: <git-common-dir>/ds4sync).")
-]
-ProfileOpt = Annotated[
-    Path | None, typer.Option("--profile", help="Profile folder (patches/, gates/, reports/, kernels/).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the ds4sync envelope) instead of text.")]
-ServingConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--serving-config", dir_okay=False, help="YAML with the serving section (default: ds4sync.yaml)."),
-]
-FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask; answer yes.")]
 
 
 class _State:

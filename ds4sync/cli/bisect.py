@@ -7,19 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import Tier
 
@@ -33,11 +22,11 @@ GoodOpt = Annotated[
 
 @app.command()
 def bisect(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     good: GoodOpt = None,
     bad: Annotated[
         str | None, typer.Option("--bad", help="Upstream commit that breaks the fork (default: upstream.ref).")
@@ -46,7 +35,7 @@ def bisect(
     patchset: Annotated[
         list[str] | None, typer.Option("--patchset", help="Only this patch-set's invariants (repeatable).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Find the first upstream commit (first-parent) whose merge breaks the fork; name its PR and what broke."""
     from ds4sync.cli import views as ui
@@ -73,14 +62,14 @@ def sync(
     to_green: Annotated[
         bool, typer.Option("--to-green", help="Sync to the furthest first-parent upstream commit that holds.")
     ] = False,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     good: GoodOpt = None,
     tier: TierOpt = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Sync the fork to TARGET; with --to-green, to the last upstream commit before the one that breaks it."""
     from ds4sync.cli.run import _finish

@@ -7,18 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _workspace, app, done, err, out
 from ds4sync.core.errors import ExitCode
 
 
@@ -30,15 +20,15 @@ def build(
             "--build-profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."
         ),
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     manifest: Annotated[
         Path | None,
         typer.Option("--manifest", help="Manifest of modules and op schemas (default: the profile's).", dir_okay=False),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Build the native kernels with a target profile, then prove imports and op schemas."""
     from ds4sync.native import view

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import ConfigOpt, JsonOpt, ProfileOpt, RepoOpt, StateOpt, _workspace, app, done, fail, out
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _workspace, app, done, fail, out
 from ds4sync.core.names import Tier
 
 ci_app = typer.Typer(no_args_is_help=True, help="Run the gate tiers on the CI engines forks already run.")
@@ -28,11 +29,11 @@ def export(
             "installed from).",
         ),
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
+    json_out: opt.Json = False,
 ) -> None:
     """One CI step per gate, each running `ds4sync gate --tier T --gate NAME --json`, with queues, paths, timeouts."""
     from ds4sync.core.files import write_output

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ds4sync.cli._app import BranchOpt, ConfigOpt, FetchOpt, JsonOpt, RepoOpt, StateOpt, _workspace, app, done, out
-from ds4sync.cli.run import RunOpt
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _workspace, app, done, out
 from ds4sync.core.errors import StateError
 
 
@@ -18,13 +18,13 @@ def conflicts(
     ref: Annotated[
         str | None, typer.Argument(help="Upstream ref to plan against (default: the run's recorded merge).")
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
-    fetch: FetchOpt = False,
-    json_out: JsonOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    run: opt.Run = None,
+    fetch: opt.Fetch = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Show each conflict hunk: base, fork and upstream text, who changed it, and what already answers it."""
     from ds4sync.merge.rerere import ResolutionStore

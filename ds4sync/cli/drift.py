@@ -7,19 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, out
 from ds4sync.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,17 +19,17 @@ if TYPE_CHECKING:
 
 @app.command()
 def drift(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many open PRs.")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", help="Only PRs with this label (repeatable).")] = None,
     updated_since: Annotated[
         str | None, typer.Option("--updated-since", help="Only PRs updated since this date (YYYY-MM-DD or ISO time).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Merge each open upstream PR three-way into the fork (from objects): conflicts, violated invariants, ranked."""
     from ds4sync.drift.watch import DriftOptions, run_drift

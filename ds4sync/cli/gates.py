@@ -7,21 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    fail,
-    kernels_app,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, err, fail, kernels_app, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import ExecutorName, KernelOp, Tier
 
@@ -30,10 +17,10 @@ from ds4sync.core.names import ExecutorName, KernelOp, Tier
 def gate(
     tier: Annotated[Tier, typer.Option("--tier", help="The tier to run.")],
     names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     changed_since: Annotated[
         str | None, typer.Option("--changed-since", help="Select gates affected by changes since REF (vLLM CI rules).")
     ] = None,
@@ -56,7 +43,7 @@ def gate(
         list[Path] | None,
         typer.Option("--merge-results", help="Read results produced elsewhere (CI artefacts) into the run instead."),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
@@ -133,8 +120,8 @@ def kernels_check(
             help="cuda or cpu (default: cuda if present; cpu runs the Triton interpreter on the small grid).",
         ),
     ] = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    profile: opt.Profile = None,
+    json_out: opt.Json = False,
 ) -> None:
     """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
     from ds4sync.gates import kernelsuite

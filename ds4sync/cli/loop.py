@@ -7,19 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, out
 
 nightly_app = typer.Typer(
     help="Fetch upstream and run a whole sync, publish, promote, deploy, prune and notify; for a timer.",
@@ -31,17 +20,17 @@ app.add_typer(nightly_app, name="nightly")
 @nightly_app.callback()
 def nightly(
     ctx: typer.Context,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
     budget: Annotated[
         float | None, typer.Option("--budget", help="Time budget in seconds (default: nightly.budget_s).")
     ] = None,
     no_notify: Annotated[bool, typer.Option("--no-notify", help="Send no notification this time.")] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """One night's sync. Exit codes: 0 green or nothing moved, 1 failed, 4 needs a person,
     5 out of time budget, 6 forge or notification target unreachable (try later)."""
@@ -96,9 +85,9 @@ def nightly(
 
 @nightly_app.command("install")
 def nightly_install(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
     cron: Annotated[bool, typer.Option("--cron", help="Print the crontab line.")] = False,
     systemd: Annotated[bool, typer.Option("--systemd", help="A user service and timer (Persistent=true).")] = False,
     at: Annotated[str | None, typer.Option("--at", help="Time of day, HH:MM (default: nightly.at).")] = None,
@@ -137,9 +126,9 @@ def nightly_install(
 
 @app.command()
 def deploy(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
     run: Annotated[str | None, typer.Option("--run", help="Promoted run (default: active, else latest).")] = None,
 ) -> None:
     """Switch the llama-swap stanza to a promoted run's tree (flags checked unchanged; previous kept)."""
@@ -155,9 +144,9 @@ def deploy(
 
 @app.command()
 def rollback(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
     keep_branch: Annotated[
         bool, typer.Option("--keep-branch", help="Restore the serving stanza only; leave the fork branch.")
     ] = False,

@@ -7,27 +7,15 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    ServingConfigOpt,
-    StateOpt,
-    _workspace,
-    app,
-    done,
-    out,
-    patches_app,
-    state,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _workspace, app, done, out, patches_app, state
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import PatchSetKind
 
 
 @patches_app.command("list")
 def patches_list(
-    repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None, json_out: JsonOpt = False
+    repo: opt.Repo = Path("."), config: opt.Config = None, profile: opt.Profile = None, json_out: opt.Json = False
 ) -> None:
     """List the profile's patch-sets in dependency order."""
     from ds4sync.patchsets import commands
@@ -43,9 +31,9 @@ def patches_list(
 
 @patches_app.command("check")
 def patches_check(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    profile: opt.Profile = None,
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
     ] = None,
@@ -58,7 +46,7 @@ def patches_check(
             "--branch", help="The fork branch the tree is of, for catalogue.yaml `branches` (default: --rev or HEAD)."
         ),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation.
 
@@ -81,10 +69,10 @@ def patches_new(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
     rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
     kind: Annotated[PatchSetKind, typer.Option("--kind", help="What the patch-set carries.")] = "fork-feature",
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    profile: opt.Profile = None,
+    json_out: opt.Json = False,
 ) -> None:
     """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
     from ds4sync.patchsets import authoring
@@ -102,15 +90,15 @@ def patches_new(
 @patches_app.command("refresh")
 def patches_refresh(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     allow_drop: Annotated[
         bool,
         typer.Option("--allow-drop", help="Write the new patches even when they change fewer files (named)."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
@@ -156,12 +144,12 @@ def backport(
     onto: Annotated[
         str | None, typer.Option("--onto", help="evaluate: branch to apply on (default: the active run's sync branch).")
     ] = None,
-    serving_config: ServingConfigOpt = None,
-    json_out: JsonOpt = False,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    serving_config: opt.ServingConfig = None,
+    json_out: opt.Json = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
 ) -> None:
     """Carry an upstream commit as a backport patch-set, or `backport evaluate REF`: apply, build, A/B, decide."""
     ws = _workspace(repo, config, None, state_dir, profile)

@@ -8,19 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, err, out
 
 
 class Format(StrEnum):
@@ -38,10 +27,10 @@ ReportFormat = Annotated[
 
 @app.command()
 def report(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
     fmt: ReportFormat = Format.md,
     out_file: Annotated[
@@ -62,7 +51,7 @@ def report(
             help="A self-contained HTML page of plots over every recorded run (--out, default <state>/trend.html).",
         ),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Render the PR description of a run from its record (secrets are always redacted).
 

@@ -8,36 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    FetchOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    YesOpt,
-    _progress,
-    _workspace,
-    app,
-    config_app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, config_app, done, err, out
 from ds4sync.core.errors import ExitCode, StateError
-
-RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the active run, else the latest).")]
 
 
 @app.command()
 def plan(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    fetch: FetchOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    fetch: opt.Fetch = False,
     semantic: Annotated[
         bool,
         typer.Option(
@@ -45,7 +28,7 @@ def plan(
             help="Also run the semantic check on the predicted tree (most of plan's time on a large fork).",
         ),
     ] = True,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Predict a merge (conflicts, kinds, overlaps, semantic breaks) without touching any work tree."""
     from ds4sync.loop import sync
@@ -66,13 +49,13 @@ def plan(
 @app.command()
 def merge(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    fetch: FetchOpt = False,
-    json_out: JsonOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
+    fetch: opt.Fetch = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
     from ds4sync.loop import sync
@@ -84,10 +67,10 @@ def merge(
 
 @app.command()
 def resume(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    profile: opt.Profile = None,
     accept_markers: Annotated[
         list[str] | None,
         typer.Option(
@@ -100,7 +83,7 @@ def resume(
     accept_proposals: Annotated[
         bool, typer.Option("--accept-proposals", help="Stage the validated model proposals you reviewed.")
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
@@ -117,12 +100,12 @@ def resume(
 
 @app.command()
 def abort(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
-    yes: YesOpt = False,
-    json_out: JsonOpt = False,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    run: opt.Run = None,
+    yes: opt.Yes = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Drop a run: remove its worktree and sync branch; the fork branch is untouched.
 
@@ -166,10 +149,10 @@ def _confirm_drop(run_id: str, sync_branch: str) -> None:
 
 @app.command()
 def promote(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    run: opt.Run = None,
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
     ] = False,
@@ -177,7 +160,7 @@ def promote(
         bool,
         typer.Option("--allow-ungated", help="Promote although no gate tier is configured (recorded loudly)."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it.
 
@@ -222,12 +205,12 @@ def promote(
 
 @app.command()
 def cron(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    branch: opt.Branch = None,
+    state_dir: opt.StateDir = None,
     at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30",
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Print the crontab line that runs `ds4sync nightly` on this repository (refused where nightly cannot run)."""
     from ds4sync.loop.nightly import cron_line
@@ -238,12 +221,12 @@ def cron(
 
 @app.command()
 def status(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    run: opt.Run = None,
     all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Show the current run and what to do next (and end servers a killed ds4sync left behind, saying so)."""
     from ds4sync.cli import views as ui
@@ -303,7 +286,7 @@ def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen
 
 @config_app.command("check")
 def config_check(
-    repo: RepoOpt = Path("."), config: ConfigOpt = None, branch: BranchOpt = None, json_out: JsonOpt = False
+    repo: opt.Repo = Path("."), config: opt.Config = None, branch: opt.Branch = None, json_out: opt.Json = False
 ) -> None:
     """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
     before it changes anything (the night's own preflight); exit 2 when there is one."""
@@ -349,7 +332,7 @@ def demo(
     workdir: Annotated[
         Path | None, typer.Option("--workdir", help="Folder for the demo repos (default: a new temporary folder).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Build a small upstream and fork with realistic history, and run a sync end to end."""
     from ds4sync.demo import run as demo_mod

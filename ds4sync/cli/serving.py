@@ -7,20 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    RepoOpt,
-    ServingConfigOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-    serving_app,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, _workspace, app, done, err, out, serving_app
 from ds4sync.core.errors import ExitCode
 
 OutOpt = Annotated[
@@ -57,13 +45,13 @@ def backport_exit(decision: object) -> int:
 
 @serving_app.command("gate")
 def serving_gate(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    serving_config: ServingConfigOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    serving_config: opt.ServingConfig = None,
     out_dir: OutOpt = None,
     probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe (repeatable).")] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Start (or attach to) the server and run the serving probes.
 
@@ -121,12 +109,12 @@ def ab(
     servers: Annotated[
         str | None, typer.Option("--servers", help="Started sides: alternate (restart per run) or both (both up).")
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    serving_config: ServingConfigOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    state_dir: opt.StateDir = None,
+    serving_config: opt.ServingConfig = None,
     out_dir: OutOpt = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Compare a baseline and a candidate measured alike: medians, paired t intervals, verdict per metric and overall.
 
