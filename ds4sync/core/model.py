@@ -48,6 +48,20 @@ def updated(model: M, /, **changes: Any) -> M:
     return new
 
 
+def from_attributes(cls: type[M], source: object, /, **given: Any) -> M:
+    """A ``cls`` whose fields are read from ``source``'s attributes of the same names, ``given`` for the others.
+
+    The one way a model repeats another's fields (a report view of a result): every field of ``cls`` that
+    ``given`` does not set is read from ``source``, defaults included, so a field ``source`` lacks is an error,
+    never a silent default.
+
+    Raises:
+        AttributeError: ``source`` has no attribute named like a field of ``cls`` that ``given`` does not set.
+        pydantic.ValidationError: a value the field does not accept.
+    """
+    return cls(**{name: getattr(source, name) for name in cls.model_fields if name not in given}, **given)
+
+
 #: Limits on one YAML file ds4sync reads (a config or profile file is a few kilobytes): its size in bytes, how deep
 #: its collections nest, how many aliases (``*name``) it uses, and how many values it holds with every alias
 #: expanded. A billion-laughs file (a few hundred bytes of nested aliases) or a file nested 100,000 deep is an
