@@ -16,7 +16,6 @@ import re
 
 from pydantic import Field, field_validator
 
-from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
@@ -56,12 +55,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [part.replace("{python}", ctx.python) for part in spec.argv]
     log = ctx.log_path(gate)
     run = ctx.start(gate, "command", argv, log_path=log)
-    try:
-        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=run.env_overrides)
-    except ToolMissingError as exc:
-        return run.result("error", exc.one_line())
-    if stopped := run.ended(res):
-        return stopped
+    res = ctx.run_child(run, argv, log_path=log)
+    if isinstance(res, GateResult):
+        return res
     problems = check_output(spec, res.returncode, res.output)
     if not problems:
         return run.result("passed", f"exit {res.returncode}", counts=TestCounts(passed=1))
