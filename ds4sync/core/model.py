@@ -9,10 +9,11 @@ import difflib
 import errno
 import functools
 import os
+import re
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Annotated, Any, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ds4sync.core.errors import ConfigError
 
@@ -60,6 +61,42 @@ def from_attributes(cls: type[M], source: object, /, **given: Any) -> M:
         pydantic.ValidationError: a value the field does not accept.
     """
     return cls(**{name: getattr(source, name) for name in cls.model_fields if name not in given}, **given)
+
+
+def checked_regex(pattern: str) -> str:
+    """``pattern`` as given, once it compiles as a Python regular expression.
+
+    Raises:
+        ValueError: it does not compile (``re.error`` is no ValueError: pydantic would let it escape).
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc})") from exc
+    return pattern
+
+
+#: A field holding a regular expression: a pattern that does not compile fails when the file is read.
+Regex = Annotated[str, AfterValidator(checked_regex)]
+
+
+#: A dotted Python name: ``package.module``, or a qualified name within a module (``Class.method``).
+DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def checked_module_name(name: str) -> str:
+    """``name`` as given, once it is a dotted module name (``package.module``).
+
+    Raises:
+        ValueError: anything else, quoting it.
+    """
+    if not DOTTED_NAME.fullmatch(name):
+        raise ValueError(f"'{name}' is not a dotted module name like 'package.module'")
+    return name
+
+
+#: A field naming a Python module by its dotted name.
+ModuleName = Annotated[str, AfterValidator(checked_module_name)]
 
 
 #: Limits on one YAML file ds4sync reads (a config or profile file is a few kilobytes): its size in bytes, how deep

@@ -1,11 +1,11 @@
-"""``from_attributes``: a model built from another's same-named fields, the rest given, a missing one an error."""
+"""Shared model parts: from_attributes (a model from another's same-named fields), the Regex and ModuleName fields."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from ds4sync.core.model import FrozenModel, from_attributes
+from ds4sync.core.model import FrozenModel, ModuleName, Regex, from_attributes
 from ds4sync.models.merge_results import Overlap
 from ds4sync.report.view import OverlapView, PhaseView
 
@@ -40,3 +40,25 @@ def test_a_value_the_field_refuses_is_a_validation_error() -> None:
 
     with pytest.raises(ValidationError, match="count"):
         from_attributes(Counted, type("S", (), {"count": "many"})())
+
+
+class _Fields(FrozenModel):
+    pattern: Regex = "x"
+    module: ModuleName = "a"
+
+
+@pytest.mark.parametrize("pattern", ["(", "[a-", "a{2,1}", "*a", "(?P<1>x)"])
+def test_a_regex_field_refuses_a_pattern_that_does_not_compile(pattern: str) -> None:
+    with pytest.raises(ValidationError, match=r"pattern\n.*not a valid regular expression"):
+        _Fields(pattern=pattern)
+
+
+@pytest.mark.parametrize("name", ["", "a.", ".a", "a..b", "1a", "a-b", "a b", "a\n", "a:b"])
+def test_a_module_name_field_refuses_what_is_no_dotted_name(name: str) -> None:
+    with pytest.raises(ValidationError, match=r"(?s)module\n.*is not a dotted module name"):
+        _Fields(module=name)
+
+
+@pytest.mark.parametrize("name", ["a", "vllm._C", "_a.b_2.c"])
+def test_a_module_name_field_keeps_a_dotted_name(name: str) -> None:
+    assert _Fields(module=name).module == name
