@@ -152,13 +152,20 @@ def _read_text(path: Path) -> str:
             where=str(path),
             fix="check that this is the file you meant (a config or profile file is a few KiB)",
         )
+    return decode_utf8(raw, where=str(path))
+
+
+def decode_utf8(raw: bytes, *, where: str, what: str = "not UTF-8 text", fix: str = "save the file as UTF-8") -> str:
+    """``raw`` decoded as UTF-8, the one way a file ds4sync reads as text is refused when it is none.
+
+    Raises:
+        ConfigError: ``what``, then the first byte that is no UTF-8 and its offset (``byte 0xff at offset 12``).
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-            where=str(path),
-            fix="save the file as UTF-8",
+            f"{what} (byte {exc.object[exc.start]:#04x} at offset {exc.start})", where=where, fix=fix
         ) from exc
 
 
