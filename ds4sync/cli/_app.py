@@ -110,22 +110,6 @@ class _State:
 state = _State()
 
 
-def _workspace(
-    repo: Path,
-    config: Path | None,
-    branch: str | None = None,
-    state_dir: Path | None = None,
-    profile: Path | None = None,
-):
-    from ds4sync.runner import open_workspace
-
-    ws = open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
-    from ds4sync.cli import logs
-
-    logs.attach_run_log(ws.state_dir)
-    return ws
-
-
 def _progress(quiet: bool):
     if quiet:
         return lambda _message: None

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _progress, _workspace, app, done, out
+from ds4sync.cli._app import _progress, app, done, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import Tier
 
@@ -21,12 +20,9 @@ GoodOpt = Annotated[
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def bisect(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     good: GoodOpt = None,
     bad: Annotated[
         str | None, typer.Option("--bad", help="Upstream commit that breaks the fork (default: upstream.ref).")
@@ -41,7 +37,7 @@ def bisect(
     from ds4sync.cli import views as ui
     from ds4sync.loop import bisect as bisect_mod
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     result = bisect_mod.run_bisect(
         ws,
         good=good,
@@ -55,6 +51,7 @@ def bisect(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def sync(
     target: Annotated[
         str | None, typer.Argument(help="Upstream ref or SHA to go at most to (default: upstream.ref).")
@@ -62,11 +59,7 @@ def sync(
     to_green: Annotated[
         bool, typer.Option("--to-green", help="Sync to the furthest first-parent upstream commit that holds.")
     ] = False,
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     good: GoodOpt = None,
     tier: TierOpt = None,
     json_out: opt.Json = False,
@@ -76,7 +69,7 @@ def sync(
     from ds4sync.loop import bisect as bisect_mod
     from ds4sync.loop import sync as sync_mod
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     if not to_green:
         _finish(
             ws,

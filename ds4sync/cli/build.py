@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _workspace, app, done, err, out
+from ds4sync.cli._app import app, done, err, out
 from ds4sync.core.errors import ExitCode
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def build(
     build_profile: Annotated[
         str | None,
@@ -20,10 +21,7 @@ def build(
             "--build-profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."
         ),
     ] = None,
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     manifest: Annotated[
         Path | None,
         typer.Option("--manifest", help="Manifest of modules and op schemas (default: the profile's).", dir_okay=False),
@@ -34,7 +32,7 @@ def build(
     from ds4sync.native import view
     from ds4sync.native.phase import build_workspace
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     with view.live_status(err, enabled=not json_out) as progress:
         result, record = build_workspace(ws, profile_name=build_profile, manifest_path=manifest, progress=progress)
 

@@ -3,25 +3,22 @@ store or a path rule has an answer, in one place for a person or an agent."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _workspace, app, done, out
+from ds4sync.cli._app import app, done, out
 from ds4sync.core.errors import StateError
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def conflicts(
     ref: Annotated[
         str | None, typer.Argument(help="Upstream ref to plan against (default: the run's recorded merge).")
     ] = None,
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     run: opt.Run = None,
     fetch: opt.Fetch = False,
     json_out: opt.Json = False,
@@ -30,7 +27,7 @@ def conflicts(
     from ds4sync.merge.rerere import ResolutionStore
     from ds4sync.merge.resolvers import StoreResolver, known_answers
 
-    ws = _workspace(repo, config, branch, state_dir)
+    ws = where.open()
     if ref is not None:
         from ds4sync.loop import sync
 

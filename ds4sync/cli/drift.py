@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _progress, _workspace, app, done, out
+from ds4sync.cli._app import _progress, app, done, out
 from ds4sync.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -18,12 +17,9 @@ if TYPE_CHECKING:
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def drift(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many open PRs.")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", help="Only PRs with this label (repeatable).")] = None,
     updated_since: Annotated[
@@ -38,7 +34,7 @@ def drift(
         raise ConfigError(
             f"'{updated_since}' is not a date", where="--updated-since", fix="use YYYY-MM-DD or an ISO 8601 time"
         )
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     options = DriftOptions(limit=limit, labels=tuple(label or ()), updated_since=updated_since)
     result = run_drift(ws, options, progress=_progress(json_out))
     done(json_out, result.model_dump(mode="json"), text=lambda: render(out, result))

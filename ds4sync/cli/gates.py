@@ -8,19 +8,17 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _progress, _workspace, app, done, err, fail, kernels_app, out
+from ds4sync.cli._app import _progress, app, done, err, fail, kernels_app, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import ExecutorName, KernelOp, Tier
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def gate(
     tier: Annotated[Tier, typer.Option("--tier", help="The tier to run.")],
     names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     changed_since: Annotated[
         str | None, typer.Option("--changed-since", help="Select gates affected by changes since REF (vLLM CI rules).")
     ] = None,
@@ -52,7 +50,7 @@ def gate(
     from ds4sync.gates.collect import check_proof, run_head, run_of_worktree
     from ds4sync.gates.runner import TierOptions, run_tier, run_tier_in_run
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     record = ws.store.current()
     # In the worktree of a run that is no longer active (a failed run): the result is added to that run
     # when it proves the run's head (same commit and tree), else refused in one line.

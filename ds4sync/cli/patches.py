@@ -8,20 +8,19 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _workspace, app, done, out, patches_app, state
+from ds4sync.cli._app import app, done, out, patches_app, state
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import PatchSetKind
 
 
 @patches_app.command("list")
-def patches_list(
-    repo: opt.Repo = Path("."), config: opt.Config = None, profile: opt.Profile = None, json_out: opt.Json = False
-) -> None:
+@opt.workspace("repo", "config", "profile")
+def patches_list(where: opt.Where = opt.HERE, json_out: opt.Json = False) -> None:
     """List the profile's patch-sets in dependency order."""
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
-    _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
+    _catalogue, patchsets = commands.list_patchsets(where.open())
     done(
         json_out,
         lambda: {"patchsets": [ps.model_dump(mode="json") for ps in patchsets]},
@@ -65,19 +64,18 @@ def patches_check(
 
 
 @patches_app.command("new")
+@opt.workspace("repo", "config", "profile")
 def patches_new(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
     rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
     kind: Annotated[PatchSetKind, typer.Option("--kind", help="What the patch-set carries.")] = "fork-feature",
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     json_out: opt.Json = False,
 ) -> None:
     """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
     from ds4sync.patchsets import authoring
 
-    result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
+    result = authoring.new_patchset(where.open(), patchset_id, rev_range, kind=kind)
     done(
         json_out,
         lambda: _authored(result),
@@ -88,12 +86,10 @@ def patches_new(
 
 
 @patches_app.command("refresh")
+@opt.workspace("repo", "config", "state_dir", "profile")
 def patches_refresh(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     allow_drop: Annotated[
         bool,
         typer.Option("--allow-drop", help="Write the new patches even when they change fewer files (named)."),
@@ -103,7 +99,7 @@ def patches_refresh(
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     result = authoring.refresh_patchset(ws, patchset_id, allow_drop=allow_drop)
     done(
         json_out,
@@ -129,6 +125,7 @@ def _authored(result) -> dict:
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def backport(
     commit: Annotated[
         str,
@@ -146,13 +143,10 @@ def backport(
     ] = None,
     serving_config: opt.ServingConfig = None,
     json_out: opt.Json = False,
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
 ) -> None:
     """Carry an upstream commit as a backport patch-set, or `backport evaluate REF`: apply, build, A/B, decide."""
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     if commit == "evaluate":
         if ref is None:
             raise typer.BadParameter("`ds4sync backport evaluate REF` needs the upstream commit", param_hint="REF")

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _progress, _workspace, app, done, err, out
+from ds4sync.cli._app import _progress, app, done, err, out
 
 
 class Format(StrEnum):
@@ -26,11 +26,9 @@ ReportFormat = Annotated[
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def report(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
     fmt: ReportFormat = Format.md,
     out_file: Annotated[
@@ -61,7 +59,7 @@ def report(
     from ds4sync.core.files import write_output
     from ds4sync.report import files
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # a report reads the run; it takes no lock

@@ -9,17 +9,15 @@ from typing import Annotated, Any
 import typer
 
 from ds4sync.cli import options as opt
-from ds4sync.cli._app import _progress, _workspace, app, config_app, done, err, out
+from ds4sync.cli._app import _progress, app, config_app, done, err, out
 from ds4sync.core.errors import ExitCode, StateError
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def plan(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     fetch: opt.Fetch = False,
     semantic: Annotated[
         bool,
@@ -33,7 +31,7 @@ def plan(
     """Predict a merge (conflicts, kinds, overlaps, semantic breaks) without touching any work tree."""
     from ds4sync.loop import sync
 
-    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch, semantic=semantic)
+    summary = sync.plan(where.open(), ref, fetch=fetch, semantic=semantic)
 
     def text() -> None:
         from ds4sync.cli import views as ui
@@ -47,30 +45,25 @@ def plan(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def merge(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     fetch: opt.Fetch = False,
     json_out: opt.Json = False,
 ) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     outcome = sync.start_merge(ws, ref, progress=_progress(json_out), fetch=fetch)
     _finish(ws, outcome, json_out=json_out)
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def resume(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
-    profile: opt.Profile = None,
+    where: opt.Where = opt.HERE,
     accept_markers: Annotated[
         list[str] | None,
         typer.Option(
@@ -88,7 +81,7 @@ def resume(
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     outcome = sync.resume(
         ws,
         progress=_progress(json_out),
@@ -99,10 +92,9 @@ def resume(
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def abort(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     run: opt.Run = None,
     yes: opt.Yes = False,
     json_out: opt.Json = False,
@@ -113,7 +105,7 @@ def abort(
     """
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     target = sync.abort_target(ws, run_id=run)
     if target.status == "done" and not yes:
         _confirm_drop(target.run_id, target.sync_branch)
@@ -148,10 +140,9 @@ def _confirm_drop(run_id: str, sync_branch: str) -> None:
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def promote(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     run: opt.Run = None,
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
@@ -169,7 +160,7 @@ def promote(
     """
     from ds4sync.loop import promote as promote_mod
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     try:
         result = promote_mod.promote(
             ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated, progress=_progress(json_out)
@@ -204,26 +195,23 @@ def promote(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def cron(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    branch: opt.Branch = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30",
     json_out: opt.Json = False,
 ) -> None:
     """Print the crontab line that runs `ds4sync nightly` on this repository (refused where nightly cannot run)."""
     from ds4sync.loop.nightly import cron_line
 
-    line = cron_line(_workspace(repo, config, branch, state_dir), at=at)
+    line = cron_line(where.open(), at=at)
     done(json_out, {"line": line, "at": at}, text=lambda: out.print(line, markup=False))
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def status(
-    repo: opt.Repo = Path("."),
-    config: opt.Config = None,
-    state_dir: opt.StateDir = None,
+    where: opt.Where = opt.HERE,
     run: opt.Run = None,
     all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
     json_out: opt.Json = False,
@@ -232,7 +220,7 @@ def status(
     from ds4sync.cli import views as ui
     from ds4sync.serving.runs import children
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # status reads; it takes no lock to write notes
@@ -285,15 +273,14 @@ def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen
 
 
 @config_app.command("check")
-def config_check(
-    repo: opt.Repo = Path("."), config: opt.Config = None, branch: opt.Branch = None, json_out: opt.Json = False
-) -> None:
+@opt.workspace("repo", "config", "branch")
+def config_check(where: opt.Where = opt.HERE, json_out: opt.Json = False) -> None:
     """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
     before it changes anything (the night's own preflight); exit 2 when there is one."""
     from ds4sync.loop.preflight import preflight
     from ds4sync.models.config import CONFIG_NAME
 
-    ws = _workspace(repo, config, branch)
+    ws = where.open()
     fork_branch = ws.fork_branch or ws.repo.current_branch()
     problems = [exc.one_line() for exc in preflight(ws)]
     data = {
