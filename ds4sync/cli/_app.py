@@ -1,4 +1,4 @@
-"""The CLI's shared parts: the typer app, consoles, common options, the ``--json`` envelope, and the one error handler.
+"""The CLI's shared parts: the typer app, consoles, the ``--json`` envelope, and the one error handler.
 
 Core modules never print or exit; this module renders their results and maps errors
 to exit codes (see :mod:`ds4sync.core.errors`).
@@ -99,33 +99,6 @@ class _LazyConsole:
 out: Console = _LazyConsole(RedactedStream(lambda: sys.stdout))  # type: ignore[assignment]
 err: Console = _LazyConsole(RedactedStream(lambda: sys.stderr))  # type: ignore[assignment]
 
-RepoOpt = Annotated[
-    Path,
-    typer.Option(
-        "--repo", help="The fork checkout or any folder inside it (default: current directory).", file_okay=False
-    ),
-]
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="ds4sync.yaml to use (default: <repo>/ds4sync.yaml).", dir_okay=False)
-]
-BranchOpt = Annotated[
-    str | None,
-    typer.Option("--branch", help="The fork branch (default: fork.branch in config, else the checked-out branch)."),
-]
-StateOpt = Annotated[
-    Path | None, typer.Option("--state-dir", help="Where runs live (default: <git-common-dir>/ds4sync).")
-]
-ProfileOpt = Annotated[
-    Path | None, typer.Option("--profile", help="Profile folder (patches/, gates/, reports/, kernels/).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the ds4sync envelope) instead of text.")]
-ServingConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--serving-config", dir_okay=False, help="YAML with the serving section (default: ds4sync.yaml)."),
-]
-FetchOpt = Annotated[bool, typer.Option("--fetch", help="Fetch the ref from the upstream remote first.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask; answer yes.")]
-
 
 class _State:
     """What the root options set for this invocation."""
@@ -135,22 +108,6 @@ class _State:
 
 
 state = _State()
-
-
-def _workspace(
-    repo: Path,
-    config: Path | None,
-    branch: str | None = None,
-    state_dir: Path | None = None,
-    profile: Path | None = None,
-):
-    from ds4sync.runner import open_workspace
-
-    ws = open_workspace(repo, config_path=config, branch=branch, state_dir=state_dir, profile=profile)
-    from ds4sync.cli import logs
-
-    logs.attach_run_log(ws.state_dir)
-    return ws
 
 
 def _progress(quiet: bool):

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import Tier
 
@@ -32,12 +20,9 @@ GoodOpt = Annotated[
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def bisect(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     good: GoodOpt = None,
     bad: Annotated[
         str | None, typer.Option("--bad", help="Upstream commit that breaks the fork (default: upstream.ref).")
@@ -46,13 +31,13 @@ def bisect(
     patchset: Annotated[
         list[str] | None, typer.Option("--patchset", help="Only this patch-set's invariants (repeatable).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Find the first upstream commit (first-parent) whose merge breaks the fork; name its PR and what broke."""
     from ds4sync.cli import views as ui
     from ds4sync.loop import bisect as bisect_mod
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     result = bisect_mod.run_bisect(
         ws,
         good=good,
@@ -66,6 +51,7 @@ def bisect(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def sync(
     target: Annotated[
         str | None, typer.Argument(help="Upstream ref or SHA to go at most to (default: upstream.ref).")
@@ -73,21 +59,17 @@ def sync(
     to_green: Annotated[
         bool, typer.Option("--to-green", help="Sync to the furthest first-parent upstream commit that holds.")
     ] = False,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     good: GoodOpt = None,
     tier: TierOpt = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Sync the fork to TARGET; with --to-green, to the last upstream commit before the one that breaks it."""
     from ds4sync.cli.run import _finish
     from ds4sync.loop import bisect as bisect_mod
     from ds4sync.loop import sync as sync_mod
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     if not to_green:
         _finish(
             ws,

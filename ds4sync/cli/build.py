@@ -7,22 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import app, done, err, out
 from ds4sync.core.errors import ExitCode
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def build(
     build_profile: Annotated[
         str | None,
@@ -30,21 +21,18 @@ def build(
             "--build-profile", help="Build profile name, e.g. sm120 or sm90 (default: build.profile in config)."
         ),
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     manifest: Annotated[
         Path | None,
         typer.Option("--manifest", help="Manifest of modules and op schemas (default: the profile's).", dir_okay=False),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Build the native kernels with a target profile, then prove imports and op schemas."""
     from ds4sync.native import view
     from ds4sync.native.phase import build_workspace
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     with view.live_status(err, enabled=not json_out) as progress:
         result, record = build_workspace(ws, profile_name=build_profile, manifest_path=manifest, progress=progress)
 

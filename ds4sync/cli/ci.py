@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import ConfigOpt, JsonOpt, ProfileOpt, RepoOpt, StateOpt, _workspace, app, done, fail, out
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import app, done, fail, out
 from ds4sync.core.names import Tier
 
 ci_app = typer.Typer(no_args_is_help=True, help="Run the gate tiers on the CI engines forks already run.")
@@ -15,6 +16,7 @@ app.add_typer(ci_app, name="ci")
 
 
 @ci_app.command("export")
+@opt.workspace("repo", "config", "state_dir", "profile")
 def export(
     buildkite: Annotated[bool, typer.Option("--buildkite", help="A Buildkite pipeline (as vLLM's CI).")] = False,
     github_actions: Annotated[bool, typer.Option("--github-actions", help="A GitHub Actions workflow.")] = False,
@@ -28,11 +30,8 @@ def export(
             "installed from).",
         ),
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    where: opt.Where = opt.HERE,
+    json_out: opt.Json = False,
 ) -> None:
     """One CI step per gate, each running `ds4sync gate --tier T --gate NAME --json`, with queues, paths, timeouts."""
     from ds4sync.core.files import write_output
@@ -41,7 +40,7 @@ def export(
 
     if buildkite == github_actions:
         fail("pass exactly one of --buildkite and --github-actions")
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     names = tuple(t.value for t in tiers) if tiers else tuple(ws.config.gates.tiers)
     if not names:
         fail("no tiers to export: pass --tier or set gates.tiers in ds4sync.yaml")

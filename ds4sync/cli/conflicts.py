@@ -3,34 +3,31 @@ store or a path rule has an answer, in one place for a person or an agent."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ds4sync.cli._app import BranchOpt, ConfigOpt, FetchOpt, JsonOpt, RepoOpt, StateOpt, _workspace, app, done, out
-from ds4sync.cli.run import RunOpt
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import app, done, out
 from ds4sync.core.errors import StateError
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def conflicts(
     ref: Annotated[
         str | None, typer.Argument(help="Upstream ref to plan against (default: the run's recorded merge).")
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
-    fetch: FetchOpt = False,
-    json_out: JsonOpt = False,
+    where: opt.Where = opt.HERE,
+    run: opt.Run = None,
+    fetch: opt.Fetch = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Show each conflict hunk: base, fork and upstream text, who changed it, and what already answers it."""
     from ds4sync.merge.rerere import ResolutionStore
     from ds4sync.merge.resolvers import StoreResolver, known_answers
 
-    ws = _workspace(repo, config, branch, state_dir)
+    ws = where.open()
     if ref is not None:
         from ds4sync.loop import sync
 

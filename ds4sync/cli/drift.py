@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, out
 from ds4sync.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,18 +17,15 @@ if TYPE_CHECKING:
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def drift(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many open PRs.")] = None,
     label: Annotated[list[str] | None, typer.Option("--label", help="Only PRs with this label (repeatable).")] = None,
     updated_since: Annotated[
         str | None, typer.Option("--updated-since", help="Only PRs updated since this date (YYYY-MM-DD or ISO time).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Merge each open upstream PR three-way into the fork (from objects): conflicts, violated invariants, ranked."""
     from ds4sync.drift.watch import DriftOptions, run_drift
@@ -49,7 +34,7 @@ def drift(
         raise ConfigError(
             f"'{updated_since}' is not a date", where="--updated-since", fix="use YYYY-MM-DD or an ISO 8601 time"
         )
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     options = DriftOptions(limit=limit, labels=tuple(label or ()), updated_since=updated_since)
     result = run_drift(ws, options, progress=_progress(json_out))
     done(json_out, result.model_dump(mode="json"), text=lambda: render(out, result))

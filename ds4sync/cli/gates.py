@@ -7,33 +7,18 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    fail,
-    kernels_app,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, err, fail, kernels_app, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import ExecutorName, KernelOp, Tier
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def gate(
     tier: Annotated[Tier, typer.Option("--tier", help="The tier to run.")],
     names: Annotated[list[str] | None, typer.Option("--gate", help="Run only this gate (repeatable).")] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     changed_since: Annotated[
         str | None, typer.Option("--changed-since", help="Select gates affected by changes since REF (vLLM CI rules).")
     ] = None,
@@ -56,7 +41,7 @@ def gate(
         list[Path] | None,
         typer.Option("--merge-results", help="Read results produced elsewhere (CI artefacts) into the run instead."),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
     import contextlib
@@ -65,7 +50,7 @@ def gate(
     from ds4sync.gates.collect import check_proof, run_head, run_of_worktree
     from ds4sync.gates.runner import TierOptions, run_tier, run_tier_in_run
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     record = ws.store.current()
     # In the worktree of a run that is no longer active (a failed run): the result is added to that run
     # when it proves the run's head (same commit and tree), else refused in one line.
@@ -133,8 +118,8 @@ def kernels_check(
             help="cuda or cpu (default: cuda if present; cpu runs the Triton interpreter on the small grid).",
         ),
     ] = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    profile: opt.Profile = None,
+    json_out: opt.Json = False,
 ) -> None:
     """Check the DeepSeek ops (indexer logits, top-k, routing) against exact torch references."""
     from ds4sync.gates import kernelsuite

@@ -7,19 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, out
 
 nightly_app = typer.Typer(
     help="Fetch upstream and run a whole sync, publish, promote, deploy, prune and notify; for a timer.",
@@ -29,19 +18,16 @@ app.add_typer(nightly_app, name="nightly")
 
 
 @nightly_app.callback()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def nightly(
     ctx: typer.Context,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     ref: Annotated[str | None, typer.Option("--ref", help="Upstream ref (default: upstream.ref).")] = None,
     budget: Annotated[
         float | None, typer.Option("--budget", help="Time budget in seconds (default: nightly.budget_s).")
     ] = None,
     no_notify: Annotated[bool, typer.Option("--no-notify", help="Send no notification this time.")] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """One night's sync. Exit codes: 0 green or nothing moved, 1 failed, 4 needs a person,
     5 out of time budget, 6 forge or notification target unreachable (try later)."""
@@ -50,7 +36,7 @@ def nightly(
     from ds4sync.loop.handoff import shown, waiting_files
     from ds4sync.loop.nightly import run_nightly
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     result = run_nightly(ws, ref=ref, progress=_progress(json_out), budget_s=budget, notify=not no_notify)
     record = result.record
     waiting = waiting_files(record) if record is not None else []
@@ -95,10 +81,9 @@ def nightly(
 
 
 @nightly_app.command("install")
+@opt.workspace("repo", "config", "state_dir")
 def nightly_install(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    where: opt.Where = opt.HERE,
     cron: Annotated[bool, typer.Option("--cron", help="Print the crontab line.")] = False,
     systemd: Annotated[bool, typer.Option("--systemd", help="A user service and timer (Persistent=true).")] = False,
     at: Annotated[str | None, typer.Option("--at", help="Time of day, HH:MM (default: nightly.at).")] = None,
@@ -115,7 +100,7 @@ def nightly_install(
 
     if cron == systemd:
         raise ConfigError("choose one of --cron and --systemd", where="nightly install", fix="pass exactly one")
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     when = at or ws.config.nightly.at
     if cron:
         if write is not None:
@@ -136,16 +121,15 @@ def nightly_install(
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def deploy(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    where: opt.Where = opt.HERE,
     run: Annotated[str | None, typer.Option("--run", help="Promoted run (default: active, else latest).")] = None,
 ) -> None:
     """Switch the llama-swap stanza to a promoted run's tree (flags checked unchanged; previous kept)."""
     from ds4sync.loop.deploy import deploy as deploy_run
 
-    result = deploy_run(_workspace(repo, config, None, state_dir), run_id=run)
+    result = deploy_run(where.open(), run_id=run)
     out.print(
         f"{result.model}: {result.old.tree} -> {result.new.tree}; {len(result.flags)} serving flags unchanged; "
         f"`ds4sync rollback` restores the previous stanza",
@@ -154,10 +138,9 @@ def deploy(
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def rollback(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
+    where: opt.Where = opt.HERE,
     keep_branch: Annotated[
         bool, typer.Option("--keep-branch", help="Restore the serving stanza only; leave the fork branch.")
     ] = False,
@@ -165,7 +148,7 @@ def rollback(
     """Undo the last deploy: previous stanza back, fork branch back to its rollback ref."""
     from ds4sync.loop.deploy import rollback as rollback_run
 
-    result = rollback_run(_workspace(repo, config, None, state_dir), keep_branch=keep_branch)
+    result = rollback_run(where.open(), keep_branch=keep_branch)
     out.print(f"{result.model}: back to {result.paths.tree}", markup=False)
     if result.branch:
         out.print(f"{result.branch}: back to {result.branch_head}", markup=False)

@@ -7,33 +7,20 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    ServingConfigOpt,
-    StateOpt,
-    _workspace,
-    app,
-    done,
-    out,
-    patches_app,
-    state,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import app, done, out, patches_app, state
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import PatchSetKind
 
 
 @patches_app.command("list")
-def patches_list(
-    repo: RepoOpt = Path("."), config: ConfigOpt = None, profile: ProfileOpt = None, json_out: JsonOpt = False
-) -> None:
+@opt.workspace("repo", "config", "profile")
+def patches_list(where: opt.Where = opt.HERE, json_out: opt.Json = False) -> None:
     """List the profile's patch-sets in dependency order."""
     from ds4sync.patchsets import commands
     from ds4sync.patchsets import ui as ps_ui
 
-    _catalogue, patchsets = commands.list_patchsets(_workspace(repo, config, profile=profile))
+    _catalogue, patchsets = commands.list_patchsets(where.open())
     done(
         json_out,
         lambda: {"patchsets": [ps.model_dump(mode="json") for ps in patchsets]},
@@ -43,9 +30,9 @@ def patches_list(
 
 @patches_app.command("check")
 def patches_check(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    profile: ProfileOpt = None,
+    repo: opt.Repo = Path("."),
+    config: opt.Config = None,
+    profile: opt.Profile = None,
     upstream: Annotated[
         str | None, typer.Option("--upstream", help="Upstream ref: report patch-sets whose drop_when holds there.")
     ] = None,
@@ -58,7 +45,7 @@ def patches_check(
             "--branch", help="The fork branch the tree is of, for catalogue.yaml `branches` (default: --rev or HEAD)."
         ),
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Check every patch-set's invariants on a checkout (no merge); exit 1 on a blocking violation.
 
@@ -77,19 +64,18 @@ def patches_check(
 
 
 @patches_app.command("new")
+@opt.workspace("repo", "config", "profile")
 def patches_new(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The new patch-set's id.")],
     rev_range: Annotated[str, typer.Option("--from", help="Fork commits to capture, BASE..HEAD.")],
     kind: Annotated[PatchSetKind, typer.Option("--kind", help="What the patch-set carries.")] = "fork-feature",
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    profile: ProfileOpt = None,
-    json_out: JsonOpt = False,
+    where: opt.Where = opt.HERE,
+    json_out: opt.Json = False,
 ) -> None:
     """Capture fork commits into <profile>/patches/ID/ (git format-patch + scaffolded patchset.yaml)."""
     from ds4sync.patchsets import authoring
 
-    result = authoring.new_patchset(_workspace(repo, config, profile=profile), patchset_id, rev_range, kind=kind)
+    result = authoring.new_patchset(where.open(), patchset_id, rev_range, kind=kind)
     done(
         json_out,
         lambda: _authored(result),
@@ -100,22 +86,20 @@ def patches_new(
 
 
 @patches_app.command("refresh")
+@opt.workspace("repo", "config", "state_dir", "profile")
 def patches_refresh(
     patchset_id: Annotated[str, typer.Argument(metavar="ID", help="The patch-set to rewrite.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     allow_drop: Annotated[
         bool,
         typer.Option("--allow-drop", help="Write the new patches even when they change fewer files (named)."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Rewrite a patch-set's patches from its adapted commit in the sync worktree."""
     from ds4sync.patchsets import authoring
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     result = authoring.refresh_patchset(ws, patchset_id, allow_drop=allow_drop)
     done(
         json_out,
@@ -141,6 +125,7 @@ def _authored(result) -> dict:
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def backport(
     commit: Annotated[
         str,
@@ -156,15 +141,12 @@ def backport(
     onto: Annotated[
         str | None, typer.Option("--onto", help="evaluate: branch to apply on (default: the active run's sync branch).")
     ] = None,
-    serving_config: ServingConfigOpt = None,
-    json_out: JsonOpt = False,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    serving_config: opt.ServingConfig = None,
+    json_out: opt.Json = False,
+    where: opt.Where = opt.HERE,
 ) -> None:
     """Carry an upstream commit as a backport patch-set, or `backport evaluate REF`: apply, build, A/B, decide."""
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     if commit == "evaluate":
         if ref is None:
             raise typer.BadParameter("`ds4sync backport evaluate REF` needs the upstream commit", param_hint="REF")

@@ -8,19 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, err, out
 
 
 class Format(StrEnum):
@@ -37,11 +26,9 @@ ReportFormat = Annotated[
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def report(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     run: Annotated[str | None, typer.Option("--run", help="Run id (default: active, else latest).")] = None,
     fmt: ReportFormat = Format.md,
     out_file: Annotated[
@@ -62,7 +49,7 @@ def report(
             help="A self-contained HTML page of plots over every recorded run (--out, default <state>/trend.html).",
         ),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Render the PR description of a run from its record (secrets are always redacted).
 
@@ -72,7 +59,7 @@ def report(
     from ds4sync.core.files import write_output
     from ds4sync.report import files
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # a report reads the run; it takes no lock

@@ -8,36 +8,17 @@ from typing import Annotated, Any
 
 import typer
 
-from ds4sync.cli._app import (
-    BranchOpt,
-    ConfigOpt,
-    FetchOpt,
-    JsonOpt,
-    ProfileOpt,
-    RepoOpt,
-    StateOpt,
-    YesOpt,
-    _progress,
-    _workspace,
-    app,
-    config_app,
-    done,
-    err,
-    out,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, config_app, done, err, out
 from ds4sync.core.errors import ExitCode, StateError
-
-RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the active run, else the latest).")]
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def plan(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    fetch: FetchOpt = False,
+    where: opt.Where = opt.HERE,
+    fetch: opt.Fetch = False,
     semantic: Annotated[
         bool,
         typer.Option(
@@ -45,12 +26,12 @@ def plan(
             help="Also run the semantic check on the predicted tree (most of plan's time on a large fork).",
         ),
     ] = True,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Predict a merge (conflicts, kinds, overlaps, semantic breaks) without touching any work tree."""
     from ds4sync.loop import sync
 
-    summary = sync.plan(_workspace(repo, config, branch, state_dir), ref, fetch=fetch, semantic=semantic)
+    summary = sync.plan(where.open(), ref, fetch=fetch, semantic=semantic)
 
     def text() -> None:
         from ds4sync.cli import views as ui
@@ -64,30 +45,25 @@ def plan(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir", "profile")
 def merge(
     ref: Annotated[str, typer.Argument(help="Upstream ref or SHA to merge.")],
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
-    fetch: FetchOpt = False,
-    json_out: JsonOpt = False,
+    where: opt.Where = opt.HERE,
+    fetch: opt.Fetch = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Merge an upstream SHA into the fork in a new sync worktree, reusing recorded resolutions."""
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, branch, state_dir, profile)
+    ws = where.open()
     outcome = sync.start_merge(ws, ref, progress=_progress(json_out), fetch=fetch)
     _finish(ws, outcome, json_out=json_out)
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir", "profile")
 def resume(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    profile: ProfileOpt = None,
+    where: opt.Where = opt.HERE,
     accept_markers: Annotated[
         list[str] | None,
         typer.Option(
@@ -100,12 +76,12 @@ def resume(
     accept_proposals: Annotated[
         bool, typer.Option("--accept-proposals", help="Stage the validated model proposals you reviewed.")
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Go on with the active run: accept resolved conflicts, record them, and continue."""
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, None, state_dir, profile)
+    ws = where.open()
     outcome = sync.resume(
         ws,
         progress=_progress(json_out),
@@ -116,13 +92,12 @@ def resume(
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def abort(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
-    yes: YesOpt = False,
-    json_out: JsonOpt = False,
+    where: opt.Where = opt.HERE,
+    run: opt.Run = None,
+    yes: opt.Yes = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Drop a run: remove its worktree and sync branch; the fork branch is untouched.
 
@@ -130,7 +105,7 @@ def abort(
     """
     from ds4sync.loop import sync
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     target = sync.abort_target(ws, run_id=run)
     if target.status == "done" and not yes:
         _confirm_drop(target.run_id, target.sync_branch)
@@ -165,11 +140,10 @@ def _confirm_drop(run_id: str, sync_branch: str) -> None:
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def promote(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
+    where: opt.Where = opt.HERE,
+    run: opt.Run = None,
     allow_blockers: Annotated[
         bool, typer.Option("--allow-blockers", help="Promote despite failed gates (recorded).")
     ] = False,
@@ -177,7 +151,7 @@ def promote(
         bool,
         typer.Option("--allow-ungated", help="Promote although no gate tier is configured (recorded loudly)."),
     ] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Fast-forward the fork branch to the sync head the gates proved (keeps a rollback ref). Nothing else moves it.
 
@@ -186,7 +160,7 @@ def promote(
     """
     from ds4sync.loop import promote as promote_mod
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     try:
         result = promote_mod.promote(
             ws, run_id=run, allow=allow_blockers, allow_ungated=allow_ungated, progress=_progress(json_out)
@@ -221,35 +195,32 @@ def promote(
 
 
 @app.command()
+@opt.workspace("repo", "config", "branch", "state_dir")
 def cron(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    branch: BranchOpt = None,
-    state_dir: StateOpt = None,
+    where: opt.Where = opt.HERE,
     at: Annotated[str, typer.Option("--at", help="Time of day, HH:MM (local).")] = "02:30",
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Print the crontab line that runs `ds4sync nightly` on this repository (refused where nightly cannot run)."""
     from ds4sync.loop.nightly import cron_line
 
-    line = cron_line(_workspace(repo, config, branch, state_dir), at=at)
+    line = cron_line(where.open(), at=at)
     done(json_out, {"line": line, "at": at}, text=lambda: out.print(line, markup=False))
 
 
 @app.command()
+@opt.workspace("repo", "config", "state_dir")
 def status(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    run: RunOpt = None,
+    where: opt.Where = opt.HERE,
+    run: opt.Run = None,
     all_runs: Annotated[bool, typer.Option("--all", help="List every run.")] = False,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Show the current run and what to do next (and end servers a killed ds4sync left behind, saying so)."""
     from ds4sync.cli import views as ui
     from ds4sync.serving.runs import children
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # status reads; it takes no lock to write notes
@@ -302,15 +273,14 @@ def _last_green(ws, recorded_branch: str | None):  # -> loop.lastgreen.LastGreen
 
 
 @config_app.command("check")
-def config_check(
-    repo: RepoOpt = Path("."), config: ConfigOpt = None, branch: BranchOpt = None, json_out: JsonOpt = False
-) -> None:
+@opt.workspace("repo", "config", "branch")
+def config_check(where: opt.Where = opt.HERE, json_out: opt.Json = False) -> None:
     """Validate ds4sync.yaml and print what it resolves to, and every problem that stops `ds4sync nightly`
     before it changes anything (the night's own preflight); exit 2 when there is one."""
     from ds4sync.loop.preflight import preflight
     from ds4sync.models.config import CONFIG_NAME
 
-    ws = _workspace(repo, config, branch)
+    ws = where.open()
     fork_branch = ws.fork_branch or ws.repo.current_branch()
     problems = [exc.one_line() for exc in preflight(ws)]
     data = {
@@ -349,7 +319,7 @@ def demo(
     workdir: Annotated[
         Path | None, typer.Option("--workdir", help="Folder for the demo repos (default: a new temporary folder).")
     ] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Build a small upstream and fork with realistic history, and run a sync end to end."""
     from ds4sync.demo import run as demo_mod

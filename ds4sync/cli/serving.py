@@ -7,20 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ds4sync.cli._app import (
-    ConfigOpt,
-    JsonOpt,
-    RepoOpt,
-    ServingConfigOpt,
-    StateOpt,
-    _progress,
-    _workspace,
-    app,
-    done,
-    err,
-    out,
-    serving_app,
-)
+from ds4sync.cli import options as opt
+from ds4sync.cli._app import _progress, app, done, err, out, serving_app
 from ds4sync.core.errors import ExitCode
 
 OutOpt = Annotated[
@@ -57,14 +45,13 @@ def backport_exit(decision: object) -> int:
 
 
 @serving_app.command("gate")
+@opt.workspace("repo", "config", "state_dir")
 def serving_gate(
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    serving_config: ServingConfigOpt = None,
+    where: opt.Where = opt.HERE,
+    serving_config: opt.ServingConfig = None,
     out_dir: OutOpt = None,
     probe: Annotated[list[str] | None, typer.Option("--probe", help="Run only this probe (repeatable).")] = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Start (or attach to) the server and run the serving probes.
 
@@ -76,7 +63,7 @@ def serving_gate(
     from ds4sync.serving import render, runs
     from ds4sync.serving.gate import GateInterrupted, run_serving_gate
 
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     cfg = runs.load_serving_config(ws, serving_config)
     registry = runs.children(ws, announce=_announce)
     folder = runs.output_dir(ws, "serving", out_dir)
@@ -105,6 +92,7 @@ def serving_gate(
 
 
 @app.command("ab")
+@opt.workspace("repo", "config", "state_dir")
 def ab(
     baseline: Annotated[
         list[str], typer.Option("--baseline", help="Recorded JSON file(s), a base URL, or a serving-config YAML.")
@@ -123,12 +111,10 @@ def ab(
     servers: Annotated[
         str | None, typer.Option("--servers", help="Started sides: alternate (restart per run) or both (both up).")
     ] = None,
-    repo: RepoOpt = Path("."),
-    config: ConfigOpt = None,
-    state_dir: StateOpt = None,
-    serving_config: ServingConfigOpt = None,
+    where: opt.Where = opt.HERE,
+    serving_config: opt.ServingConfig = None,
     out_dir: OutOpt = None,
-    json_out: JsonOpt = False,
+    json_out: opt.Json = False,
 ) -> None:
     """Compare a baseline and a candidate measured alike: medians, paired t intervals, verdict per metric and overall.
 
@@ -142,7 +128,7 @@ def ab(
 
     if servers not in (None, "alternate", "both"):
         raise typer.BadParameter("alternate or both", param_hint="--servers")
-    ws = _workspace(repo, config, None, state_dir)
+    ws = where.open()
     cfg = ws.config.serving if serving_config is None else runs.load_serving_config(ws, serving_config)
     settings = cfg.ab if cfg else ABConfig()
     folder = runs.output_dir(ws, "ab", out_dir)

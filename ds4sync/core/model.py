@@ -9,10 +9,11 @@ import difflib
 import errno
 import functools
 import os
+import re
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Annotated, Any, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ds4sync.core.errors import ConfigError
 
@@ -46,6 +47,56 @@ def updated(model: M, /, **changes: Any) -> M:
         raise ValueError(f"{cls.__name__}.{describe_validation_error(exc, cls)}") from exc
     object.__setattr__(new, "__pydantic_fields_set__", model.model_fields_set | set(changes))
     return new
+
+
+def from_attributes(cls: type[M], source: object, /, **given: Any) -> M:
+    """A ``cls`` whose fields are read from ``source``'s attributes of the same names, ``given`` for the others.
+
+    The one way a model repeats another's fields (a report view of a result): every field of ``cls`` that
+    ``given`` does not set is read from ``source``, defaults included, so a field ``source`` lacks is an error,
+    never a silent default.
+
+    Raises:
+        AttributeError: ``source`` has no attribute named like a field of ``cls`` that ``given`` does not set.
+        pydantic.ValidationError: a value the field does not accept.
+    """
+    return cls(**{name: getattr(source, name) for name in cls.model_fields if name not in given}, **given)
+
+
+def checked_regex(pattern: str) -> str:
+    """``pattern`` as given, once it compiles as a Python regular expression.
+
+    Raises:
+        ValueError: it does not compile (``re.error`` is no ValueError: pydantic would let it escape).
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc})") from exc
+    return pattern
+
+
+#: A field holding a regular expression: a pattern that does not compile fails when the file is read.
+Regex = Annotated[str, AfterValidator(checked_regex)]
+
+
+#: A dotted Python name: ``package.module``, or a qualified name within a module (``Class.method``).
+DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def checked_module_name(name: str) -> str:
+    """``name`` as given, once it is a dotted module name (``package.module``).
+
+    Raises:
+        ValueError: anything else, quoting it.
+    """
+    if not DOTTED_NAME.fullmatch(name):
+        raise ValueError(f"'{name}' is not a dotted module name like 'package.module'")
+    return name
+
+
+#: A field naming a Python module by its dotted name.
+ModuleName = Annotated[str, AfterValidator(checked_module_name)]
 
 
 #: Limits on one YAML file ds4sync reads (a config or profile file is a few kilobytes): its size in bytes, how deep
@@ -101,13 +152,20 @@ def _read_text(path: Path) -> str:
             where=str(path),
             fix="check that this is the file you meant (a config or profile file is a few KiB)",
         )
+    return decode_utf8(raw, where=str(path))
+
+
+def decode_utf8(raw: bytes, *, where: str, what: str = "not UTF-8 text", fix: str = "save the file as UTF-8") -> str:
+    """``raw`` decoded as UTF-8, the one way a file ds4sync reads as text is refused when it is none.
+
+    Raises:
+        ConfigError: ``what``, then the first byte that is no UTF-8 and its offset (``byte 0xff at offset 12``).
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-            where=str(path),
-            fix="save the file as UTF-8",
+            f"{what} (byte {exc.object[exc.start]:#04x} at offset {exc.start})", where=where, fix=fix
         ) from exc
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, Regex
 from ds4sync.core.names import TIERS
 from ds4sync.gates.environments import EnvironmentName, ToolsEnv
 
@@ -47,7 +47,7 @@ class EnvFailureRule(FrozenModel):
 
     name: str
     category: str
-    pattern: str
+    pattern: Regex
     where: str = Field(default="failure", pattern="^(failure|log|any)$")
     raised: tuple[str, ...] = Field(
         default=(),
@@ -58,15 +58,6 @@ class EnvFailureRule(FrozenModel):
         default=(),
         description="path fragments (e.g. huggingface_hub/): the frame that raised must be in one of them",
     )
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression ({exc})") from exc
-        return value
 
     def matches(self, *, failure_text: str, log_text: str = "") -> bool:
         """Whether the rule's pattern occurs where it looks (with ``raised``: in the message of the failure's

@@ -22,19 +22,16 @@ from typing import Any
 
 from ds4sync.core.errors import ConfigError, StateError
 from ds4sync.core.files import write_atomic, write_json_atomic
-from ds4sync.core.model import FrozenModel, read_yaml, updated
+from ds4sync.core.model import read_yaml, updated
 from ds4sync.core.record import now_iso
-from ds4sync.models.loop_results import DeployResult, StanzaPaths
+from ds4sync.models.loop_results import DeployResult, StanzaPaths, StanzaSwitch
 from ds4sync.models.loop_settings import DeployConfig
 from ds4sync.runner import Workspace, update_run
 
 
-class RollbackResult(FrozenModel):
+class RollbackResult(StanzaSwitch):
     """What rollback restored: the stanza (back to ``paths``) and, when it could, the fork branch."""
 
-    model: str
-    config: str
-    run_id: str
     paths: StanzaPaths
     branch: str | None = None
     branch_head: str | None = None

@@ -42,12 +42,17 @@ class StanzaPaths(FrozenModel):
     cache: str | None = None
 
 
-class DeployResult(FrozenModel):
-    """A switch of ``model`` in ``config`` from ``old`` paths to ``new``; ``flags`` serving flags checked equal."""
+class StanzaSwitch(FrozenModel):
+    """A switch of the llama-swap stanza ``model`` in the file ``config``, by the deploy of run ``run_id``."""
 
     model: str
     config: str
     run_id: str
+
+
+class DeployResult(StanzaSwitch):
+    """A switch of ``model`` in ``config`` from ``old`` paths to ``new``; ``flags`` serving flags checked equal."""
+
     old: StanzaPaths
     new: StanzaPaths
     flags: tuple[str, ...]

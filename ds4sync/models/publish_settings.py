@@ -10,7 +10,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, Regex
 
 #: A pull request title that reads like an upstream sync (matched case-insensitively).
 SYNC_TITLE_PATTERN = r"\b(sync|merge|integrat\w*|rebase|catch[- ]?up|refresh)\b.*\b(upstream|main)\b"
@@ -44,7 +44,7 @@ class PublishConfig(FrozenModel):
     labels: tuple[str, ...] = ()
     draft: bool = True
     public: bool = Field(default=True, description="redact private hosts and home folders from the PR text")
-    sync_title_pattern: str = SYNC_TITLE_PATTERN
+    sync_title_pattern: Regex = SYNC_TITLE_PATTERN
     max_prs_inspected: int = Field(default=50, ge=0, description="open PRs whose commits are read (range check)")
     retries: int = Field(default=4, ge=0, description="retries of a rate-limited or 5xx reply")
     backoff_s: float = Field(default=2.0, gt=0, description="first wait after a 5xx reply, doubled each retry")
@@ -61,15 +61,6 @@ class PublishConfig(FrozenModel):
     def _owner_name(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", value):
             raise ValueError("must be owner/name, e.g. jasl/vllm")
-        return value
-
-    @field_validator("sync_title_pattern")
-    @classmethod
-    def _regex(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression ({exc})") from exc
         return value
 
     @property

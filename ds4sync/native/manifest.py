@@ -13,25 +13,17 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, Field, field_validator
 
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import FrozenModel, ModuleName, read_yaml, validate
 
 _OP_RE = re.compile(r"^[A-Za-z_]\w*::[A-Za-z_]\w*$")
-_MODULE_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
 
 class ModuleSpec(FrozenModel):
     """A native extension module to import (``vllm._C``); an optional one may be absent."""
 
-    name: str
+    name: ModuleName
     optional: bool = False
     note: str = ""
-
-    @field_validator("name")
-    @classmethod
-    def _dotted(cls, value: str) -> str:
-        if not _MODULE_RE.match(value):
-            raise ValueError(f"'{value}' is not a dotted module name")
-        return value
 
 
 class OpSpec(FrozenModel):

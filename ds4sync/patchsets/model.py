@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import FrozenModel, read_yaml, validate
+from ds4sync.core.model import DOTTED_NAME, FrozenModel, ModuleName, Regex, checked_regex, read_yaml, validate
 from ds4sync.core.names import PatchSetKind
 from ds4sync.patchsets.lint import lint_patch
 
@@ -25,28 +25,10 @@ CATALOGUE_FILE = "catalogue.yaml"
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 Severity = Literal["blocking", "advisory"]
 Globs = Annotated[tuple[str, ...], Field(min_length=1)]
-_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-
-
-def _dotted_modules(value: object) -> object:
-    """``value`` as a tuple (a single name too), refused unless each item is a dotted module name."""
-    value = _as_tuple(value)
-    for module in value if isinstance(value, tuple | list) else ():
-        if not isinstance(module, str) or not _DOTTED.fullmatch(module):
-            raise ValueError(f"'{module}' is not a dotted module name like 'package.module'")
-    return value
 
 
 def _as_tuple(value: object) -> object:
     return (value,) if isinstance(value, str) else value
-
-
-def _compiles(pattern: str) -> str:
-    try:
-        re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression ({exc})") from exc
-    return pattern
 
 
 class _InvariantBase(FrozenModel):
@@ -72,14 +54,11 @@ class Liveness(FrozenModel):
     packages sit in (default the top). Files that are not ``.py`` are not judged.
     """
 
-    entry: tuple[str, ...] = ()
+    entry: tuple[ModuleName, ...] = ()
     imports_resolve: bool = False
     root: str = ""
 
-    @field_validator("entry", mode="before")
-    @classmethod
-    def _modules(cls, value: object) -> object:
-        return _dotted_modules(value)
+    _entry = field_validator("entry", mode="before")(_as_tuple)
 
     @model_validator(mode="after")
     def _something(self) -> Liveness:
@@ -99,13 +78,12 @@ class ContainsInvariant(_InvariantBase):
 
     kind: Literal["contains"]
     files: Globs
-    pattern: str
+    pattern: Regex
     every_file: bool = False
     min_count: int = Field(default=1, ge=1)
     live: Liveness | None = None
 
     _files = field_validator("files", mode="before")(_as_tuple)
-    _pattern = field_validator("pattern")(_compiles)
 
 
 class AbsentInvariant(_InvariantBase):
@@ -117,11 +95,10 @@ class AbsentInvariant(_InvariantBase):
 
     kind: Literal["absent"]
     files: Globs
-    pattern: str
+    pattern: Regex
     missing_ok: bool = False
 
     _files = field_validator("files", mode="before")(_as_tuple)
-    _pattern = field_validator("pattern")(_compiles)
 
 
 class FileExistsInvariant(_InvariantBase):
@@ -163,7 +140,7 @@ class SymbolInvariant(_InvariantBase):
     kind: Literal["symbol"]
     symbol: str
     root: str = ""
-    also_in: tuple[str, ...] = ()
+    also_in: tuple[ModuleName, ...] = ()
     anywhere: str | None = None
     live: Liveness | None = None
 
@@ -171,14 +148,11 @@ class SymbolInvariant(_InvariantBase):
     @classmethod
     def _shape(cls, value: str) -> str:
         module, sep, qualname = value.partition(":")
-        if not sep or not _DOTTED.fullmatch(module or "-") or not _DOTTED.fullmatch(qualname or "-"):
+        if not sep or not DOTTED_NAME.fullmatch(module or "-") or not DOTTED_NAME.fullmatch(qualname or "-"):
             raise ValueError("expected 'package.module:Name' or 'package.module:Class.method'")
         return value
 
-    @field_validator("also_in", mode="before")
-    @classmethod
-    def _modules(cls, value: object) -> object:
-        return _dotted_modules(value)
+    _also_in = field_validator("also_in", mode="before")(_as_tuple)
 
 
 class RefSide(FrozenModel):
@@ -189,10 +163,9 @@ class RefSide(FrozenModel):
     """
 
     files: Globs
-    pattern: str
+    pattern: Regex
 
     _files = field_validator("files", mode="before")(_as_tuple)
-    _pattern = field_validator("pattern")(_compiles)
 
 
 class CrossRefInvariant(_InvariantBase):
@@ -212,7 +185,7 @@ class CrossRefInvariant(_InvariantBase):
     def _placeholder(self) -> CrossRefInvariant:
         if "{name}" not in self.target.pattern:
             raise ValueError("target.pattern must contain the {name} placeholder")
-        _compiles(self.target.pattern.replace("{name}", "x"))
+        checked_regex(self.target.pattern.replace("{name}", "x"))
         if re.compile(self.source.pattern).groups < 1:
             raise ValueError("source.pattern needs a group that captures the name")
         return self

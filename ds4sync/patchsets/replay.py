@@ -43,10 +43,12 @@ def patches_dir(ctx: RunContext) -> Path:
     return ctx.ws.profile / "patches"
 
 
-def _catalogue_or_stop(ctx: RunContext) -> tuple[Catalogue, list[PatchSet]] | PhaseOutcome:
-    """The catalogue, or a needs-person outcome naming the malformed file (fix it, then resume)."""
+def _catalogue_or_stop(ctx: RunContext) -> tuple[Path, Catalogue, list[PatchSet]] | PhaseOutcome:
+    """The run's patches folder and its catalogue, or a needs-person outcome naming the malformed file (fix it,
+    then resume)."""
+    folder = patches_dir(ctx)
     try:
-        return load_catalogue(patches_dir(ctx))
+        return (folder, *load_catalogue(folder))
     except ConfigError as exc:
         return PhaseOutcome(
             "needs-person",
@@ -78,11 +80,10 @@ def fork_carry(ctx: RunContext, catalogue: Catalogue, patchsets: list[PatchSet])
 
 def replay(ctx: RunContext) -> PhaseOutcome:
     """Replay every patch-set onto the merged tree; stop at the first that needs adaptation."""
-    folder = patches_dir(ctx)
     loaded = _catalogue_or_stop(ctx)
     if isinstance(loaded, PhaseOutcome):
         return loaded
-    catalogue, patchsets = loaded
+    folder, catalogue, patchsets = loaded
     wt = ctx.worktree
     ok, detail = applies(FolderTree(wt.path), catalogue)
     if not ok:
@@ -357,11 +358,10 @@ def _stop(ctx: RunContext, folder: Path, entries: dict[str, ReplayEntry], entry:
 
 def verify(ctx: RunContext) -> PhaseOutcome:
     """Every invariant of every patch-set on the final tree; a blocking violation fails the run."""
-    folder = patches_dir(ctx)
     loaded = _catalogue_or_stop(ctx)
     if isinstance(loaded, PhaseOutcome):
         return loaded
-    catalogue, patchsets = loaded
+    folder, catalogue, patchsets = loaded
     replayed = ctx.record.results.replay
     landed = {e.id for e in replayed.entries if e.status == "landed-upstream"} if replayed else set()
     wt = ctx.worktree

@@ -238,28 +238,24 @@ def _message(response: Any) -> str:
     return "; ".join(p for p in parts if p)
 
 
+#: What a refusal of the token or the repository means, and the fix: ``{message}`` is the forge's own words.
+_REFUSED = {
+    401: ("the forge rejected the token (401: {message})", f"set a valid token in {' or '.join(TOKEN_ENV)}"),
+    403: (
+        "the token may not do this (403: {message})",
+        "give the token pull-request and contents write access to the fork",
+    ),
+    404: (
+        "not found (404: {message}): the repository does not exist or the token cannot see it",
+        "check publish.repo in ds4sync.yaml and the token's repository access",
+    ),
+}
+
+
 def _failure(status: int, message: str, where: str, method: str) -> ForgeError:
-    if status == 401:
-        return ForgeError(
-            f"the forge rejected the token (401: {message})",
-            status=status,
-            where=where,
-            fix=f"set a valid token in {' or '.join(TOKEN_ENV)}",
-        )
-    if status == 403:
-        return ForgeError(
-            f"the token may not do this (403: {message})",
-            status=status,
-            where=where,
-            fix="give the token pull-request and contents write access to the fork",
-        )
-    if status == 404:
-        return ForgeError(
-            f"not found (404: {message}): the repository does not exist or the token cannot see it",
-            status=status,
-            where=where,
-            fix="check publish.repo in ds4sync.yaml and the token's repository access",
-        )
+    if status in _REFUSED:
+        what, fix = _REFUSED[status]
+        return ForgeError(what.format(message=message), status=status, where=where, fix=fix)
     if status == 422 and method == "POST" and "already exists" in message.lower():
         return PullExists(f"a pull request already exists ({message})", status=status, where=where)
     if status >= 500:

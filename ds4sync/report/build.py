@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
+from ds4sync.core.model import from_attributes
 from ds4sync.core.names import TIERS
 from ds4sync.core.redact import MARKERS
 from ds4sync.models.gates_details import KernelDetails
@@ -87,10 +88,7 @@ def build_view(record: RunRecord, *, public: bool = False, notes: str | None = N
     view_notes = [n for n in record.notes if n]
     if notes and notes.strip():
         view_notes.append(notes.strip())
-    phases = tuple(
-        PhaseView(name=name, status=state.status, finished_at=state.finished_at, message=state.message)
-        for name, state in record.phases.items()
-    )
+    phases = tuple(from_attributes(PhaseView, state, name=name) for name, state in record.phases.items())
     upstream = Side(
         name=record.upstream.name or record.upstream.url or record.upstream.remote,
         ref=record.upstream.branch or record.upstream.ref,
@@ -102,16 +100,7 @@ def build_view(record: RunRecord, *, public: bool = False, notes: str | None = N
         record_schema_version=record.schema_version,
         public=public,
         title=f"Sync {fork.name}:{fork.ref} with {upstream.name} {upstream.ref}".strip(),
-        run=RunInfo(
-            run_id=record.run_id,
-            status=record.status,
-            created_at=record.created_at,
-            updated_at=record.updated_at,
-            sync_branch=record.sync_branch,
-            backup_ref=record.backup_ref,
-            backup_branch=record.backup_branch,
-            profile=record.profile,
-        ),
+        run=from_attributes(RunInfo, record),
         upstream=upstream,
         fork=fork,
         phases=phases,
@@ -123,13 +112,7 @@ def build_view(record: RunRecord, *, public: bool = False, notes: str | None = N
         commands=commands(validation),
         remaining=remaining(phases, merge, integration, validation),
         backports=tuple(
-            BackportView(
-                sha=d.upstream_sha,
-                decision=d.decision,
-                reasons=d.reasons,
-                kv_change_pct=d.kv_change_pct,
-                patchset=d.patchset or "",
-            )
+            from_attributes(BackportView, d, sha=d.upstream_sha, patchset=d.patchset or "")
             for d in results.backports.values()
         ),
         notes=tuple(view_notes),
@@ -146,40 +129,22 @@ def merge_view(summary: MergeSummary | None) -> MergeView | None:
     if summary is None:
         return None
     conflicts = tuple(
-        ConflictView(
-            path=c.path,
-            kind=c.kind,
+        from_attributes(
+            ConflictView,
+            c,
             resolution=c.resolution or "unresolved",
-            rule=c.rule,
-            stored_as=c.stored_as,
-            store_entry=c.store_entry,
-            replay_changed=c.replay_changed,
-            kept=c.kept,
-            proposal=c.proposal,
             upstream_prs=tuple(dict.fromkeys(n for h in c.hunks for n in h.upstream_prs)),
             patchsets=tuple(dict.fromkeys(o.patchset for h in c.hunks for o in h.owners)),
         )
         for c in summary.conflicts
     )
-    return MergeView(
-        merge_commit=summary.merge_commit,
-        merge_base=summary.merge_base,
-        upstream_sha=summary.upstream_sha,
-        upstream_commits=summary.upstream_commits,
-        fork_commits=summary.fork_commits,
+    return from_attributes(
+        MergeView,
+        summary,
         conflicts=conflicts,
         conflict_kinds=tally(c.kind for c in conflicts),
         resolutions=tally(c.resolution for c in conflicts),
-        overlaps=tuple(
-            OverlapView(
-                path=o.path,
-                upstream_lines=o.upstream_lines,
-                fork_lines=o.fork_lines,
-                equals_upstream=o.equals_upstream,
-            )
-            for o in summary.overlaps
-        ),
-        remerge_diff_paths=summary.remerge_diff_paths,
+        overlaps=tuple(from_attributes(OverlapView, o) for o in summary.overlaps),
     )
 
 
@@ -231,12 +196,7 @@ def patchset_views(replay: ReplayResult | None, verify: VerifyResult | None) -> 
     for pid in order:
         entry, check = entries.get(pid), checks.get(pid)
         results = check.invariants if check else (entry.invariants if entry else ())
-        invariants = tuple(
-            InvariantView(
-                id=r.invariant, kind=r.kind, severity=r.severity, status=r.status, detail=r.detail, since=r.since
-            )
-            for r in results
-        )
+        invariants = tuple(from_attributes(InvariantView, r, id=r.invariant) for r in results)
         views.append(
             PatchsetView(
                 id=pid,
@@ -264,22 +224,10 @@ def duplicate_view(publish: PublishResult | None) -> DuplicateView | None:
     if publish is None or publish.duplicate_check is None:
         return None
     check = publish.duplicate_check
-    return DuplicateView(
-        repo=check.repo,
-        checked_at=check.checked_at,
-        open_prs=tuple(
-            OpenPR(
-                number=p.number,
-                title=p.title,
-                author=p.author,
-                updated_at=p.updated_at,
-                url=p.url,
-                relation=p.relation,
-                reason=p.reason,
-            )
-            for p in check.open_prs
-        ),
-        conclusion=check.conclusion,
+    return from_attributes(
+        DuplicateView,
+        check,
+        open_prs=tuple(from_attributes(OpenPR, p) for p in check.open_prs),
         pr_url=publish.pr_url or "",
     )
 
@@ -443,18 +391,7 @@ def ab_group(ab: ABResult | None) -> ProbeGroup | None:
     """The A/B rows ``ds4sync ab`` recorded; None when it did not run in this run."""
     if ab is None:
         return None
-    rows = tuple(
-        ABRow(
-            metric=r.metric,
-            baseline_median=r.baseline_median,
-            candidate_median=r.candidate_median,
-            delta_pct=r.delta_pct,
-            ci_low_pct=r.ci_low_pct,
-            ci_high_pct=r.ci_high_pct,
-            verdict=r.verdict,
-        )
-        for r in ab.rows
-    )
+    rows = tuple(from_attributes(ABRow, r) for r in ab.rows)
     return ProbeGroup(name=f"perf A/B ({ab.baseline} vs {ab.candidate}, {ab.pairs} pairs)", status=ab.verdict, ab=rows)
 
 

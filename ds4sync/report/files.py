@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ds4sync.core.errors import ConfigError
 from ds4sync.core.files import write_atomic
+from ds4sync.core.model import decode_utf8
 from ds4sync.models.config import shipped_profile
 from ds4sync.models.record import RecordStore, ReportResult, RunRecord
 from ds4sync.report.render import Format, Kind, render_report, render_reports
@@ -46,14 +47,9 @@ def read_notes(path: Path | None) -> str | None:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read notes ({exc.strerror})", where=str(path), fix="check --notes") from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"notes are not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-            where=str(path),
-            fix="pass --notes a Markdown file saved as UTF-8",
-        ) from exc
+    text = decode_utf8(
+        raw, where=str(path), what="notes are not UTF-8 text", fix="pass --notes a Markdown file saved as UTF-8"
+    )
     if "\0" in text:
         raise ConfigError(
             f"notes hold a NUL byte (offset {raw.index(0)}): a binary file, not Markdown",

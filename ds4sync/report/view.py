@@ -2,8 +2,8 @@
 
 Phase modules own their result models and the run record holds them typed; the
 builder (:mod:`ds4sync.report.build`) turns those models into these frozen views, so a
-renamed field upstream of the report changes one builder function (and mypy says which),
-never a template. ``ReportView`` is also the
+renamed field upstream of the report changes one builder function (mypy says which; for a view that copies
+a result's fields by name, ``from_attributes``, the first report built), never a template. ``ReportView`` is also the
 published JSON summary (``ds4sync report --format json``; schema: ``ds4sync schema``).
 
 Units: durations in seconds (float), percentages in percent (float), counts as ints.

@@ -33,7 +33,7 @@ import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ConfigError
@@ -641,13 +641,9 @@ def run_ab(
     order = schedule(pairs, seed=seed)
     grace = 3 * max(c.stop_grace_s for c in sides.sides.values())
 
-    def judge(steps: list[StepRecord], reruns: Sequence[str], error: str | None) -> ABResult:
-        base, cand = samples_from_steps(steps)
-        if not base or not cand:
-            base, cand = {LOST: []}, {LOST: []}
-        return compare_samples(
-            base,
-            cand,
+    def judge(runs: LiveRuns) -> ABResult:
+        return compare_live(
+            runs,
             rules or {},
             labels=labels,
             confidence=confidence,
@@ -655,10 +651,6 @@ def run_ab(
             mode=sides.mode,
             order=order,
             seed=seed,
-            steps=steps,
-            strict_pairs=False,
-            error=error,
-            reruns=reruns,
             notes=(
                 f"{pairs} pairs in randomised ABBA/BAAB blocks (seed {seed}): {' '.join(order)}",
                 f"{warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
@@ -670,7 +662,7 @@ def run_ab(
         )
 
     try:
-        steps, reruns, error = measure_live(
+        runs = measure_live(
             order,
             sides.measure,
             rules or {},
@@ -681,13 +673,13 @@ def run_ab(
             grace_s=grace,
         )
     except Interrupted as stop:
-        stop.result = judge(stop.steps, (), f"interrupted after {len(stop.steps)} run(s)")
+        stop.result = judge(LiveRuns(stop.steps, (), f"interrupted after {len(stop.steps)} run(s)"))
         write_json_atomic(out_dir / "ab.json", stop.result.model_dump(mode="json"))
         stop.path = out_dir / "ab.json"
         raise
     finally:
         sides.close()
-    return judge(steps, reruns, error)
+    return judge(runs)
 
 
 def _secs(values: Sequence[float]) -> str:
@@ -709,6 +701,55 @@ class Interrupted(KeyboardInterrupt):
         self.path: Path | None = None
 
 
+class LiveRuns(NamedTuple):
+    """What :func:`measure_live` measured: every run (outliers' re-runs included), the re-run lines, and the
+    error that ended it (a server that did not start), else None."""
+
+    steps: list[StepRecord]
+    reruns: Sequence[str]
+    error: str | None
+
+
+def compare_live(
+    runs: LiveRuns,
+    rules: Mapping[str, MetricRule],
+    *,
+    labels: tuple[str, str],
+    confidence: float,
+    min_pairs: int,
+    mode: Mode,
+    order: Sequence[str],
+    seed: int,
+    notes: Sequence[str] = (),
+) -> ABResult:
+    """The A/B of live ``runs`` (:func:`compare_samples`): pairs as :func:`samples_from_steps` makes them, so
+    a run without a result leaves its pair out (not strict); with no sample on a side only lost requests
+    are judged, and the result is an error.
+
+    Raises:
+        ConfigError: ``rules`` name a metric that was not measured.
+    """
+    base, cand = samples_from_steps(runs.steps)
+    if not base or not cand:
+        base, cand = {LOST: []}, {LOST: []}
+    return compare_samples(
+        base,
+        cand,
+        rules,
+        labels=labels,
+        confidence=confidence,
+        min_pairs=min_pairs,
+        mode=mode,
+        notes=notes,
+        order=order,
+        seed=seed,
+        steps=runs.steps,
+        strict_pairs=False,
+        error=runs.error,
+        reruns=runs.reruns,
+    )
+
+
 def measure_live(
     order: Sequence[Side],
     measure: Measure,
@@ -719,7 +760,7 @@ def measure_live(
     close: Callable[[], None],
     grace_s: float,
     progress: Callable[[str], None] = lambda _m: None,
-) -> tuple[list[StepRecord], list[str], str | None]:
+) -> LiveRuns:
     """Measure ``order``, then re-run outlying pairs once (:func:`rerun_outliers` on the judged metrics).
 
     Every run is appended to ``<out_dir>/steps.jsonl`` as soon as it is measured. Returns the runs, the
@@ -742,9 +783,11 @@ def measure_live(
         run_schedule(order, measure, describe=describe, on_step=keep, steps=steps)
         base, _cand = samples_from_steps(steps)
         judged = judged_metrics([m for m in base if not m.endswith(LOST)], rules)
-        return steps, rerun_outliers(steps, measure, judged, describe=describe, on_step=keep, progress=progress), None
+        return LiveRuns(
+            steps, rerun_outliers(steps, measure, judged, describe=describe, on_step=keep, progress=progress), None
+        )
     except ServerStartError as exc:
-        return steps, [], f"a server did not start ({exc.kind}): {exc.one_line()}"
+        return LiveRuns(steps, [], f"a server did not start ({exc.kind}): {exc.one_line()}")
     except KeyboardInterrupt:
         progress(f"interrupted after {len(steps)} measured run(s); stopping the servers (at most {grace_s:g} s)")
         close()

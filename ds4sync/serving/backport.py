@@ -25,7 +25,7 @@ from ds4sync.core.proc import run
 from ds4sync.models.serving_abstats import schedule
 from ds4sync.models.serving_results import ABResult, BackportDecision, MetricComparison
 from ds4sync.models.serving_settings import BackportConfig, ServingConfig
-from ds4sync.serving.ab import LiveSides, compare_samples, measure_live, new_seed, samples_from_steps
+from ds4sync.serving.ab import LiveSides, compare_live, measure_live, new_seed, samples_from_steps
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
@@ -214,7 +214,7 @@ def evaluate_backport(
     order = schedule(config.pairs, seed=seed)
     grace = 3 * serving.server.stop_grace_s
     try:
-        steps, reruns, error = measure_live(
+        runs = measure_live(
             order,
             measure,
             serving.ab_metrics,
@@ -226,25 +226,19 @@ def evaluate_backport(
         )
     finally:
         close()
-    base, cand = samples_from_steps(steps)
-    if not base or not cand:
+    if not all(samples_from_steps(runs.steps)):
         return BackportDecision(
-            decision="exclude", basis="unmeasured", reasons=(error or "nothing was measured",), **common
+            decision="exclude", basis="unmeasured", reasons=(runs.error or "nothing was measured",), **common
         )
-    ab = compare_samples(
-        base,
-        cand,
+    ab = compare_live(
+        runs,
         serving.ab_metrics,
         labels=(base_ref, trees.branch),
         confidence=serving.ab.confidence,
         min_pairs=serving.ab.min_pairs,
+        mode="started-both" if serving.ab.servers == "both" else "started-alternate",
         order=order,
         seed=seed,
-        steps=steps,
-        strict_pairs=False,
-        error=error,
-        reruns=reruns,
-        mode="started-both" if serving.ab.servers == "both" else "started-alternate",
     )
     kv_row = next((r for r in (*ab.rows, *ab.reported) if r.metric == KV_METRIC), None)
     kv = kv_row.mean_delta_pct if kv_row else None

@@ -200,15 +200,12 @@ def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None, progress
             if not handle.alive():
                 assert handle.proc is not None
                 waited = time.monotonic() - start
-                what = f"server exited with code {handle.proc.returncode} after {waited:.1f} s while loading"
-                done = outcome(handle, kind="died", message=what, waited_s=waited)
-                raise ServerStartError(
+                raise _not_ready(
+                    handle,
                     "died",
-                    what,
-                    where=str(handle.log_path),
+                    f"server exited with code {handle.proc.returncode} after {waited:.1f} s while loading",
+                    waited_s=waited,
                     fix="read the server log's last lines (shown) and fix the command or the build",
-                    log_tail="\n".join(done.log_tail),
-                    outcome=done,
                 )
             last = _readiness(client, config.model) or "ready"
             now = time.monotonic()
@@ -226,26 +223,30 @@ def wait_ready(handle: ServerHandle, *, timeout_s: float | None = None, progress
             time.sleep(config.poll_interval_s)
     waited = time.monotonic() - start
     if not handle.started:
-        what = f"no server answers at {handle.url} after {limit:g} s (last check: {last})"
-        raise ServerStartError(
+        raise _not_ready(
+            handle,
             "unreachable",
-            what,
-            where=handle.url,
+            f"no server answers at {handle.url} after {limit:g} s (last check: {last})",
+            waited_s=waited,
             fix="start the server first, or give serving.server.command so that ds4sync starts it",
-            outcome=outcome(handle, kind="unreachable", message=what, waited_s=waited),
         )
     assert handle.proc is not None
     state = process_state(handle.proc.pid)
-    what = f"server still loading after {limit:g} s (process alive, state {state or '?'}; last check: {last})"
-    done = outcome(handle, kind="still-loading", message=what, waited_s=waited)
-    raise ServerStartError(
+    raise _not_ready(
+        handle,
         "still-loading",
-        what,
-        where=str(handle.log_path),
+        f"server still loading after {limit:g} s (process alive, state {state or '?'}; last check: {last})",
+        waited_s=waited,
         fix="raise serving.server.startup_timeout_s if loading is just slow",
-        log_tail="\n".join(done.log_tail),
-        outcome=done,
     )
+
+
+def _not_ready(handle: ServerHandle, kind: StartupKind, what: str, *, waited_s: float, fix: str) -> ServerStartError:
+    """The error of a start that ended as ``kind`` after ``waited_s`` seconds, with its outcome and the server
+    log's last lines; ``where`` is the log of a server ds4sync started, else the URL it attached to."""
+    done = outcome(handle, kind=kind, message=what, waited_s=waited_s)
+    where = str(handle.log_path) if handle.started else handle.url
+    return ServerStartError(kind, what, where=where, fix=fix, log_tail="\n".join(done.log_tail), outcome=done)
 
 
 def _readiness(client: OpenAIClient, model: str) -> str | None:

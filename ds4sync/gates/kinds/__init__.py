@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ds4sync.core import proc
+from ds4sync.core.errors import ToolMissingError
 
 if TYPE_CHECKING:
     from ds4sync.gates.definition import Gate
@@ -142,6 +143,18 @@ class GateContext:
             on_line=self.on_line,
             on_start=self.on_start,
         )
+
+    def run_child(self, run: GateRun, argv: list[str], *, log_path: Path) -> proc.ProcResult | GateResult:
+        """Run ``argv``, the command of ``run``, with the run's environment overrides (:meth:`run`).
+
+        Returns the child's result, or the gate's ``error`` result when the program is missing, the child
+        timed out or it was interrupted (:meth:`GateRun.ended`).
+        """
+        try:
+            res = self.run(argv, gate=run.gate, log_path=log_path, env_overrides=run.env_overrides)
+        except ToolMissingError as exc:
+            return run.result("error", exc.one_line())
+        return run.ended(res) or res
 
 
 @dataclass

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from ds4sync.core.errors import ToolMissingError
-from ds4sync.core.model import FrozenModel
+from ds4sync.core.model import FrozenModel, Regex
 from ds4sync.gates.definition import Gate
 from ds4sync.gates.envrules import classify_startup
 from ds4sync.gates.kinds import GateContext
@@ -36,18 +35,8 @@ class Spec(FrozenModel):
 
     argv: tuple[str, ...] = Field(min_length=1)
     expect_exit: int = 0
-    must_match: tuple[str, ...] = ()
-    must_not_match: tuple[str, ...] = ()
-
-    @field_validator("must_match", "must_not_match")
-    @classmethod
-    def _compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:  # not a ValueError: pydantic would let it escape
-                raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from exc
-        return value
+    must_match: tuple[Regex, ...] = ()
+    must_not_match: tuple[Regex, ...] = ()
 
 
 def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
@@ -56,12 +45,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     argv = [part.replace("{python}", ctx.python) for part in spec.argv]
     log = ctx.log_path(gate)
     run = ctx.start(gate, "command", argv, log_path=log)
-    try:
-        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=run.env_overrides)
-    except ToolMissingError as exc:
-        return run.result("error", exc.one_line())
-    if stopped := run.ended(res):
-        return stopped
+    res = ctx.run_child(run, argv, log_path=log)
+    if isinstance(res, GateResult):
+        return res
     problems = check_output(spec, res.returncode, res.output)
     if not problems:
         return run.result("passed", f"exit {res.returncode}", counts=TestCounts(passed=1))

@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ds4sync.core.errors import ToolMissingError
 from ds4sync.core.model import FrozenModel
 from ds4sync.core.names import KERNEL_OPS
 from ds4sync.gates.definition import Gate
@@ -80,12 +79,9 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
     run = ctx.start(gate, "kernel", argv, log_path=log)
     if not script.is_file():
         return run.result("error", f"no kernel tier at {script.parent}")
-    try:
-        res = ctx.run(argv, gate=gate, log_path=log, env_overrides=run.env_overrides)
-    except ToolMissingError as exc:
-        return run.result("error", exc.one_line())
-    if stopped := run.ended(res):
-        return stopped
+    res = ctx.run_child(run, argv, log_path=log)
+    if isinstance(res, GateResult):
+        return res
     try:
         result = KernelSuiteResult.model_validate_json(json_out.read_text())
     except (OSError, ValidationError) as exc:
