@@ -326,6 +326,7 @@ def two_variant_pair(tmp_path: Path) -> Pair:
     )
 
 
+@pytest.mark.slow
 def test_numbered_variants_and_merge_abort_merge_reach_the_store_and_replay(tmp_path: Path, capsys) -> None:
     pair = two_variant_pair(tmp_path)
     config, store = store_config(tmp_path)
