@@ -188,6 +188,7 @@ def test_cli_records_into_the_active_run(sample: RepoBuilder, capsys: pytest.Cap
     assert saved["environment"]["python"] == ".".join(str(part) for part in sys.version_info[:3])
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str]) -> None:
     args = [
         "gate",
