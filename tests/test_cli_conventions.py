@@ -231,6 +231,7 @@ def _on_a_terminal(args: list[str], answer: str) -> subprocess.CompletedProcess:
         os.close(follower)
 
 
+@pytest.mark.slow
 def test_abort_asks_before_dropping_a_finished_run(pair, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH]) == 0
     assert main(["resume", "--repo", str(pair.repo)]) == 0

@@ -64,6 +64,7 @@ def test_killed_run_is_reported_not_ignored(killed, capsys: pytest.CaptureFixtur
     assert "interrupted during phase 'merge'" in err and "ds4sync resume" in err and "ds4sync abort" in err
 
 
+@pytest.mark.slow
 def test_killed_run_can_be_resumed(killed, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["resume", "--repo", str(killed.repo), "--json"])
     data = cli_data(capsys.readouterr().out)

@@ -156,6 +156,7 @@ GIT_MARKS = {
 }
 
 
+@pytest.mark.slow
 def test_no_marker_of_any_conflict_kind_reaches_the_merge_commit(tmp_path: Path, capsys) -> None:
     pair = all_kinds_pair(tmp_path)
     code, out, _ = run_cli(capsys, "merge", "upstream/main", "--repo", str(pair.repo), "--branch", BRANCH, "--json")

@@ -255,6 +255,7 @@ def test_a_conflict_without_markers_is_resolved_only_when_the_person_stages_it(t
     assert code == 0 and [c["resolution"] for c in cli_data(out)["conflicts"]] == ["person"]
 
 
+@pytest.mark.slow
 def test_file_directory_and_type_change_need_staging_of_every_path(tmp_path: Path, capsys) -> None:
     pair = every_kind_pair(tmp_path)
     (pair.repo / "ds4sync.yaml").write_text(
@@ -326,6 +327,7 @@ def two_variant_pair(tmp_path: Path) -> Pair:
     )
 
 
+@pytest.mark.slow
 def test_numbered_variants_and_merge_abort_merge_reach_the_store_and_replay(tmp_path: Path, capsys) -> None:
     pair = two_variant_pair(tmp_path)
     config, store = store_config(tmp_path)

@@ -74,6 +74,7 @@ def test_promote_refuses_when_the_gates_have_not_run(gated: faultrepo.Scenario, 
     assert fork.branch_head(faultrepo.BRANCH) == old
 
 
+@pytest.mark.slow
 def test_promote_takes_exactly_the_commit_the_gates_ran_on(gated: faultrepo.Scenario, capsys) -> None:
     repo = str(gated.repo)
     assert main(["resume", "--repo", repo]) == 0
@@ -104,6 +105,7 @@ def _next(repo: str, capsys: pytest.CaptureFixture[str]) -> str:
     return out[out.index("next: ") :]
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_fix_no_commit_holds_and_status_says_so(gated: faultrepo.Scenario, capsys) -> None:
     """A person fixes a failed gate in the sync worktree and does not commit: resume refuses in one line (what,
     where, how), gates nothing and says nothing is done; status asks for the commit, never for promote; after
@@ -156,6 +158,7 @@ def test_status_says_promote_only_when_promote_takes_the_run(gated: faultrepo.Sc
     assert blockers and all(" ".join(b.split()) in refused for b in blockers)
 
 
+@pytest.mark.slow
 def test_failed_gate_blocks_then_resume_after_the_fix_goes_on(gated: faultrepo.Scenario, capsys) -> None:
     repo = str(gated.repo)
     _, record = _record(gated)
@@ -175,6 +178,7 @@ def test_failed_gate_blocks_then_resume_after_the_fix_goes_on(gated: faultrepo.S
     assert GitRepo(gated.repo).branch_head(faultrepo.BRANCH) == fixed
 
 
+@pytest.mark.slow
 def test_allow_blockers_promotes_a_failed_gate_on_the_proven_commit(gated: faultrepo.Scenario, capsys) -> None:
     repo = str(gated.repo)
     _, record = _record(gated)
@@ -213,6 +217,7 @@ def test_promote_refuses_a_dirty_checkout_of_the_branch_naming_its_files(
     assert (pair.repo / "b.py").read_text() == "edited by hand\n"  # nothing of the person's is lost
 
 
+@pytest.mark.slow
 def test_promote_again_says_already_promoted(gated: faultrepo.Scenario, capsys) -> None:
     repo = str(gated.repo)
     assert main(["resume", "--repo", repo]) == 0
@@ -230,6 +235,7 @@ def test_needs_the_data_file():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["data/needed.txt", "data/sub dir/-needed*[1].txt"])
 @pytest.mark.parametrize("then", ["commit", "delete"])
 def test_a_green_that_needed_an_untracked_file_proves_no_commit(

@@ -77,6 +77,7 @@ def test_a_gate_child(tmp_path: Path, leak, capsys) -> None:
     assert_clean(seen(out), GIT_TRACE_SETUP="0")
 
 
+@pytest.mark.slow
 def test_a_build_child(tmp_path: Path, leak) -> None:
     leak()
     out = tmp_path / "build-env.json"

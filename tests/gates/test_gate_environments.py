@@ -40,6 +40,7 @@ def _static(repo: RepoBuilder, doc: dict, base: str, **options):
     return run_tier(workspace(repo), TierOptions(tier="static", changed_since=base, **options))
 
 
+@pytest.mark.slow
 def test_static_tier_in_a_tools_venv_runs_the_pinned_ruff_and_heads_with_the_worst_finding(
     fork: tuple[RepoBuilder, str],
 ) -> None:

@@ -58,6 +58,7 @@ def _run(repo: RepoBuilder, tier: str = "unit", **kw):
     return run_tier(workspace(repo), TierOptions(tier=tier, python=PYTHON, **kw))
 
 
+@pytest.mark.slow
 def test_passed_gate_is_cached_until_its_inputs_change(sample: RepoBuilder) -> None:
     write_gates(sample, "unit", OK_YAML)
     first = _run(sample, names=("calc",))
@@ -187,6 +188,7 @@ def test_cli_records_into_the_active_run(sample: RepoBuilder, capsys: pytest.Cap
     assert saved["environment"]["python"] == ".".join(str(part) for part in sys.version_info[:3])
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str]) -> None:
     args = [
         "gate",
@@ -205,6 +207,7 @@ def test_cli_exit_codes(sample: RepoBuilder, capsys: pytest.CaptureFixture[str])
     assert "no gate named nope" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: Path) -> None:
     write_gates(sample, "unit", UNIT_YAML.replace("timeout: 4", f"timeout: {scaled_s(600)}"))
     pid_file = tmp_path / "pids"
@@ -238,6 +241,7 @@ def test_ctrl_c_stops_the_gate_and_its_children(sample: RepoBuilder, tmp_path: P
     assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
 
 
+@pytest.mark.slow
 def test_gate_phase_runs_configured_tiers_into_the_record(sample: RepoBuilder) -> None:
     from ds4sync.gates.phase import GATE_PHASES
     from ds4sync.models.record import RecordStore

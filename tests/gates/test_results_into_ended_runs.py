@@ -13,6 +13,8 @@ from ds4sync.cli import main
 from ds4sync.models.record import RecordStore
 from tests.report.pipeline_runs import failed_run
 
+pytestmark = pytest.mark.slow  # each test makes a failed nightly (a real sync and its gates): seconds of CPU
+
 
 def _ended(tmp_path: Path) -> tuple[RecordStore, str, Path]:
     store, run_id = failed_run(tmp_path)

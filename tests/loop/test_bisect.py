@@ -155,6 +155,7 @@ def test_good_must_be_an_ancestor_of_bad(tmp_path: Path, capsys: pytest.CaptureF
     assert code == 2 and len(err.splitlines()) == 1 and "not an ancestor" in err
 
 
+@pytest.mark.slow
 def test_cli_names_the_culprit_and_sync_to_green_stops_before_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -122,6 +122,7 @@ def _night(pair, ws, name: str):
     return night.record
 
 
+@pytest.mark.slow
 def test_pruning_keeps_n_and_every_run_a_rollback_ref_or_open_pr_points_at(tmp_path: Path) -> None:
     pair = make_pair(tmp_path, {"a.py": lines("a")}, [{"a.py": lines("a", "up")}], [{"b.py": lines("b")}])
     configure(pair, nightly={"keep_runs": 50})

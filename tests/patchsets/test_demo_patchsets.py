@@ -17,6 +17,7 @@ def _statuses(outcome) -> dict[str, str]:
     return {e.id: e.status for e in outcome.record.results.replay.entries}
 
 
+@pytest.mark.slow
 def test_demo_patchsets_cover_every_outcome(tmp_path: Path) -> None:
     upstream, shas = demo.build_upstream(tmp_path / "upstream")
     profile = tmp_path / "profile"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,25 +22,39 @@ from tests.report.conftest import ROOT
 from tests.report.pipeline_runs import failed_run, merged_run
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> tuple[Path, Path, str, str]:
-    """A fork checkout and a state dir holding two real runs (a clean merge, then a failed nightly).
+@pytest.fixture(scope="module")
+def stored_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Two real runs (a clean merge, then a failed nightly) and a fork checkout, made once per module; the
+    tests get copies of the checkout and the state dir (:func:`repo`).
 
-    Returns (repo, state dir, id of the merge run, id of the failed run).
+    Returns (folder holding ``fork`` and ``state``, id of the merge run, id of the failed run).
     """
-    merged_store, merged_id = merged_run(tmp_path / "a")
+    root = tmp_path_factory.mktemp("report-cli")
+    merged_store, merged_id = merged_run(root / "a")
     while datetime.now(UTC).strftime("%H%M%S") == merged_id[9:15]:  # two stores: ids of one second order by SHA
         time.sleep(0.05)
-    failed_store, failed_id = failed_run(tmp_path / "b")
-    builder = RepoBuilder(tmp_path / "fork")
+    failed_store, failed_id = failed_run(root / "b")
+    builder = RepoBuilder(root / "fork")
     builder.commit({"README.md": "fork\n"}, "fork: initial")
-    state = tmp_path / "state"
-    store = RecordStore(state)
+    store = RecordStore(root / "state")
     for source, run_id in ((merged_store, merged_id), (failed_store, failed_id)):
         record = source.load(run_id)
         record.status = record.status if record.status != "paused" else "done"
         store.save(record)
-    return builder.path, state, merged_id, failed_id
+    return root, merged_id, failed_id
+
+
+@pytest.fixture
+def repo(stored_runs: tuple[Path, str, str], tmp_path: Path) -> tuple[Path, Path, str, str]:
+    """A fork checkout and a state dir holding two real runs (a clean merge, then a failed nightly), this
+    test's own copies of :func:`stored_runs`.
+
+    Returns (repo, state dir, id of the merge run, id of the failed run).
+    """
+    root, merged_id, failed_id = stored_runs
+    for name in ("fork", "state"):
+        shutil.copytree(root / name, tmp_path / name, symlinks=True)
+    return tmp_path / "fork", tmp_path / "state", merged_id, failed_id
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

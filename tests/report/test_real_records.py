@@ -8,6 +8,7 @@ syncs (slow). Every run's report states the run's status as the record has it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -33,13 +34,30 @@ def _sections(text: str) -> dict[str, str]:
     return out
 
 
+RunMaker = Callable[[Path], tuple[RecordStore, str]]
+
+
+@pytest.fixture(scope="module")
+def run_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[RunMaker], tuple[RecordStore, str]]:
+    """The run a function of :mod:`tests.report.pipeline_runs` makes, made once per module for the tests
+    that only render it (each kind of run is read by two tests)."""
+    made: dict[str, tuple[RecordStore, str]] = {}
+
+    def get(make: RunMaker) -> tuple[RecordStore, str]:
+        if make.__name__ not in made:
+            made[make.__name__] = make(tmp_path_factory.mktemp(make.__name__))
+        return made[make.__name__]
+
+    return get
+
+
 def _render(store: RecordStore, run_id: str, **kw) -> tuple[RunRecord, str]:
     record = store.load(run_id)
     return record, render_report(record, templates_dir=TEMPLATES, **kw)
 
 
-def test_clean_merge_run(tmp_path: Path) -> None:
-    store, run_id = merged_run(tmp_path)
+def test_clean_merge_run(run_of) -> None:
+    store, run_id = run_of(merged_run)
     record, text = _render(store, run_id)
     s = _sections(text)
     merge = record.results.merge
@@ -56,8 +74,8 @@ def test_clean_merge_run(tmp_path: Path) -> None:
     assert "- phase build is pending" in s["Remaining gate"] and "- native build: not run" in s["Remaining gate"]
 
 
-def test_needs_person_run(tmp_path: Path) -> None:
-    store, run_id = needs_person_run(tmp_path)
+def test_needs_person_run(run_of) -> None:
+    store, run_id = run_of(needs_person_run)
     record, text = _render(store, run_id)
     s = _sections(text)
     assert record.status == "needs-person"
@@ -69,8 +87,8 @@ def test_needs_person_run(tmp_path: Path) -> None:
     assert "- 1 conflicted file unresolved" in s["Remaining gate"]
 
 
-def test_failed_run(tmp_path: Path) -> None:
-    store, run_id = failed_run(tmp_path)
+def test_failed_run(run_of) -> None:
+    store, run_id = run_of(failed_run)
     record, text = _render(store, run_id)
     s = _sections(text)
     tier = record.results.gates["unit"]
@@ -123,8 +141,8 @@ def test_run_paths_become_placeholders_whole_and_longest_first() -> None:
     ]
 
 
-def test_killed_run(tmp_path: Path) -> None:
-    store, run_id = killed_run(tmp_path)
+def test_killed_run(run_of) -> None:
+    store, run_id = run_of(killed_run)
     record, text = _render(store, run_id)
     assert record.interrupted_phase() == "merge"
     s = _sections(text)
@@ -134,8 +152,8 @@ def test_killed_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("make", [merged_run, needs_person_run, failed_run, killed_run])
-def test_every_format_renders_and_the_summary_validates(tmp_path: Path, make) -> None:
-    store, run_id = make(tmp_path)
+def test_every_format_renders_and_the_summary_validates(run_of, make) -> None:
+    store, run_id = run_of(make)
     record = store.load(run_id)
     md = render_report(record, templates_dir=TEMPLATES)
     html = render_report(record, templates_dir=TEMPLATES, fmt="html")

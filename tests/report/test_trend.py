@@ -131,8 +131,14 @@ def recorded_nights(tmp_path: Path):
     return pair, ws
 
 
-def test_points_carry_what_each_night_measured(tmp_path: Path) -> None:
-    _, ws = recorded_nights(tmp_path)
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory):
+    """:func:`recorded_nights`, made once per module: the tests only read its records."""
+    return recorded_nights(tmp_path_factory.mktemp("nights"))
+
+
+def test_points_carry_what_each_night_measured(nights) -> None:
+    _, ws = nights
     points = trend_points(ws.store)
     assert len(points) == 5
     first, second = points[0], points[1]
@@ -145,8 +151,8 @@ def test_points_carry_what_each_night_measured(tmp_path: Path) -> None:
     assert gpu.gates == {"passed": 2}
 
 
-def test_kernel_and_serving_numbers_from_recorded_gate_details(tmp_path: Path) -> None:
-    _, ws = recorded_nights(tmp_path)
+def test_kernel_and_serving_numbers_from_recorded_gate_details(nights) -> None:
+    _, ws = nights
     record = ws.store.latest()
     assert record is not None
     record.results.serving = None
@@ -208,8 +214,8 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.slow
-def test_trend_page_renders_its_plots_in_a_headless_browser(tmp_path: Path) -> None:
-    pair, _ = recorded_nights(tmp_path)
+def test_trend_page_renders_its_plots_in_a_headless_browser(nights, tmp_path: Path) -> None:
+    pair, _ = nights
     page = tmp_path / "trend.html"
     assert main(["report", "--trend", "--repo", str(pair.repo), "--out", str(page)]) == 0
     browser = _chromium()

@@ -125,6 +125,7 @@ def failing_nightly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int
     return pair.repo, code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_no_secret_of_a_failing_gate_tail_is_written_anywhere(failing_nightly) -> None:
     repo, code, out, err = failing_nightly
     assert code == 1
@@ -145,6 +146,7 @@ def test_no_secret_of_a_failing_gate_tail_is_written_anywhere(failing_nightly) -
     assert all(gates[name].status == "failed" for name in LAST_LINES)
 
 
+@pytest.mark.slow
 def test_untrusted_text_is_printed_as_it_is_and_never_crashes(failing_nightly) -> None:
     repo, _code, out, err = failing_nightly
     store = RecordStore(repo / ".git" / "ds4sync")

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from ds4sync.models.record import RecordStore
 from ds4sync.report import render_report
 from ds4sync.report.files import write_report
@@ -16,8 +18,17 @@ def _stamps(*paths: Path) -> list[tuple[int, int]]:
     return [(os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in paths]
 
 
-def test_a_report_whose_record_did_not_change_is_not_written_again(tmp_path: Path, templates: Path) -> None:
-    store, run_id = failed_run(tmp_path / "run")
+@pytest.fixture(scope="module")
+def failed(tmp_path_factory: pytest.TempPathFactory) -> tuple[RecordStore, str]:
+    """A failed nightly's store and run id, made once per module: the tests read its record and write their
+    reports into stores of their own."""
+    return failed_run(tmp_path_factory.mktemp("run"))
+
+
+def test_a_report_whose_record_did_not_change_is_not_written_again(
+    failed: tuple[RecordStore, str], tmp_path: Path, templates: Path
+) -> None:
+    store, run_id = failed
     record = store.load(run_id)
     out = RecordStore(tmp_path / "state")
     report = write_report(out, record, templates.parent)
@@ -36,8 +47,10 @@ def test_a_report_whose_record_did_not_change_is_not_written_again(tmp_path: Pat
     assert json.loads(summary.read_text())["run"]["status"] == "aborted"
 
 
-def test_a_report_file_changed_by_hand_is_written_again(tmp_path: Path, templates: Path) -> None:
-    store, run_id = failed_run(tmp_path / "run")
+def test_a_report_file_changed_by_hand_is_written_again(
+    failed: tuple[RecordStore, str], tmp_path: Path, templates: Path
+) -> None:
+    store, run_id = failed
     record = store.load(run_id)
     out = RecordStore(tmp_path / "state")
     report = write_report(out, record, templates.parent)
