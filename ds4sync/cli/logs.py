@@ -47,8 +47,10 @@ class RunLogHandler(logging.Handler):
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as fh:
                 if path not in self._written:
+                    from ds4sync.core.redact import redact_secrets  # here: a command that logs nothing never loads it
+
                     self._written.add(path)
-                    fh.write(f"--- pid {os.getpid()}: {self.header}\n")
+                    fh.write(f"--- pid {os.getpid()}: {redact_secrets(self.header)}\n")
                 fh.write(self.format(record) + "\n")
         except Exception as exc:  # a log that cannot be written must not stop the command, nor flood stderr
             self._give_up(exc)
@@ -63,9 +65,11 @@ class RunLogHandler(logging.Handler):
 
 
 def configure(*, verbose: bool, argv: list[str]) -> None:
-    """Set up the ``ds4sync`` logger for this invocation: stderr at DEBUG with ``-v``, else warnings only."""
-    from ds4sync.core.redact import redact_secrets
+    """Set up the ``ds4sync`` logger for this invocation: stderr at DEBUG with ``-v``, else warnings only.
 
+    The command line heads each log file the command writes to, redacted as it is written there, so a command
+    that logs nothing (``--help``, ``status``) never loads the secret scanners.
+    """
     close()
     logger = logging.getLogger(LOGGER)
     logger.setLevel(logging.DEBUG)
@@ -74,11 +78,11 @@ def configure(*, verbose: bool, argv: list[str]) -> None:
     terminal.setLevel(logging.DEBUG if verbose else logging.WARNING)
     terminal.setFormatter(logging.Formatter("ds4sync: %(message)s"))
     _add(logger, terminal)
-    global _header
-    _header = redact_secrets("ds4sync " + " ".join(argv))
+    global _command_line
+    _command_line = "ds4sync " + " ".join(argv)
 
 
-_header = "ds4sync"
+_command_line = "ds4sync"
 
 
 def attach_run_log(state_root: Path) -> None:
@@ -87,7 +91,7 @@ def attach_run_log(state_root: Path) -> None:
     root = Path(state_root)
     if any(isinstance(h, RunLogHandler) and h.root == root for h in _handlers):
         return
-    _add(logger, RunLogHandler(root, _header))
+    _add(logger, RunLogHandler(root, _command_line))
 
 
 def close() -> None:
