@@ -25,7 +25,7 @@ from tests.timing import scaled
 SLEEPER = """\
 import os, sys, time
 open(sys.argv[1], "w").write(str(os.getpid()))
-time.sleep(120)
+time.sleep(float(sys.argv[2]))
 """
 
 
@@ -91,7 +91,7 @@ def test_time_budget_stops_running_gates_and_records_them_incomplete(
             {
                 "name": "slow",
                 "kind": "command",
-                "run": {"argv": ["{python}", str(tmp_path / "sleeper.py"), str(pid_file)]},
+                "run": {"argv": ["{python}", str(tmp_path / "sleeper.py"), str(pid_file), str(scaled(120))]},
             },
         ],
     }
@@ -100,7 +100,8 @@ def test_time_budget_stops_running_gates_and_records_them_incomplete(
     (profile / "gates" / "unit.yaml").write_text(yaml.safe_dump(gates))
     configure(pair, profile=str(profile), gates={"tiers": ["unit"], "python": sys.executable})
 
-    code = main(["nightly", "--repo", str(pair.repo), "--budget", "2.5"])
+    # The budget must outlast the merge and the quick gate, and stop the sleeper (120 s): scaled for a loaded host.
+    code = main(["nightly", "--repo", str(pair.repo), "--budget", f"{scaled(2.5):.1f}"])
 
     assert code == ExitCode.BUDGET, capsys.readouterr()
     record = open_workspace(pair.repo).store.latest()
