@@ -13,9 +13,6 @@
 #   it must stay green. The set-up runs only when .venv is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Hundreds of tests start ds4sync as a child process: let the first one's compiled modules serve the rest
-# (a host that sets PYTHONDONTWRITEBYTECODE would otherwise compile the package from source in every child).
-unset PYTHONDONTWRITEBYTECODE
 STRESS=0
 if [[ "${1:-}" == "--stress" ]]; then
     STRESS=1
