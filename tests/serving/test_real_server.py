@@ -172,8 +172,10 @@ def test_throughput_rows_through_the_default_vllm_bench_command(
     for lat in ("ttft", "tpot", "itl", "e2el"):
         assert m[f"p50_{lat}_ms"] <= m[f"p90_{lat}_ms"] <= m[f"p95_{lat}_ms"] <= m[f"p99_{lat}_ms"]
     assert m["request_goodput"] == pytest.approx(m["request_throughput"])  # generous SLOs: every request good
-    # /metrics sampled over the row (a row this short may fall between two scrapes: running can read 0)
-    assert m["preemptions"] == 0 and m["waiting_max"] == 0 and 0 <= m["running_max"] <= 2
+    # /metrics sampled over the row (a row this short may fall between two scrapes: running can read 0). The
+    # scheduler's running gauge counts a finished request until its next step, while the client's slot has already
+    # sent the next one: at most two per slot, never more.
+    assert m["preemptions"] == 0 and m["waiting_max"] == 0 and 0 <= m["running_max"] <= 2 * 2
     # the server generated the measured tokens plus the bench's ready check and warm-up requests (16 each)
     assert decode["server_metrics"]["deltas"]["generation_tokens"] == 64 + 16 * (1 + config.num_warmups)
     assert decode["prefix_cache"] == "reset" and decode["checks"][0]["key"] == "p99_ttft_ms"
