@@ -3,9 +3,9 @@
 # Each step says what it does and how long the set-up has taken so far; pip shows its own progress (no -q).
 #
 # Usage: scripts/test.sh [--stress] [PYTEST ARGS...]
-#   The tests run in two passes: those that share nothing on pytest-xdist workers (DS4SYNC_TEST_WORKERS,
-#   default 3: the tests wait on git and child processes, so a third worker fills two cores), then the ones
-#   marked `serving` or `serial` (vLLM servers, the Ray cluster) alone. With your
+#   The tests run in two passes at once: those that share nothing on pytest-xdist workers (DS4SYNC_TEST_WORKERS,
+#   default 3: the tests wait on git and child processes, so a third worker fills two cores), and beside them
+#   the ones marked `serving` or `serial` (vLLM servers, the Ray cluster) in one process. With your
 #   own -m or -n, one pytest runs as you asked. Each pass writes its JUnit XML under .test-results/;
 #   `python benchmarks/durations_table.py .test-results/*.xml` tables where the time went.
 #   --stress: the fast loop (-m "not slow and not serving") with every core kept busy by a spinning
@@ -63,21 +63,21 @@ setup_core() {
     fi
 }
 
-pytest_pass() {  # pytest_pass NAME ARGS...: one pytest run; exit 5 (nothing selected) counts as nothing to do
+pytest_pass() {  # pytest_pass NAME ARGS...: one pytest run; exit 5 (nothing selected) is written down and counts as 0
     local name=$1 rc=0
     shift
     echo "==> pytest, $name pass ($((SECONDS - START)) s so far): $*"
-    printf 'pytest %s\t%s\t%s\n' "$name" "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
     .venv/bin/python -m pytest --junitxml="$RESULTS/junit-$name.xml" "$@" || rc=$?
     if [[ $rc == 5 ]]; then
         echo "==> pytest, $name pass: no test selected"
-        EMPTY=$((EMPTY + 1))
+        echo "$name" >> "$RESULTS/empty"
         rc=0
     fi
+    echo "==> pytest, $name pass finished ($((SECONDS - START)) s so far), exit $rc"
     return $rc
 }
 WORKERS="${DS4SYNC_TEST_WORKERS:-3}"
-EMPTY=0
+rm -f "$RESULTS/empty"
 
 if [[ $STRESS == 1 ]]; then
     [[ -x .venv/bin/python ]] || setup_core
@@ -90,6 +90,7 @@ if [[ $STRESS == 1 ]]; then
     done
     trap 'kill "${BUSY[@]}" 2>/dev/null || true' EXIT
     rc=0
+    printf 'pytest stress\t%s\t%s\n' "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
     pytest_pass stress -n "$WORKERS" -m "not slow and not serving" "$@" || rc=$?
     echo "==> stress: fast loop under load finished in $((SECONDS - START)) s, exit $rc"
     exit $rc
@@ -113,15 +114,28 @@ for arg in "$@"; do
         ;;
     esac
 done
+# Two passes at once: the tests that share nothing (each in its own tmp_path) on pytest-xdist workers, a module's
+# tests on one worker so that its fixtures (a build, a generated repository) are paid once; and beside them, in one
+# process, the tests marked `serving` or `serial` (vLLM CPU servers, the Ray cluster), which spend half their time
+# waiting on those servers. The parallel pass prints as it goes; the serial pass's output is kept in
+# .test-results/serial.log and printed when both have finished.
+printf 'pytest, both passes at once\t%s\t%s\n' "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
+pytest_pass serial -m "serving or serial" "$@" > "$RESULTS/serial.log" 2>&1 &
+SERIAL_PID=$!
+# a stopped script (Ctrl-C, a CI time-out) stops that pytest too, which stops its servers (SIGINT, as a person would)
+trap 'pkill -INT -P "$SERIAL_PID" 2>/dev/null || true' EXIT
 rc=0
-# Tests that share nothing (each works in its own tmp_path), a module's tests on one worker so that a module's
-# fixtures (a build, a generated repository) are paid once.
 pytest_pass parallel -n "$WORKERS" --dist loadscope -m "not serving and not serial" "$@" || rc=$?
-# vLLM CPU servers and the Ray cluster: alone on the machine, after the rest, whatever the first pass found.
-pytest_pass serial -m "serving or serial" "$@" || { last=$?; [[ $rc != 0 ]] || rc=$last; }
+echo "==> waiting for the serial pass (serving, Ray) ($((SECONDS - START)) s so far)"
+serial_rc=0
+wait "$SERIAL_PID" || serial_rc=$?
+trap - EXIT
+echo "==> the serial pass's output (serving, Ray):"
+cat "$RESULTS/serial.log"
+[[ $rc != 0 ]] || rc=$serial_rc
 printf 'end\t%s\t\n' "$((SECONDS - START))" >> "$RESULTS/steps.tsv"
 echo "==> tests done in $((SECONDS - START)) s in all"
-if [[ $EMPTY == 2 ]]; then
+if [[ -f "$RESULTS/empty" && $(wc -l < "$RESULTS/empty") == 2 ]]; then
     echo "==> no test selected in either pass"
     exit 5
 fi
