@@ -13,6 +13,8 @@ because a live ``/health`` can mask a wedged engine.
 from __future__ import annotations
 
 import contextlib
+import re
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +30,8 @@ from ds4sync.models.serving_settings import ServerConfig
 from ds4sync.serving.client import Deadline, OpenAIClient, RequestFailed
 
 LOG_TAIL_LINES = 25
+#: vLLM's own line when an engine worker process ends (``vllm/v1/executor/multiproc_executor.py``).
+_WORKER_DIED = re.compile(r"Worker proc (\S+) died unexpectedly \(exit code: (-?\d+|None)\)")
 PROGRESS_EVERY_S = 30.0
 Progress = Callable[[str], None]
 
@@ -314,8 +318,29 @@ def guard(handle: ServerHandle) -> GuardResult:
             client.complete("ping", max_tokens=1, timeout_s=limit)
         except RequestFailed as exc:
             word = "wedged: " if exc.kind == "timeout" else ""
-            return GuardResult(False, f"{word}guard failed ({exc.kind}): {exc}")
+            died = worker_death(handle.log_text())
+            return GuardResult(False, f"{word}guard failed ({exc.kind}): {exc}" + (f"; {died}" if died else ""))
     return GuardResult(True, "/health 200 and a 1-token completion answered")
+
+
+def worker_death(log_text: str) -> str | None:
+    """How an engine worker ended, from vLLM's own log line, or None when the log names no such end.
+
+    A negative exit code is the signal that ended it: ``-4`` is SIGILL, an instruction this CPU does not have
+    (a build for another CPU), ``-9`` SIGKILL (often the kernel's OOM killer), ``-11`` SIGSEGV.
+    """
+    found = _WORKER_DIED.findall(log_text)
+    if not found:
+        return None
+    worker, code = found[-1]
+    if code == "None" or int(code) >= 0:
+        return f"engine worker {worker} died (exit code {code})"
+    try:
+        name = signal.Signals(-int(code)).name
+    except ValueError:
+        name = f"signal {-int(code)}"
+    why = {"SIGILL": ": an instruction this CPU lacks", "SIGKILL": ": killed, often by the OOM killer"}.get(name, "")
+    return f"engine worker {worker} died of {name}{why}"
 
 
 def process_sign(handle: ServerHandle) -> str | None:

@@ -24,7 +24,15 @@ from ds4sync.models.serving_settings import KvBaseline, ServerConfig, ServingCon
 from ds4sync.serving import kvcache
 from ds4sync.serving.client import OpenAIClient
 from ds4sync.serving.gate import run_serving_gate
-from ds4sync.serving.server import ServerStartError, attach, start_server, stop_server, wait_ready
+from ds4sync.serving.server import (
+    ServerStartError,
+    attach,
+    guard,
+    start_server,
+    stop_server,
+    wait_ready,
+    worker_death,
+)
 from tests.cli_json import data as cli_data
 from tests.timing import scaled
 
@@ -270,3 +278,68 @@ time.sleep(600)
     assert len(group_members(pgid)) == 3  # orphans: nothing ended them
     ended = ChildRegistry(registry_dir).reap_orphans(grace_s=2)
     assert [e.pgid for e in ended] == [pgid] and group_members(pgid) == []
+
+
+# A stand-in for vLLM whose engine worker died: its API process still answers /health and /v1/models, answers a
+# completion with vLLM's HTTP 500, and its log carries vLLM's own line about the worker, with the exit code of a
+# real child that ended by the signal given (multiproc_executor.py writes the same line from the same code).
+_DEAD_WORKER_SERVER = """
+import http.server, json, subprocess, sys
+port, sig = int(sys.argv[1]), int(sys.argv[2])
+code = subprocess.run([sys.executable, "-c", f"import os; os.kill(os.getpid(), {sig})"]).returncode
+print(f"(EngineCore pid=1) ERROR [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly "
+      f"(exit code: {code}), shutting down executor.", flush=True)
+class Handler(http.server.BaseHTTPRequestHandler):
+    def _send(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self._send(200, {"data": [{"id": "m"}]} if self.path == "/v1/models" else {})
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._send(500, {"error": {"message": "EngineCore encountered an issue. See stack trace (above)"}})
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "said"),
+    [
+        (signal.SIGILL, "died of SIGILL: an instruction this CPU lacks"),
+        (signal.SIGKILL, "died of SIGKILL: killed, often by the OOM killer"),
+        (signal.SIGSEGV, "died of SIGSEGV"),
+    ],
+)
+def test_the_guard_names_how_the_engine_worker_died(sig: signal.Signals, said: str, tmp_path: Path) -> None:
+    config = ServerConfig(
+        command=(sys.executable, "-c", _DEAD_WORKER_SERVER, "{port}", str(int(sig))),
+        port=free_port(),
+        model="m",
+        poll_interval_s=0.05,
+        stop_grace_s=scaled(5),
+        guard_timeout_s=scaled(10),
+        startup_timeout_s=scaled(30),
+    )
+    handle = start_server(config, log_path=tmp_path / "server.log")
+    try:
+        wait_ready(handle)
+        result = guard(handle)
+    finally:
+        stop_server(handle)
+    assert not result.ok
+    assert "HTTP 500" in result.reason and result.reason.endswith(f"; engine worker VllmWorker-0 {said}")
+
+
+def test_a_worker_line_with_no_signal_or_none_is_said_as_is() -> None:
+    line = "Worker proc VllmWorker-{n} died unexpectedly (exit code: {code}), shutting down executor."
+    assert worker_death("") is None and worker_death("Worker proc X exited") is None
+    assert worker_death(line.format(n=0, code="None")) == "engine worker VllmWorker-0 died (exit code None)"
+    assert worker_death(line.format(n=0, code=1)) == "engine worker VllmWorker-0 died (exit code 1)"
+    two = line.format(n=0, code=-9) + "\n" + line.format(n=1, code=-4)
+    assert worker_death(two) == "engine worker VllmWorker-1 died of SIGILL: an instruction this CPU lacks"
