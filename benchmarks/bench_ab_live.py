@@ -61,7 +61,7 @@ def server(python: Path, model: Path, *extra: str) -> ServerConfig:
     command = (
         *(str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)),
         *("--served-model-name", "tiny", "--host", "{host}", "--port", "{port}", "--max-model-len", "2048"),
-        *("--dtype", "bfloat16", "--enforce-eager"),  # no torch.compile: minutes saved per boot on a CPU
+        *("--dtype", "float32", "--enforce-eager"),  # float32: see tests/serving/servinghelp.py; no torch.compile
         *extra,
     )
     return ServerConfig(command=command, port=_port(), model="tiny", env=ENV, startup_timeout_s=1800, stop_grace_s=20)

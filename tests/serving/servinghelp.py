@@ -93,8 +93,11 @@ def vllm_command(python: Path, model_dir: Path, *extra: str) -> tuple[str, ...]:
         "{port}",
         "--max-model-len",
         "4096",
+        # float32, not bfloat16: vLLM's CPU attention takes its AMX kernel for bf16 whenever the CPU reports AMX
+        # tiles (torch.cpu._is_amx_tile_supported, vllm/v1/attention/backends/cpu_attn.py::_get_attn_isa), and a
+        # CPU that reports tiles without AMX-BF16 kills the engine worker with SIGILL on a 2-token prompt.
         "--dtype",
-        "bfloat16",
+        "float32",
         "--max-num-seqs",
         "8",
         # no torch.compile / CUDA-graph capture: on a CPU every boot would otherwise recompile (minutes)
