@@ -2,7 +2,7 @@
 # Set up ds4sync with its test and kernel extras (.venv) and vLLM's CPU build (.venv-serving), then run the tests.
 # Each step says what it does and how long the set-up has taken so far; pip shows its own progress (no -q).
 #
-# Usage: scripts/test.sh [--stress] [PYTEST ARGS...]
+# Usage: scripts/test.sh [--stress | --busy] [PYTEST ARGS...]
 #   The tests run in two passes at once: those that share nothing on pytest-xdist workers (DS4SYNC_TEST_WORKERS,
 #   default 3: the tests wait on git and child processes, so a third worker fills two cores), and beside them
 #   the ones marked `serving` or `serial` (vLLM servers, the Ray cluster) in one process. With your
@@ -11,13 +11,33 @@
 #   --stress: the fast loop (-m "not slow and not serving") with every core kept busy by a spinning
 #   process for the whole run (bounded: they are killed at the end, and by `timeout` after an hour at most);
 #   it must stay green. The set-up runs only when .venv is absent.
+#   --busy: the whole run as CI makes it (set-up, lint, both passes) with every core kept busy the same way
+#   from start to end: the suite must stay green on a machine shared with other work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STRESS=0
+BUSY_ALL=0
 if [[ "${1:-}" == "--stress" ]]; then
     STRESS=1
     shift
+elif [[ "${1:-}" == "--busy" ]]; then
+    BUSY_ALL=1
+    shift
 fi
+BUSY=()
+SERIAL_PID=""
+cleanup() {  # on any exit: a serial pass still running is stopped (SIGINT, as a person would), spinners killed
+    if [[ -n $SERIAL_PID ]]; then pkill -INT -P "$SERIAL_PID" 2>/dev/null || true; fi
+    if [[ ${#BUSY[@]} -gt 0 ]]; then kill "${BUSY[@]}" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+keep_cores_busy() {  # one spinning process per core, each ended by cleanup or by `timeout` after an hour
+    echo "==> $(nproc) spinning processes keep every core busy: $1"
+    for _ in $(seq "$(nproc)"); do
+        timeout 3600 python3 -c "while True: pass" &
+        BUSY+=($!)
+    done
+}
 START=$SECONDS
 RESULTS=.test-results
 mkdir -p "$RESULTS"
@@ -43,6 +63,10 @@ setup_core() {
     fi
     step 5/7 "ds4sync with the test, kernel, ray and cuda-check extras (triton: its interpreter runs the kernels on the CPU; ray: a local cluster for the Ray executor's tests; cuda-check: nvcc, which compiles the CUDA top-k without a GPU)"
     .venv/bin/python -m pip install -e '.[test,kernel,ray,cuda-check]'
+    # An editable install compiles no bytecode, and a host that sets PYTHONDONTWRITEBYTECODE never writes any:
+    # every ds4sync child the tests start would compile the package from source. Compile it once, as a
+    # regular install does (only under ds4sync/, whose __pycache__ git ignores; children only read it).
+    .venv/bin/python -m compileall -q ds4sync
     step 6/7 "system tools: ccache (builds compile each source once), headless Chromium (the trend page's browser test)"
     missing=()
     command -v ccache >/dev/null 2>&1 || missing+=(ccache)
@@ -81,14 +105,7 @@ rm -f "$RESULTS/empty"
 
 if [[ $STRESS == 1 ]]; then
     [[ -x .venv/bin/python ]] || setup_core
-    CPUS=$(nproc)
-    echo "==> stress: $CPUS spinning processes keep every core busy while the fast loop runs"
-    BUSY=()
-    for _ in $(seq "$CPUS"); do
-        timeout 3600 python3 -c "while True: pass" &
-        BUSY+=($!)
-    done
-    trap 'kill "${BUSY[@]}" 2>/dev/null || true' EXIT
+    keep_cores_busy "stress: the fast loop runs under load"
     rc=0
     printf 'pytest stress\t%s\t%s\n' "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
     pytest_pass stress -n "$WORKERS" -m "not slow and not serving" "$@" || rc=$?
@@ -96,6 +113,7 @@ if [[ $STRESS == 1 ]]; then
     exit $rc
 fi
 
+[[ $BUSY_ALL == 0 ]] || keep_cores_busy "busy: the whole run, set-up included, under load"
 setup_core
 step 7/7 "lint: ruff and mypy (while the serving environment installs), so that a style or type error fails before the tests"
 bash scripts/lint.sh
@@ -121,15 +139,13 @@ done
 # .test-results/serial.log and printed when both have finished.
 printf 'pytest, both passes at once\t%s\t%s\n' "$((SECONDS - START))" "$*" >> "$RESULTS/steps.tsv"
 pytest_pass serial -m "serving or serial" "$@" > "$RESULTS/serial.log" 2>&1 &
-SERIAL_PID=$!
-# a stopped script (Ctrl-C, a CI time-out) stops that pytest too, which stops its servers (SIGINT, as a person would)
-trap 'pkill -INT -P "$SERIAL_PID" 2>/dev/null || true' EXIT
+SERIAL_PID=$!  # a stopped script (Ctrl-C, a CI time-out) stops that pytest too (cleanup), which stops its servers
 rc=0
 pytest_pass parallel -n "$WORKERS" --dist loadscope -m "not serving and not serial" "$@" || rc=$?
 echo "==> waiting for the serial pass (serving, Ray) ($((SECONDS - START)) s so far)"
 serial_rc=0
 wait "$SERIAL_PID" || serial_rc=$?
-trap - EXIT
+SERIAL_PID=""
 echo "==> the serial pass's output (serving, Ray):"
 cat "$RESULTS/serial.log"
 [[ $rc != 0 ]] || rc=$serial_rc
