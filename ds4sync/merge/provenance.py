@@ -65,10 +65,44 @@ def conflict_hunks(
 
     ``conflict`` is merge-tree's (its stages name the three blobs). Paths per side: the merged path
     where that side has it, else the name the other side renamed it from (git's rename detection).
+    :func:`conflicts_hunks` reads several conflicts with fewer history walks.
     """
+    return conflicts_hunks(
+        repo, [conflict], sides, patchsets=patchsets, marker_sizes={conflict.path: marker_size}, pool=pool
+    ).get(conflict.path, ())
+
+
+def conflicts_hunks(
+    repo: GitRepo,
+    conflicts: Sequence[Conflict],
+    sides: Sides,
+    *,
+    patchsets: Sequence[PatchSet] = (),
+    marker_sizes: dict[str, int] | None = None,
+    pool: ThreadPoolExecutor | None = None,
+) -> dict[str, tuple[ConflictHunk, ...]]:
+    """:func:`conflict_hunks` of each content conflict, by path (other kinds are left out).
+
+    The hunks are read conflict by conflict (in ``pool`` when given); their histories are then asked
+    together (:func:`_with_history`), so that one walk of a side's history answers a range of every file.
+    """
+    sizes = marker_sizes or {}
+
+    def read(conflict: Conflict) -> tuple[list[ConflictHunk], dict[str, int]]:
+        return _hunks_of(repo, conflict, sides, patchsets=patchsets, marker_size=sizes.get(conflict.path, 7))
+
+    read_all = pool.map(read, conflicts) if pool is not None else map(read, conflicts)
+    found = {c.path: hunks for c, hunks in zip(conflicts, read_all, strict=True) if hunks[0]}
+    return _with_history(repo, found, sides, pool=pool)
+
+
+def _hunks_of(
+    repo: GitRepo, conflict: Conflict, sides: Sides, *, patchsets: Sequence[PatchSet], marker_size: int
+) -> tuple[list[ConflictHunk], dict[str, int]]:
+    """One conflict's hunks without their history, and the number of lines of each side's file."""
     oids = {stage: oid for stage, _mode, oid in conflict.stages}
     if conflict.kind not in _HUNK_KINDS or set(oids) != {1, 2, 3}:
-        return ()
+        return [], {}
     blobs = repo.blobs(oids.values())
     base, fork, upstream = (blobs.get(oids[s], b"") for s in (1, 2, 3))
     _, merged = repo.merge_file_diff3(
@@ -109,7 +143,7 @@ def conflict_hunks(
                 owners=owners_of(repo, conflict.path, fork_text, patchsets, also=paths["fork"]),
             )
         )
-    return tuple(_with_history(repo, hunks, sides, texts, pool=pool))
+    return hunks, {name: len(text) for name, text in texts.items()}
 
 
 def _side_paths(repo: GitRepo, path: str, sides: Sides) -> dict[str, str | None]:
@@ -155,39 +189,95 @@ def _range(start: int, count: int, total: int) -> tuple[int, int] | None:
     return max(1, start - 1), min(total, max(1, start))
 
 
+#: One history question: (side's head, first-parent, path at that side, (start, end)).
+_Walk = tuple[str, bool, str, tuple[int, int]]
+
+
 def _with_history(
     repo: GitRepo,
-    hunks: list[ConflictHunk],
+    found: dict[str, tuple[list[ConflictHunk], dict[str, int]]],
     sides: Sides,
-    texts: dict[str, list[str]],
     *,
     pool: ThreadPoolExecutor | None,
-) -> list[ConflictHunk]:
-    """Each hunk with the upstream first-parent commits and the fork commits that changed its lines."""
-    jobs = []
-    for hunk in hunks:
-        for side, head, first_parent in (("upstream", sides.upstream, True), ("fork", sides.fork, False)):
-            path = hunk.upstream_path if side == "upstream" else hunk.fork_path
-            start = hunk.upstream_start if side == "upstream" else hunk.fork_start
-            count = hunk.upstream_count if side == "upstream" else hunk.fork_count
-            span = _range(start, count, len(texts[side])) if path and start else None
-            jobs.append((hunk.index, side, path, span, head, first_parent))
+) -> dict[str, tuple[ConflictHunk, ...]]:
+    """Each conflict's hunks (by path, with each side's line count) with the upstream first-parent
+    commits and the fork commits that changed their lines (:func:`_line_histories`)."""
+    asked: dict[tuple[str, int, str], _Walk | None] = {}
+    for path, (hunks, totals) in found.items():
+        for hunk in hunks:
+            for side, head, first_parent in (("upstream", sides.upstream, True), ("fork", sides.fork, False)):
+                at = hunk.upstream_path if side == "upstream" else hunk.fork_path
+                start = hunk.upstream_start if side == "upstream" else hunk.fork_start
+                count = hunk.upstream_count if side == "upstream" else hunk.fork_count
+                span = _range(start, count, totals[side]) if at and start else None
+                asked[(path, hunk.index, side)] = (head, first_parent, at, span) if at and span else None
+    answers = _line_histories(repo, sides.base, {w for w in asked.values() if w is not None}, pool=pool)
 
-    def run(job: tuple) -> tuple[int, str, tuple[HunkCommit, ...]]:
-        index, side, path, span, head, first_parent = job
-        if span is None:
-            return index, side, ()
-        found = repo.line_log(sides.base, head, path, span[0], span[1], first_parent=first_parent)
-        return index, side, tuple(HunkCommit(sha=c.sha, subject=c.subject, pr=pr_number(c.subject)) for c in found)
+    def commits(key: tuple[str, int, str]) -> tuple[HunkCommit, ...]:
+        walk = asked[key]
+        return answers[walk] if walk is not None else ()
 
-    results = list(pool.map(run, jobs)) if pool is not None else [run(j) for j in jobs]
-    history: dict[tuple[int, str], tuple[HunkCommit, ...]] = {(i, s): c for i, s, c in results}
-    return [
-        h.model_copy(
-            update={"upstream_commits": history[(h.index, "upstream")], "fork_commits": history[(h.index, "fork")]}
+    return {
+        path: tuple(
+            h.model_copy(
+                update={
+                    "upstream_commits": commits((path, h.index, "upstream")),
+                    "fork_commits": commits((path, h.index, "fork")),
+                }
+            )
+            for h in hunks
         )
-        for h in hunks
-    ]
+        for path, (hunks, _totals) in found.items()
+    }
+
+
+def _line_histories(
+    repo: GitRepo, base: str, walks: set[_Walk], *, pool: ThreadPoolExecutor | None
+) -> dict[_Walk, tuple[HunkCommit, ...]]:
+    """git's ``log -L`` answer to every walk, asked in as few walks of each side's history as git answers
+    exactly: one range of each file per walk (:meth:`GitRepo.line_logs`), for the files that keep one name
+    in the whole walk, on a side whose walk holds no merge (upstream's first-parent line of squashed PRs, a
+    fork range without merges). Any other range, and every range of a walk git cannot split, is asked alone."""
+    by_side: dict[tuple[str, bool], dict[str, list[tuple[int, int]]]] = {}
+    for head, first_parent, path, span in sorted(walks):
+        by_side.setdefault((head, first_parent), {}).setdefault(path, []).append(span)
+
+    def batchable(side: tuple[str, bool]) -> set[str]:
+        head, first_parent = side
+        paths = by_side[side]
+        if len(paths) < 2 or repo.has_merges(base, head, first_parent=first_parent):
+            return set()
+        return set(paths) - repo.paths_added_or_deleted(base, head, paths, first_parent=first_parent)
+
+    sides = list(by_side)
+    named = list(pool.map(batchable, sides)) if pool is not None else [batchable(s) for s in sides]
+    groups: list[tuple[str, bool, list[tuple[str, int, int]]]] = []
+    for (head, first_parent), same in zip(sides, named, strict=True):
+        for path, spans in by_side[(head, first_parent)].items():
+            if path not in same:
+                groups += [(head, first_parent, [(path, *span)]) for span in spans]
+        spans_of = {p: by_side[(head, first_parent)][p] for p in sorted(same)}
+        for turn in range(max((len(spans) for spans in spans_of.values()), default=0)):
+            groups.append(
+                (head, first_parent, [(p, *spans[turn]) for p, spans in spans_of.items() if turn < len(spans)])
+            )
+
+    def run(group: tuple[str, bool, list[tuple[str, int, int]]]) -> list[tuple[_Walk, tuple[HunkCommit, ...]]]:
+        head, first_parent, spans = group
+        together = repo.line_logs(base, head, spans, first_parent=first_parent) if len(spans) > 1 else None
+        rows = []
+        for path, start, end in spans:
+            found = (
+                together[path]
+                if together is not None
+                else repo.line_log(base, head, path, start, end, first_parent=first_parent)
+            )
+            commits = tuple(HunkCommit(sha=c.sha, subject=c.subject, pr=pr_number(c.subject)) for c in found)
+            rows.append(((head, first_parent, path, (start, end)), commits))
+        return rows
+
+    done = pool.map(run, groups) if pool is not None else map(run, groups)
+    return {walk: commits for rows in done for walk, commits in rows}
 
 
 def owners_of(
