@@ -87,29 +87,36 @@ def conflicts_hunks(
     together (:func:`_with_history`), so that one walk of a side's history answers a range of every file.
     """
     sizes = marker_sizes or {}
+    wanted = [c for c in conflicts if c.kind in _HUNK_KINDS and {s for s, _m, _o in c.stages} == {1, 2, 3}]
+    blobs = repo.blobs(oid for c in wanted for _stage, _mode, oid in c.stages)  # one read for every conflict
+    present = _Present(repo, sides, [c.path for c in wanted])
 
     def read(conflict: Conflict) -> tuple[list[ConflictHunk], dict[str, int]]:
-        return _hunks_of(repo, conflict, sides, patchsets=patchsets, marker_size=sizes.get(conflict.path, 7))
+        return _hunks_of(repo, conflict, blobs, present, patchsets=patchsets, marker_size=sizes.get(conflict.path, 7))
 
-    read_all = pool.map(read, conflicts) if pool is not None else map(read, conflicts)
-    found = {c.path: hunks for c, hunks in zip(conflicts, read_all, strict=True) if hunks[0]}
+    read_all = pool.map(read, wanted) if pool is not None else map(read, wanted)
+    found = {c.path: hunks for c, hunks in zip(wanted, read_all, strict=True) if hunks[0]}
     return _with_history(repo, found, sides, pool=pool)
 
 
 def _hunks_of(
-    repo: GitRepo, conflict: Conflict, sides: Sides, *, patchsets: Sequence[PatchSet], marker_size: int
+    repo: GitRepo,
+    conflict: Conflict,
+    blobs: dict[str, bytes],
+    present: _Present,
+    *,
+    patchsets: Sequence[PatchSet],
+    marker_size: int,
 ) -> tuple[list[ConflictHunk], dict[str, int]]:
-    """One conflict's hunks without their history, and the number of lines of each side's file."""
+    """One content conflict's hunks without their history, and the number of lines of each side's file
+    (``blobs``: its stages' contents by oid)."""
     oids = {stage: oid for stage, _mode, oid in conflict.stages}
-    if conflict.kind not in _HUNK_KINDS or set(oids) != {1, 2, 3}:
-        return [], {}
-    blobs = repo.blobs(oids.values())
     base, fork, upstream = (blobs.get(oids[s], b"") for s in (1, 2, 3))
     _, merged = repo.merge_file_diff3(
         fork, base, upstream, marker_size=marker_size, labels=("fork", "merge-base", "upstream")
     )
     split = split_diff3(merged.decode("utf-8", "replace"), marker_size=marker_size)
-    paths = _side_paths(repo, conflict.path, sides)
+    paths = _side_paths(repo, conflict.path, present)
     texts = {
         name: data.decode("utf-8", "replace").splitlines(keepends=True)
         for name, data in (("base", base), ("fork", fork), ("upstream", upstream))
@@ -146,18 +153,35 @@ def _hunks_of(
     return hunks, {name: len(text) for name, text in texts.items()}
 
 
-def _side_paths(repo: GitRepo, path: str, sides: Sides) -> dict[str, str | None]:
+class _Present:
+    """Whether a path is a file at the merge-base, the fork head and upstream: the conflicted paths read in one
+    ``ls-tree`` per side, any other path (a rename's old name) asked alone."""
+
+    def __init__(self, repo: GitRepo, sides: Sides, paths: Sequence[str]) -> None:
+        self.repo, self.sides, self._asked = repo, sides, frozenset(paths)
+        revs = (sides.base, sides.fork, sides.upstream)
+        self._files = {rev: set(repo.blob_ids(rev, paths)) for rev in dict.fromkeys(revs)} if paths else {}
+
+    def file(self, rev: str, path: str) -> bool:
+        """Whether ``path`` names a blob in ``rev``'s tree (a file or a symlink)."""
+        if path in self._asked and rev in self._files:
+            return path in self._files[rev]
+        return self.repo.object_type(f"{rev}:{path}") == "blob"
+
+
+def _side_paths(repo: GitRepo, path: str, present: _Present) -> dict[str, str | None]:
     """Where the merged ``path`` is at the merge-base, in the fork and upstream (a rename on either side)."""
+    sides = present.sides
     found: dict[str, str | None] = {}
     for name, rev in (("base", sides.base), ("fork", sides.fork), ("upstream", sides.upstream)):
-        found[name] = path if repo.object_type(f"{rev}:{path}") == "blob" else None
+        found[name] = path if present.file(rev, path) else None
     if all(found.values()):
         return found
     for renamer in (sides.upstream, sides.fork):
         old = _renames(repo, sides.base, renamer).get(path)
         if old:
             for name, rev in (("base", sides.base), ("fork", sides.fork), ("upstream", sides.upstream)):
-                if found[name] is None and repo.object_type(f"{rev}:{old}") == "blob":
+                if found[name] is None and present.file(rev, old):
                     found[name] = old
     return found
 
