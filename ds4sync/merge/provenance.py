@@ -122,6 +122,7 @@ def _hunks_of(
         for name, data in (("base", base), ("fork", fork), ("upstream", upstream))
     }
     cursors = dict.fromkeys(texts, 0)
+    owners = _file_owners(repo, conflict.path, patchsets, also=paths["fork"])
     hunks = []
     for index, (fork_text, base_text, up_text) in enumerate(split.hunks):
         before = split.common[index].splitlines(keepends=True)
@@ -147,7 +148,7 @@ def _hunks_of(
                 fork_count=where["fork"][1],
                 upstream_start=where["upstream"][0],
                 upstream_count=where["upstream"][1],
-                owners=owners_of(repo, conflict.path, fork_text, patchsets, also=paths["fork"]),
+                owners=_hunk_owners(owners, fork_text),
             )
         )
     return hunks, {name: len(text) for name, text in texts.items()}
@@ -312,31 +313,54 @@ def owners_of(
     A patch-set owns it when a line its patches add is in ``fork_text`` (``patch lines``), when its
     patches touch the file (``patch``), or when one of its invariants reads the file (``invariant``).
     """
+    return _hunk_owners(_file_owners(repo, path, patchsets, also=also), fork_text)
+
+
+@dataclass(frozen=True)
+class _FileOwner:
+    """What makes a patch-set an owner of a file's hunks: the stripped lines its patches add to the file (None
+    when they do not touch it) and whether an invariant reads the file."""
+
+    patchset: PatchSet
+    added: frozenset[str] | None
+    invariant: bool
+
+
+def _file_owners(
+    repo: GitRepo, path: str, patchsets: Sequence[PatchSet], *, also: str | None = None
+) -> list[_FileOwner]:
+    """The patch-sets that touch ``path`` (or ``also``, its fork name) or read it: read once per file, every
+    hunk of its conflict shares them."""
     names = {path, *([also] if also else [])}
+    found = []
+    for ps in patchsets:
+        files = ps.patch_files() if ps.folder is not None else []
+        added = frozenset(_added_lines(files, names)) if files and names & _patch_paths(repo, tuple(files)) else None
+        invariant = any(_invariant_reads(inv, name) for inv in ps.invariants for name in names)
+        if added is not None or invariant:
+            found.append(_FileOwner(ps, added, invariant))
+    return found
+
+
+def _hunk_owners(owners: Sequence[_FileOwner], fork_text: str) -> tuple[HunkOwner, ...]:
+    """:func:`owners_of` from the file's owners (:func:`_file_owners`) and the hunk's fork text."""
     fork_lines = {line.strip() for line in fork_text.splitlines() if len(line.strip()) > 3}
     found: list[tuple[int, HunkOwner]] = []
-    for ps in patchsets:
-        matched: list[str] = []
-        files = ps.patch_files() if ps.folder is not None else []
-        if files:
-            touched = _patch_paths(repo, tuple(files))
-            if names & touched:
-                added = _added_lines(files, names)
-                if added & fork_lines:
-                    matched.append("patch lines")
-                matched.append("patch")
-        if any(_invariant_reads(inv, name) for inv in ps.invariants for name in names):
+    for owner in owners:
+        ps, matched = owner.patchset, []
+        if owner.added is not None:
+            if owner.added & fork_lines:
+                matched.append("patch lines")
+            matched.append("patch")
+        if owner.invariant:
             matched.append("invariant")
-        if matched:
-            rank = 0 if "patch lines" in matched else 1 if "patch" in matched else 2
-            found.append(
-                (
-                    rank,
-                    HunkOwner(
-                        patchset=ps.id, title=ps.title, rationale=ps.rationale.strip(), matched_by=tuple(matched)
-                    ),
-                )
+        rank = 0 if "patch lines" in matched else 1 if "patch" in matched else 2
+        found.append(
+            (
+                rank,
+                HunkOwner(patchset=ps.id, title=ps.title, rationale=ps.rationale.strip(), matched_by=tuple(matched)),
             )
+        )
     return tuple(owner for _, owner in sorted(found, key=lambda f: (f[0], f[1].patchset)))
 
 
