@@ -217,3 +217,84 @@ def test_conflicts_in_renamed_files_share_one_rename_search_per_side(
     whole = [r.getMessage() for r in caplog.records if "--name-status -M -z" in r.getMessage()]
     searches = [m for m in whole if m.split("--end-of-options", 1)[1].split("(in")[0].strip().endswith("--")]
     assert 1 <= len(searches) <= 2, whole  # one whole search per side at most
+
+
+def _history_repo(root: Path, *, merged_pr: bool = False) -> tuple[GitRepo, str, str, str]:
+    """Upstream: PRs changing ranges of three files (with ``merged_pr``, #2 is a merge commit with an inner commit),
+    ``g.py`` moved to ``h.py`` without a change and a new ``g.py`` made in its place; the fork: a merged branch."""
+    from ds4sync.demo.repobuild import RepoBuilder
+
+    up = RepoBuilder(root / "repo")
+    files = {name: body() for name in ("a.py", "b.py", "c.py", "g.py")}
+    base = up.commit(files, "base")
+    up.commit({"a.py": body(l3="pr1 a"), "b.py": body(l20="pr1 b"), "g.py": body(l10="pr1 g")}, "Three files (#1)")
+    second = {"a.py": body(l3="pr1 a", l20="pr2 a"), "c.py": body(l3="pr2 c")}
+    if merged_pr:
+        up.branch("pr2")
+        up.commit(second, "inner commit of #2")
+        up.checkout("main")
+        git.Repo(up.path).git.merge("--no-ff", "-q", "-m", "The second (#2)", "pr2")
+    else:
+        up.commit(second, "The second (#2)")
+    up.rename("g.py", "h.py", "Move g (#3)")
+    up.commit({"g.py": body(l3="new g"), "h.py": body(l3="moved h", l10="pr1 g")}, "A new g, h changed (#4)")
+    upstream = up.commit({"b.py": body(l20="pr1 b", l3="pr5 b")}, "Top of b (#5)")
+    up.branch(BRANCH, base)
+    up.commit({"a.py": body(l3="fork a")}, "fork: a")
+    up.branch("side")
+    up.commit({"b.py": body(l20="side b")}, "side: b")
+    up.checkout(BRANCH)
+    up.commit({"a.py": body(l3="fork a", l25="fork a again")}, "fork: a again")
+    git.Repo(up.path).git.merge("--no-ff", "-q", "-m", "fork: merge the side", "side")
+    return GitRepo(up.path), base, upstream, up.head()
+
+
+@pytest.mark.parametrize("merged_pr", [False, True])
+def test_ranges_of_many_files_asked_in_few_walks_answer_as_each_range_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, merged_pr: bool
+) -> None:
+    """Hunk histories are asked one range of each file per walk of a side: every range's commits are what its own
+    ``git log -L`` finds, for files with several ranges, a file moved in the range whose old name is another
+    file's (asked alone), and a side whose walk holds a merge (each range alone: git prints a merge's diff for
+    no range)."""
+    from ds4sync.merge.provenance import _line_histories
+
+    repo, base, upstream, fork = _history_repo(tmp_path, merged_pr=merged_pr)
+    spans = [(2, 5), (19, 22), (24, 26)]
+    walks = {(upstream, True, path, span) for path in ("a.py", "b.py", "c.py", "g.py", "h.py") for span in spans}
+    walks |= {(fork, False, path, span) for path in ("a.py", "b.py") for span in spans}
+    with caplog.at_level("DEBUG", logger="ds4sync.git"):
+        found = _line_histories(repo, base, walks, pool=None)
+    walked = [r.getMessage() for r in caplog.records if " -L" in r.getMessage()]
+    alone = {
+        (head, fp, path, span): tuple(
+            (c.sha, c.subject) for c in repo.line_log(base, head, path, *span, first_parent=fp)
+        )
+        for head, fp, path, span in walks
+    }
+    assert {walk: tuple((c.sha, c.subject) for c in commits) for walk, commits in found.items()} == alone
+    subjects = {walk[2:]: [s for _, s in commits] for walk, commits in alone.items() if walk[0] == upstream}
+    assert subjects[("a.py", (2, 5))] == ["Three files (#1)"] and subjects[("a.py", (19, 22))] == ["The second (#2)"]
+    assert subjects[("h.py", (2, 5))] == ["A new g, h changed (#4)"] == subjects[("g.py", (2, 5))]
+    assert subjects[("h.py", (19, 22))] == [] and len(subjects[("g.py", (19, 22))]) == 1  # g.py made at #4
+    upstream_walks = [m for m in walked if "--first-parent" in m]
+    # a.py, b.py and c.py together, one range of each per walk: 3 walks; g.py and h.py (added in the range): 6
+    assert len(upstream_walks) == (15 if merged_pr else 3 + 6), upstream_walks
+    assert len(walked) - len(upstream_walks) == 6  # the fork's range holds a merge: every range alone
+
+
+def test_one_walk_of_many_files_is_refused_where_git_cannot_split_it(tmp_path: Path) -> None:
+    repo, base, upstream, fork = _history_repo(tmp_path, merged_pr=True)
+    with pytest.raises(ValueError):
+        repo.line_logs(base, upstream, [("a.py", 1, 2), ("a.py", 5, 6)], first_parent=True)
+    assert repo.line_logs(base, upstream, [("a.py", 1, 2), ("b.py", 500, 501)], first_parent=True) is None
+    # a file moved in the walk prints its old name, which names no file asked; a merge prints no diff
+    assert repo.line_logs(base, upstream, [("a.py", 1, 4), ("h.py", 9, 11)], first_parent=True) is None
+    assert repo.line_logs(base, upstream, [("a.py", 19, 22), ("c.py", 2, 5)], first_parent=True) is None
+    together = repo.line_logs(base, upstream, [("a.py", 2, 5), ("b.py", 2, 5)], first_parent=True)
+    assert together is not None
+    assert [c.subject for c in together["a.py"]] == ["Three files (#1)"]
+    assert [c.subject for c in together["b.py"]] == ["Top of b (#5)"]
+    assert repo.paths_added_or_deleted(base, upstream, ["a.py", "g.py", "h.py"], first_parent=True) == {"g.py", "h.py"}
+    assert repo.has_merges(base, upstream, first_parent=True) and repo.has_merges(base, fork)
+    assert not repo.has_merges(upstream, upstream)

@@ -113,8 +113,8 @@ def plan(ws: Workspace, ref: str, *, fetch: bool = False, semantic: bool = True)
     branch, fork_sha, upstream_sha, used = _refs(ws, ref, fetch=fetch)
     base = _merge_base(ws, ref, branch, fork_sha, upstream_sha)
     ws.repo.merge_tree(fork_sha, upstream_sha)  # kept on the repo object: the two predictions share it
-    # The semantic check is Python (parsing) and the rest mostly git processes (`git log -L` per conflict
-    # hunk): side by side they take about as long as the longer of the two.
+    # The semantic check is Python (parsing) and the rest mostly git processes (the `git log -L` walks of the
+    # conflict hunks): side by side they take about as long as the longer of the two.
     with ThreadPoolExecutor(max_workers=1) as pool:
         checked = pool.submit(_plan_semantic, ws, fork_sha, upstream_sha) if semantic else None
         summary = plan_merge(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ds4sync.core.git import Conflict, FileChange, GitRepo
 from ds4sync.core.git.mergetree import MergeTreeResult
-from ds4sync.merge.provenance import Sides, conflict_hunks
+from ds4sync.merge.provenance import Sides, conflicts_hunks
 from ds4sync.models.merge_hunks import ConflictHunk
 from ds4sync.models.merge_results import ConflictEntry, MergeSummary, Overlap
 from ds4sync.patchsets.model import PatchSet
@@ -95,16 +95,7 @@ def _hunks(
     if not wanted:
         return {}
     sizes = repo.marker_sizes([c.path for c in wanted])
-    # The conflicts side by side: each waits on its own `git log -L` runs (in ``pool``), so one conflict's
-    # last run no longer holds back the next conflict's first.
-    with ThreadPoolExecutor(max_workers=4) as each:
-        found = {
-            c.path: each.submit(
-                conflict_hunks, repo, c, sides, patchsets=patchsets, marker_size=sizes.get(c.path, 7), pool=pool
-            )
-            for c in wanted
-        }
-        return {path: hunks.result() for path, hunks in found.items()}
+    return conflicts_hunks(repo, wanted, sides, patchsets=patchsets, marker_sizes=sizes, pool=pool)
 
 
 @dataclass(frozen=True)

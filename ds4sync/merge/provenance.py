@@ -65,22 +65,64 @@ def conflict_hunks(
 
     ``conflict`` is merge-tree's (its stages name the three blobs). Paths per side: the merged path
     where that side has it, else the name the other side renamed it from (git's rename detection).
+    :func:`conflicts_hunks` reads several conflicts with fewer history walks.
     """
+    return conflicts_hunks(
+        repo, [conflict], sides, patchsets=patchsets, marker_sizes={conflict.path: marker_size}, pool=pool
+    ).get(conflict.path, ())
+
+
+def conflicts_hunks(
+    repo: GitRepo,
+    conflicts: Sequence[Conflict],
+    sides: Sides,
+    *,
+    patchsets: Sequence[PatchSet] = (),
+    marker_sizes: dict[str, int] | None = None,
+    pool: ThreadPoolExecutor | None = None,
+) -> dict[str, tuple[ConflictHunk, ...]]:
+    """:func:`conflict_hunks` of each content conflict, by path (other kinds are left out).
+
+    The hunks are read conflict by conflict (in ``pool`` when given); their histories are then asked
+    together (:func:`_with_history`), so that one walk of a side's history answers a range of every file.
+    """
+    sizes = marker_sizes or {}
+    wanted = [c for c in conflicts if c.kind in _HUNK_KINDS and {s for s, _m, _o in c.stages} == {1, 2, 3}]
+    blobs = repo.blobs(oid for c in wanted for _stage, _mode, oid in c.stages)  # one read for every conflict
+    present = _Present(repo, sides, [c.path for c in wanted])
+
+    def read(conflict: Conflict) -> tuple[list[ConflictHunk], dict[str, int]]:
+        return _hunks_of(repo, conflict, blobs, present, patchsets=patchsets, marker_size=sizes.get(conflict.path, 7))
+
+    read_all = pool.map(read, wanted) if pool is not None else map(read, wanted)
+    found = {c.path: hunks for c, hunks in zip(wanted, read_all, strict=True) if hunks[0]}
+    return _with_history(repo, found, sides, pool=pool)
+
+
+def _hunks_of(
+    repo: GitRepo,
+    conflict: Conflict,
+    blobs: dict[str, bytes],
+    present: _Present,
+    *,
+    patchsets: Sequence[PatchSet],
+    marker_size: int,
+) -> tuple[list[ConflictHunk], dict[str, int]]:
+    """One content conflict's hunks without their history, and the number of lines of each side's file
+    (``blobs``: its stages' contents by oid)."""
     oids = {stage: oid for stage, _mode, oid in conflict.stages}
-    if conflict.kind not in _HUNK_KINDS or set(oids) != {1, 2, 3}:
-        return ()
-    blobs = repo.blobs(oids.values())
     base, fork, upstream = (blobs.get(oids[s], b"") for s in (1, 2, 3))
     _, merged = repo.merge_file_diff3(
         fork, base, upstream, marker_size=marker_size, labels=("fork", "merge-base", "upstream")
     )
     split = split_diff3(merged.decode("utf-8", "replace"), marker_size=marker_size)
-    paths = _side_paths(repo, conflict.path, sides)
+    paths = _side_paths(repo, conflict.path, present)
     texts = {
         name: data.decode("utf-8", "replace").splitlines(keepends=True)
         for name, data in (("base", base), ("fork", fork), ("upstream", upstream))
     }
     cursors = dict.fromkeys(texts, 0)
+    owners = _file_owners(repo, conflict.path, patchsets, also=paths["fork"])
     hunks = []
     for index, (fork_text, base_text, up_text) in enumerate(split.hunks):
         before = split.common[index].splitlines(keepends=True)
@@ -106,24 +148,41 @@ def conflict_hunks(
                 fork_count=where["fork"][1],
                 upstream_start=where["upstream"][0],
                 upstream_count=where["upstream"][1],
-                owners=owners_of(repo, conflict.path, fork_text, patchsets, also=paths["fork"]),
+                owners=_hunk_owners(owners, fork_text),
             )
         )
-    return tuple(_with_history(repo, hunks, sides, texts, pool=pool))
+    return hunks, {name: len(text) for name, text in texts.items()}
 
 
-def _side_paths(repo: GitRepo, path: str, sides: Sides) -> dict[str, str | None]:
+class _Present:
+    """Whether a path is a file at the merge-base, the fork head and upstream: the conflicted paths read in one
+    ``ls-tree`` per side, any other path (a rename's old name) asked alone."""
+
+    def __init__(self, repo: GitRepo, sides: Sides, paths: Sequence[str]) -> None:
+        self.repo, self.sides, self._asked = repo, sides, frozenset(paths)
+        revs = (sides.base, sides.fork, sides.upstream)
+        self._files = {rev: set(repo.blob_ids(rev, paths)) for rev in dict.fromkeys(revs)} if paths else {}
+
+    def file(self, rev: str, path: str) -> bool:
+        """Whether ``path`` names a blob in ``rev``'s tree (a file or a symlink)."""
+        if path in self._asked and rev in self._files:
+            return path in self._files[rev]
+        return self.repo.object_type(f"{rev}:{path}") == "blob"
+
+
+def _side_paths(repo: GitRepo, path: str, present: _Present) -> dict[str, str | None]:
     """Where the merged ``path`` is at the merge-base, in the fork and upstream (a rename on either side)."""
+    sides = present.sides
     found: dict[str, str | None] = {}
     for name, rev in (("base", sides.base), ("fork", sides.fork), ("upstream", sides.upstream)):
-        found[name] = path if repo.object_type(f"{rev}:{path}") == "blob" else None
+        found[name] = path if present.file(rev, path) else None
     if all(found.values()):
         return found
     for renamer in (sides.upstream, sides.fork):
         old = _renames(repo, sides.base, renamer).get(path)
         if old:
             for name, rev in (("base", sides.base), ("fork", sides.fork), ("upstream", sides.upstream)):
-                if found[name] is None and repo.object_type(f"{rev}:{old}") == "blob":
+                if found[name] is None and present.file(rev, old):
                     found[name] = old
     return found
 
@@ -155,39 +214,95 @@ def _range(start: int, count: int, total: int) -> tuple[int, int] | None:
     return max(1, start - 1), min(total, max(1, start))
 
 
+#: One history question: (side's head, first-parent, path at that side, (start, end)).
+_Walk = tuple[str, bool, str, tuple[int, int]]
+
+
 def _with_history(
     repo: GitRepo,
-    hunks: list[ConflictHunk],
+    found: dict[str, tuple[list[ConflictHunk], dict[str, int]]],
     sides: Sides,
-    texts: dict[str, list[str]],
     *,
     pool: ThreadPoolExecutor | None,
-) -> list[ConflictHunk]:
-    """Each hunk with the upstream first-parent commits and the fork commits that changed its lines."""
-    jobs = []
-    for hunk in hunks:
-        for side, head, first_parent in (("upstream", sides.upstream, True), ("fork", sides.fork, False)):
-            path = hunk.upstream_path if side == "upstream" else hunk.fork_path
-            start = hunk.upstream_start if side == "upstream" else hunk.fork_start
-            count = hunk.upstream_count if side == "upstream" else hunk.fork_count
-            span = _range(start, count, len(texts[side])) if path and start else None
-            jobs.append((hunk.index, side, path, span, head, first_parent))
+) -> dict[str, tuple[ConflictHunk, ...]]:
+    """Each conflict's hunks (by path, with each side's line count) with the upstream first-parent
+    commits and the fork commits that changed their lines (:func:`_line_histories`)."""
+    asked: dict[tuple[str, int, str], _Walk | None] = {}
+    for path, (hunks, totals) in found.items():
+        for hunk in hunks:
+            for side, head, first_parent in (("upstream", sides.upstream, True), ("fork", sides.fork, False)):
+                at = hunk.upstream_path if side == "upstream" else hunk.fork_path
+                start = hunk.upstream_start if side == "upstream" else hunk.fork_start
+                count = hunk.upstream_count if side == "upstream" else hunk.fork_count
+                span = _range(start, count, totals[side]) if at and start else None
+                asked[(path, hunk.index, side)] = (head, first_parent, at, span) if at and span else None
+    answers = _line_histories(repo, sides.base, {w for w in asked.values() if w is not None}, pool=pool)
 
-    def run(job: tuple) -> tuple[int, str, tuple[HunkCommit, ...]]:
-        index, side, path, span, head, first_parent = job
-        if span is None:
-            return index, side, ()
-        found = repo.line_log(sides.base, head, path, span[0], span[1], first_parent=first_parent)
-        return index, side, tuple(HunkCommit(sha=c.sha, subject=c.subject, pr=pr_number(c.subject)) for c in found)
+    def commits(key: tuple[str, int, str]) -> tuple[HunkCommit, ...]:
+        walk = asked[key]
+        return answers[walk] if walk is not None else ()
 
-    results = list(pool.map(run, jobs)) if pool is not None else [run(j) for j in jobs]
-    history: dict[tuple[int, str], tuple[HunkCommit, ...]] = {(i, s): c for i, s, c in results}
-    return [
-        h.model_copy(
-            update={"upstream_commits": history[(h.index, "upstream")], "fork_commits": history[(h.index, "fork")]}
+    return {
+        path: tuple(
+            h.model_copy(
+                update={
+                    "upstream_commits": commits((path, h.index, "upstream")),
+                    "fork_commits": commits((path, h.index, "fork")),
+                }
+            )
+            for h in hunks
         )
-        for h in hunks
-    ]
+        for path, (hunks, _totals) in found.items()
+    }
+
+
+def _line_histories(
+    repo: GitRepo, base: str, walks: set[_Walk], *, pool: ThreadPoolExecutor | None
+) -> dict[_Walk, tuple[HunkCommit, ...]]:
+    """git's ``log -L`` answer to every walk, asked in as few walks of each side's history as git answers
+    exactly: one range of each file per walk (:meth:`GitRepo.line_logs`), for the files that keep one name
+    in the whole walk, on a side whose walk holds no merge (upstream's first-parent line of squashed PRs, a
+    fork range without merges). Any other range, and every range of a walk git cannot split, is asked alone."""
+    by_side: dict[tuple[str, bool], dict[str, list[tuple[int, int]]]] = {}
+    for head, first_parent, path, span in sorted(walks):
+        by_side.setdefault((head, first_parent), {}).setdefault(path, []).append(span)
+
+    def batchable(side: tuple[str, bool]) -> set[str]:
+        head, first_parent = side
+        paths = by_side[side]
+        if len(paths) < 2 or repo.has_merges(base, head, first_parent=first_parent):
+            return set()
+        return set(paths) - repo.paths_added_or_deleted(base, head, paths, first_parent=first_parent)
+
+    sides = list(by_side)
+    named = list(pool.map(batchable, sides)) if pool is not None else [batchable(s) for s in sides]
+    groups: list[tuple[str, bool, list[tuple[str, int, int]]]] = []
+    for (head, first_parent), same in zip(sides, named, strict=True):
+        for path, spans in by_side[(head, first_parent)].items():
+            if path not in same:
+                groups += [(head, first_parent, [(path, *span)]) for span in spans]
+        spans_of = {p: by_side[(head, first_parent)][p] for p in sorted(same)}
+        for turn in range(max((len(spans) for spans in spans_of.values()), default=0)):
+            groups.append(
+                (head, first_parent, [(p, *spans[turn]) for p, spans in spans_of.items() if turn < len(spans)])
+            )
+
+    def run(group: tuple[str, bool, list[tuple[str, int, int]]]) -> list[tuple[_Walk, tuple[HunkCommit, ...]]]:
+        head, first_parent, spans = group
+        together = repo.line_logs(base, head, spans, first_parent=first_parent) if len(spans) > 1 else None
+        rows = []
+        for path, start, end in spans:
+            found = (
+                together[path]
+                if together is not None
+                else repo.line_log(base, head, path, start, end, first_parent=first_parent)
+            )
+            commits = tuple(HunkCommit(sha=c.sha, subject=c.subject, pr=pr_number(c.subject)) for c in found)
+            rows.append(((head, first_parent, path, (start, end)), commits))
+        return rows
+
+    done = pool.map(run, groups) if pool is not None else map(run, groups)
+    return {walk: commits for rows in done for walk, commits in rows}
 
 
 def owners_of(
@@ -198,31 +313,54 @@ def owners_of(
     A patch-set owns it when a line its patches add is in ``fork_text`` (``patch lines``), when its
     patches touch the file (``patch``), or when one of its invariants reads the file (``invariant``).
     """
+    return _hunk_owners(_file_owners(repo, path, patchsets, also=also), fork_text)
+
+
+@dataclass(frozen=True)
+class _FileOwner:
+    """What makes a patch-set an owner of a file's hunks: the stripped lines its patches add to the file (None
+    when they do not touch it) and whether an invariant reads the file."""
+
+    patchset: PatchSet
+    added: frozenset[str] | None
+    invariant: bool
+
+
+def _file_owners(
+    repo: GitRepo, path: str, patchsets: Sequence[PatchSet], *, also: str | None = None
+) -> list[_FileOwner]:
+    """The patch-sets that touch ``path`` (or ``also``, its fork name) or read it: read once per file, every
+    hunk of its conflict shares them."""
     names = {path, *([also] if also else [])}
+    found = []
+    for ps in patchsets:
+        files = ps.patch_files() if ps.folder is not None else []
+        added = frozenset(_added_lines(files, names)) if files and names & _patch_paths(repo, tuple(files)) else None
+        invariant = any(_invariant_reads(inv, name) for inv in ps.invariants for name in names)
+        if added is not None or invariant:
+            found.append(_FileOwner(ps, added, invariant))
+    return found
+
+
+def _hunk_owners(owners: Sequence[_FileOwner], fork_text: str) -> tuple[HunkOwner, ...]:
+    """:func:`owners_of` from the file's owners (:func:`_file_owners`) and the hunk's fork text."""
     fork_lines = {line.strip() for line in fork_text.splitlines() if len(line.strip()) > 3}
     found: list[tuple[int, HunkOwner]] = []
-    for ps in patchsets:
-        matched: list[str] = []
-        files = ps.patch_files() if ps.folder is not None else []
-        if files:
-            touched = _patch_paths(repo, tuple(files))
-            if names & touched:
-                added = _added_lines(files, names)
-                if added & fork_lines:
-                    matched.append("patch lines")
-                matched.append("patch")
-        if any(_invariant_reads(inv, name) for inv in ps.invariants for name in names):
+    for owner in owners:
+        ps, matched = owner.patchset, []
+        if owner.added is not None:
+            if owner.added & fork_lines:
+                matched.append("patch lines")
+            matched.append("patch")
+        if owner.invariant:
             matched.append("invariant")
-        if matched:
-            rank = 0 if "patch lines" in matched else 1 if "patch" in matched else 2
-            found.append(
-                (
-                    rank,
-                    HunkOwner(
-                        patchset=ps.id, title=ps.title, rationale=ps.rationale.strip(), matched_by=tuple(matched)
-                    ),
-                )
+        rank = 0 if "patch lines" in matched else 1 if "patch" in matched else 2
+        found.append(
+            (
+                rank,
+                HunkOwner(patchset=ps.id, title=ps.title, rationale=ps.rationale.strip(), matched_by=tuple(matched)),
             )
+        )
     return tuple(owner for _, owner in sorted(found, key=lambda f: (f[0], f[1].patchset)))
 
 
