@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,12 @@ from ds4sync.cli import options as opt
 from ds4sync.cli._app import _progress, app, done, err, fail, kernels_app, out
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.names import ExecutorName, KernelOp, Tier
+
+if TYPE_CHECKING:
+    from ds4sync.gates.runner import TierOptions
+    from ds4sync.models.gates_results import TierResult
+    from ds4sync.models.record import RunRecord
+    from ds4sync.runner import Workspace
 
 
 @app.command()
@@ -44,11 +50,9 @@ def gate(
     json_out: opt.Json = False,
 ) -> None:
     """Run the gates of one tier on this checkout (or the active run's worktree, recording the results)."""
-    import contextlib
-
     from ds4sync.gates import render
-    from ds4sync.gates.collect import check_proof, run_head, run_of_worktree
-    from ds4sync.gates.runner import TierOptions, run_tier, run_tier_in_run
+    from ds4sync.gates.collect import run_of_worktree
+    from ds4sync.gates.runner import TierOptions
 
     ws = where.open()
     record = ws.store.current()
@@ -71,24 +75,7 @@ def gate(
         executor=executor,
         address=address,
     )
-    record = record or ended
-    with ws.store.lock("gate") if record else contextlib.nullcontext():
-        if record is not None:  # stored into the run; never beside a killed run's gate children
-            record = ws.store.load(record.run_id)
-        check = None
-        if ended is not None:  # a run no longer active takes only a result that proves its head
-            head, tree = run_head(ws.repo, ended)
-
-            def check(result) -> None:
-                check_proof(ended.worktree, result, run_id=ended.run_id, head=head, tree=tree)
-
-        with contextlib.ExitStack() as stack:
-            live = None if json_out else stack.enter_context(render.LiveGates(err, f"tier {tier}"))
-            if record is not None:
-                result = run_tier_in_run(ws, record, options, progress=live, say=_progress(json_out), check=check)
-            else:
-                result = run_tier(ws, options, progress=live)
-        path = str(ws.store.record_path(record.run_id)) if record else None
+    result, path = _run_tier_recorded(ws, record or ended, ended, options, tier=tier, json_out=json_out)
     code = ExitCode.OK if result else ExitCode.FAILED if result.status == "failed" else ExitCode.NEEDS_PERSON
     done(
         json_out,
@@ -167,6 +154,45 @@ def _render_kernels(result) -> None:
             )
         out.print(bench)
     out.print(Text("kernels: ok", style="green") if result.ok else Text("kernels: FAILED", style="red"))
+
+
+def _run_tier_recorded(
+    ws: Workspace,
+    record: RunRecord | None,
+    ended: RunRecord | None,
+    options: TierOptions,
+    *,
+    tier: Tier,
+    json_out: bool,
+) -> tuple[TierResult, str | None]:
+    """Run the tier, into ``record`` when there is one (under the store's gate lock), and say where it was kept.
+
+    ``ended`` is a run no longer active whose worktree this is: it takes only a result that proves its head.
+    """
+    import contextlib
+
+    from ds4sync.gates import render
+    from ds4sync.gates.collect import check_proof, run_head
+    from ds4sync.gates.runner import run_tier, run_tier_in_run
+
+    with ws.store.lock("gate") if record else contextlib.nullcontext():
+        if record is not None:  # stored into the run; never beside a killed run's gate children
+            record = ws.store.load(record.run_id)
+        check = None
+        if ended is not None:  # a run no longer active takes only a result that proves its head
+            head, tree = run_head(ws.repo, ended)
+
+            def check(result) -> None:
+                check_proof(ended.worktree, result, run_id=ended.run_id, head=head, tree=tree)
+
+        with contextlib.ExitStack() as stack:
+            live = None if json_out else stack.enter_context(render.LiveGates(err, f"tier {tier}"))
+            if record is not None:
+                result = run_tier_in_run(ws, record, options, progress=live, say=_progress(json_out), check=check)
+            else:
+                result = run_tier(ws, options, progress=live)
+        path = str(ws.store.record_path(record.run_id)) if record else None
+    return result, path
 
 
 def _merge_results(ws, record, paths: list[Path], *, json_out: bool) -> None:

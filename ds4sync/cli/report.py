@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ds4sync.cli import options as opt
 from ds4sync.cli._app import _progress, app, done, err, out
+
+if TYPE_CHECKING:
+    from ds4sync.runner import Workspace
 
 
 class Format(StrEnum):
@@ -56,40 +59,63 @@ def report(
     With ``--json``: the envelope, whose data is the JSON summary (or the comparison), or where ``--out`` /
     ``--trend`` wrote a file, that file's path.
     """
-    from ds4sync.core.files import write_output
-    from ds4sync.report import files
-
     ws = where.open()
     from ds4sync.runner import stop_dead_run_children
 
     stop_dead_run_children(ws, _progress(json_out), note=False)  # a report reads the run; it takes no lock
     if trend:
-        from ds4sync.report.trend import write_trend
-
-        target = out_file or ws.store.root / "trend.html"
-        count = write_trend(ws.store, target, public=public)
-        done(
-            json_out,
-            {"file": str(target), "runs": count},
-            text=lambda: err.print(f"trend of {count} runs written to {target}", markup=False),
-        )
+        _write_trend(ws, out_file or ws.store.root / "trend.html", public=public, json_out=json_out)
         return
     if json_out and out_file is None:  # the envelope holds the summary; a file keeps its --format
         fmt = Format.json
+    text = _report_text(ws, run, fmt, compare=compare, public=public, notes=notes, nightly=nightly)
+    _emit(text, out_file, json_out=json_out)
+
+
+def _write_trend(ws: Workspace, target: Path, *, public: bool, json_out: bool) -> None:
+    """Write the trend page of every recorded run to ``target`` and say where."""
+    from ds4sync.report.trend import write_trend
+
+    count = write_trend(ws.store, target, public=public)
+    done(
+        json_out,
+        {"file": str(target), "runs": count},
+        text=lambda: err.print(f"trend of {count} runs written to {target}", markup=False),
+    )
+
+
+def _report_text(
+    ws: Workspace,
+    run: str | None,
+    fmt: Format,
+    *,
+    compare: tuple[str, str] | None,
+    public: bool,
+    notes: Path | None,
+    nightly: bool,
+) -> str:
+    """The rendered comparison of two runs, else the report of ``run`` (PR description or nightly summary)."""
+    from ds4sync.report import files
+
     if compare:
-        text = files.compare_text(
+        return files.compare_text(
             ws.store, ws.profile, compare[0], compare[1], fmt="json" if fmt is Format.json else "md", public=public
         )
-    else:
-        text = files.report_text(
-            ws.store,
-            ws.profile if ws.profile_explicit else None,  # else the run's own profile
-            run_id=run,
-            fmt=fmt.value,
-            public=public,
-            notes=files.read_notes(notes),
-            kind="nightly" if nightly else "pr",
-        )
+    return files.report_text(
+        ws.store,
+        ws.profile if ws.profile_explicit else None,  # else the run's own profile
+        run_id=run,
+        fmt=fmt.value,
+        public=public,
+        notes=files.read_notes(notes),
+        kind="nightly" if nightly else "pr",
+    )
+
+
+def _emit(text: str, out_file: Path | None, *, json_out: bool) -> None:
+    """Write the report to ``out_file``, else print it: in the JSON envelope, or as it is."""
+    from ds4sync.core.files import write_output
+
     if out_file is not None:
         write_output(out_file, text)
         done(json_out, {"file": str(out_file)}, text=lambda: err.print(f"report written to {out_file}", markup=False))

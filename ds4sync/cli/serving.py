@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ds4sync.cli import options as opt
 from ds4sync.cli._app import _progress, app, done, err, out, serving_app
 from ds4sync.core.errors import ExitCode
+
+if TYPE_CHECKING:
+    from ds4sync.models.serving_results import ABResult
+    from ds4sync.serving.ab import Interrupted
 
 OutOpt = Annotated[
     Path | None, typer.Option("--out", file_okay=False, help="Folder for server logs and bench results.")
@@ -123,7 +127,7 @@ def ab(
     runs measured so far (``<out>/steps.jsonl``, ``<out>/ab.json``) and prints them.
     """
     from ds4sync.models.serving_settings import ABConfig
-    from ds4sync.serving import render, runs
+    from ds4sync.serving import runs
     from ds4sync.serving.ab import Interrupted, run_ab
 
     if servers not in (None, "alternate", "both"):
@@ -151,19 +155,27 @@ def ab(
             progress=progress,
         )
     except Interrupted as stop:
-        if stop.result is not None:
-            for line in [*stop.result.lines(), *render.ab_measured_lines(stop.result)]:
-                _announce(line)
-            _announce(
-                f"interrupted: {len(stop.steps)} measured run(s) kept in {folder / 'steps.jsonl'} and {stop.path}"
-            )
+        _announce_interrupted(stop, folder)
         raise
     kept = runs.record_ab(ws, result, out_dir=folder)
+    done(json_out, lambda: {**result.brief(), **kept}, exit_code=ab_exit(result), text=lambda: _print_ab(result, kept))
 
-    def text() -> None:
-        for line in [*result.lines(), *render.ab_measured_lines(result)]:
-            out.print(line, markup=False)
-        out.print(result.summary(), markup=False)
-        out.print(f"kept: {kept['result']} (history {kept['history']})", markup=False)
 
-    done(json_out, lambda: {**result.brief(), **kept}, exit_code=ab_exit(result), text=text)
+def _announce_interrupted(stop: Interrupted, folder: Path) -> None:
+    """Say what an interrupted A/B measured so far, when it was judged, and where its runs are kept."""
+    from ds4sync.serving import render
+
+    if stop.result is not None:
+        for line in [*stop.result.lines(), *render.ab_measured_lines(stop.result)]:
+            _announce(line)
+        _announce(f"interrupted: {len(stop.steps)} measured run(s) kept in {folder / 'steps.jsonl'} and {stop.path}")
+
+
+def _print_ab(result: ABResult, kept: dict[str, Any]) -> None:
+    """The A/B as text: its lines, the measured runs, the summary and where it was kept."""
+    from ds4sync.serving import render
+
+    for line in [*result.lines(), *render.ab_measured_lines(result)]:
+        out.print(line, markup=False)
+    out.print(result.summary(), markup=False)
+    out.print(f"kept: {kept['result']} (history {kept['history']})", markup=False)

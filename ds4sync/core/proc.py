@@ -267,44 +267,15 @@ def run(
     start = time.monotonic()
     log = open(log_path, "ab") if log_path else None  # noqa: SIM115 - closed below
     try:
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                cwd=str(cwd),
-                env=child_env,
-                start_new_session=True,
-                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-        except FileNotFoundError as exc:
-            raise not_started(argv[0], cwd) from exc
-        _register(proc.pid, argv)
+        proc = _popen(argv, cwd=cwd, env=child_env, stdin_data=stdin_data)
         if on_start is not None:
             on_start(proc.pid)
         chunks: list[bytes] = []
         secret = tuple(v for k, v in overrides.items() if is_secret_name(k))
         reader = threading.Thread(target=_pump, args=(proc, chunks, log, on_line, secret), daemon=True)
         reader.start()
-        if stdin_data is not None and proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError):
-                proc.stdin.write(stdin_data)
-            proc.stdin.close()
-        timed_out = interrupted = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        except KeyboardInterrupt:
-            interrupted = True
-            raise
-        finally:
-            # Past the timeout, on Ctrl-C, and for strays a finished leader left in its group.
-            if timed_out or interrupted or group_members(proc.pid):
-                kill_group(proc, grace_s=grace_s)
-            reader.join(timeout=10)
-            if proc.poll() is not None and not group_members(proc.pid):
-                _unregister(proc.pid)
+        _feed(proc, stdin_data)
+        timed_out = _wait_stopping_group(proc, reader, timeout_s=timeout_s, grace_s=grace_s)
         return ProcResult(
             argv=tuple(argv),
             cwd=str(cwd),
@@ -312,13 +283,71 @@ def run(
             output=b"".join(chunks).decode("utf-8", "replace"),
             duration_s=time.monotonic() - start,
             timed_out=timed_out,
-            interrupted=interrupted,
+            interrupted=False,  # a Ctrl-C is re-raised, after the group was stopped: no result comes back
             log_path=str(log_path) if log_path else None,
             env_overrides=overrides,
         )
     finally:
         if log:
             log.close()
+
+
+def _popen(
+    argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], stdin_data: bytes | None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session (and process group) of its own, output piped, and register its group.
+
+    Raises:
+        ToolMissingError: the program does not exist.
+    """
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+    except FileNotFoundError as exc:
+        raise not_started(argv[0], cwd) from exc
+    _register(proc.pid, argv)
+    return proc
+
+
+def _feed(proc: subprocess.Popen[bytes], stdin_data: bytes | None) -> None:
+    """Write ``stdin_data`` to the child's stdin and close it; a child that exits unread is no error."""
+    if stdin_data is not None and proc.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(stdin_data)
+        proc.stdin.close()
+
+
+def _wait_stopping_group(
+    proc: subprocess.Popen[bytes], reader: threading.Thread, *, timeout_s: float | None, grace_s: float
+) -> bool:
+    """Wait for the child (at most ``timeout_s``) and its output; return whether it timed out.
+
+    The group is stopped past the timeout, on Ctrl-C (re-raised) and when a finished leader left members
+    in it; it is unregistered once it has ended.
+    """
+    timed_out = interrupted = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        # Past the timeout, on Ctrl-C, and for strays a finished leader left in its group.
+        if timed_out or interrupted or group_members(proc.pid):
+            kill_group(proc, grace_s=grace_s)
+        reader.join(timeout=10)
+        if proc.poll() is not None and not group_members(proc.pid):
+            _unregister(proc.pid)
+    return timed_out
 
 
 def _pump(

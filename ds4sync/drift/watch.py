@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -221,24 +221,76 @@ def run_drift(
         ForgeError, ForgeUnavailable: the forge refused or could not be reached for the listing.
         StateError, GitError: no fork branch; the fork and upstream share no history.
     """
-    from ds4sync.core.errors import StateError
-    from ds4sync.runner import require_branch, resolve_upstream
-
     say = progress or (lambda _m: None)
     started, start = now_iso(), time.monotonic()
     slug = upstream_repo(ws)
     forge = forge if forge is not None else _forge(ws, slug)
+    branch, fork_head, upstream_sha, fork_base = _fork_refs(ws)
+    with forge:
+        pulls = list_pulls(forge, options)
+    say(f"drift: {len(pulls)} open PRs of {slug}")
+    failed = fetch_heads(ws, pulls)
+    ctx = _context(ws, fork_head, fork_base)
+    found = _evaluate_pulls(ws, ctx, pulls, failed=failed, upstream_sha=upstream_sha)
+    with forge:
+        entries = [_with_review_state(forge, e) for e in rank(found.entries)]
+    result = DriftResult(
+        started_at=started,
+        upstream_repo=slug,
+        upstream_ref=ws.config.upstream.ref,
+        upstream_sha=upstream_sha,
+        fork_branch=branch,
+        fork_head=fork_head,
+        fork_base=fork_base,
+        fork_files=len(ctx.fork_files),
+        listed=len(pulls),
+        entries=tuple(entries),
+        quiet=tuple(found.quiet),
+        unfetched=tuple(found.unfetched),
+        merges=found.merges,
+        cache_hits=found.hits,
+        semantic_check=ctx.semantic is not None,
+        seconds=round(time.monotonic() - start, 3),
+    )
+    previous = last_result(ws)
+    result = updated(result, new=new_lines(previous, result))
+    save_result(ws, result)
+    return result
+
+
+def _fork_refs(ws: Workspace) -> tuple[str, str, str, str]:
+    """The fork branch, its head, the upstream SHA and their merge-base.
+
+    Raises:
+        StateError, GitError: no fork branch; the fork and upstream share no history.
+    """
+    from ds4sync.core.errors import StateError
+    from ds4sync.runner import require_branch, resolve_upstream
+
     branch = require_branch(ws)
     fork_head = ws.repo.branch_head(branch)
     upstream_sha = resolve_upstream(ws, ws.config.upstream.ref)
     fork_base = ws.repo.merge_base(fork_head, upstream_sha)
     if fork_base is None:
         raise StateError("the fork and upstream share no history", where=str(ws.repo.path))
-    with forge:
-        pulls = list_pulls(forge, options)
-    say(f"drift: {len(pulls)} open PRs of {slug}")
-    failed = fetch_heads(ws, pulls)
-    ctx = _context(ws, fork_head, fork_base)
+    return branch, fork_head, upstream_sha, fork_base
+
+
+class _Evaluated(NamedTuple):
+    """What the PRs of one watch came to: flagged entries, quiet PR numbers, heads not had, merges made, cache hits."""
+
+    entries: list[DriftEntry]
+    quiet: list[int]
+    unfetched: list[Unfetched]
+    merges: int
+    hits: int
+
+
+def _evaluate_pulls(
+    ws: Workspace, ctx: ForkContext, pulls: list[PullState], *, failed: dict[int, str], upstream_sha: str
+) -> _Evaluated:
+    """Each fetched PR merged three-way into the fork (:func:`evaluate_pull`), or its findings from the cache
+    (saved after)."""
     cache = _Cache(ws.store.root / "drift" / "cache", ctx.digest)
     entries, quiet, unfetched = [], [], []
     merges = hits = 0
@@ -262,30 +314,7 @@ def run_drift(
         else:
             quiet.append(pull.number)
     cache.save()
-    with forge:
-        entries = [_with_review_state(forge, e) for e in rank(entries)]
-    result = DriftResult(
-        started_at=started,
-        upstream_repo=slug,
-        upstream_ref=ws.config.upstream.ref,
-        upstream_sha=upstream_sha,
-        fork_branch=branch,
-        fork_head=fork_head,
-        fork_base=fork_base,
-        fork_files=len(ctx.fork_files),
-        listed=len(pulls),
-        entries=tuple(entries),
-        quiet=tuple(quiet),
-        unfetched=tuple(unfetched),
-        merges=merges,
-        cache_hits=hits,
-        semantic_check=ctx.semantic is not None,
-        seconds=round(time.monotonic() - start, 3),
-    )
-    previous = last_result(ws)
-    result = updated(result, new=new_lines(previous, result))
-    save_result(ws, result)
-    return result
+    return _Evaluated(entries, quiet, unfetched, merges, hits)
 
 
 def _with_review_state(forge, entry: DriftEntry) -> DriftEntry:

@@ -167,38 +167,7 @@ def start_merge(
                 where=str(ws.repo.path),
                 fix="nothing to do; pick a newer upstream ref",
             )
-        from ds4sync.merge.phases import backup_branch_name
-        from ds4sync.models.record import RunRecord
-
-        run_id = _new_run_id(ws, upstream_sha)
-        suffix = 1
-        while ws.store.run_dir(run_id).exists():
-            suffix += 1
-            run_id = f"{make_run_id(upstream_sha)}-{suffix}"
-        config = ws.config
-        record = RunRecord(
-            run_id=run_id,
-            repo=str(ws.repo.path),
-            state_dir=str(ws.store.root),
-            profile=str(ws.profile),
-            upstream=UpstreamRef(
-                remote=config.upstream.remote,
-                url=config.upstream.url,
-                ref=ref,
-                sha=upstream_sha,
-                name=config.upstream.name,
-                branch=_upstream_branch(ws, ref, upstream_sha, say),
-                resolved_from=used,
-            ),
-            fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
-            sync_branch=config.merge.sync_branch.format(
-                branch=branch.replace("/", "-"), upstream=upstream_sha[:12], run=run_id
-            ),
-            worktree=str(ws.store.worktree_path(run_id)),
-            backup_ref=f"refs/ds4sync/backup/{run_id}",
-            backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
-            required_tiers=config.gates.required_for_promote,
-        )
+        record = _new_record(ws, ref, branch=branch, fork_sha=fork_sha, upstream_sha=upstream_sha, used=used, say=say)
         _require_free_sync_branch(ws, record.sync_branch)
         if stale:
             record.notes.append(f"a ds4sync command (pid {stale.get('pid')}) had died holding the lock")
@@ -245,6 +214,50 @@ class SyncBranchTaken(StateError):
         super().__init__(f"sync branch {branch} already exists: {owner}", where=where, fix=fix)
         self.run_id = run_id
         self.run_status = run_status
+
+
+def _new_record(
+    ws: Workspace, ref: str, *, branch: str, fork_sha: str, upstream_sha: str, used: str, say: Progress
+) -> RunRecord:
+    """The record of a new run merging ``ref`` into ``branch``, under a run id no run folder holds yet."""
+    from ds4sync.merge.phases import backup_branch_name
+    from ds4sync.models.record import RunRecord
+
+    run_id = _free_run_id(ws, upstream_sha)
+    config = ws.config
+    return RunRecord(
+        run_id=run_id,
+        repo=str(ws.repo.path),
+        state_dir=str(ws.store.root),
+        profile=str(ws.profile),
+        upstream=UpstreamRef(
+            remote=config.upstream.remote,
+            url=config.upstream.url,
+            ref=ref,
+            sha=upstream_sha,
+            name=config.upstream.name,
+            branch=_upstream_branch(ws, ref, upstream_sha, say),
+            resolved_from=used,
+        ),
+        fork=ForkRef(branch=branch, head_before=fork_sha, name=config.fork.name),
+        sync_branch=config.merge.sync_branch.format(
+            branch=branch.replace("/", "-"), upstream=upstream_sha[:12], run=run_id
+        ),
+        worktree=str(ws.store.worktree_path(run_id)),
+        backup_ref=f"refs/ds4sync/backup/{run_id}",
+        backup_branch=backup_branch_name(config.merge.backup_branch, branch=branch),
+        required_tiers=config.gates.required_for_promote,
+    )
+
+
+def _free_run_id(ws: Workspace, upstream_sha: str) -> str:
+    """A new run id for ``upstream_sha``; ``-2``, ``-3``... on it while a run folder of that id exists."""
+    run_id = _new_run_id(ws, upstream_sha)
+    suffix = 1
+    while ws.store.run_dir(run_id).exists():
+        suffix += 1
+        run_id = f"{make_run_id(upstream_sha)}-{suffix}"
+    return run_id
 
 
 def _require_free_sync_branch(ws: Workspace, branch: str) -> None:

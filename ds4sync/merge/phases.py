@@ -11,10 +11,11 @@ Each phase can be re-entered after a kill: it looks at the worktree before actin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple, NoReturn
 
 from ds4sync.core import fault
 from ds4sync.core.errors import GitError, NeedsPersonError, StateError
@@ -26,7 +27,7 @@ from ds4sync.merge.kept import with_review_facts
 from ds4sync.merge.plan import merge_message, plan_merge
 from ds4sync.merge.proposals import propose, with_sources
 from ds4sync.merge.provenance import load_owners
-from ds4sync.merge.rerere import ResolutionStore, merge_with_store
+from ds4sync.merge.rerere import MergeReplay, ResolutionStore, merge_with_store
 from ds4sync.models.merge_results import ConflictEntry, MergeSummary
 from ds4sync.models.record import RunRecord
 from ds4sync.runner import Phase, PhaseOutcome, RunContext
@@ -78,6 +79,46 @@ def prepare(ctx: RunContext) -> PhaseOutcome:
     )
 
 
+def _require_conflict_entries(ctx: RunContext, summary: MergeSummary, replay: MergeReplay, unmerged: set[str]) -> None:
+    """Check that every predicted conflict in the index is unmerged or was replayed.
+
+    Raises:
+        GitError: git left predicted conflicts without conflict entries (what git said; a held index lock).
+    """
+    lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
+    if not lost:
+        return
+    wt = ctx.worktree
+    errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
+    locked = (wt.git_dir / "index.lock").exists()  # blame a lock only when there is one
+    raise GitError(
+        f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
+        f"git said: {'; '.join(errors) or 'nothing'}",
+        where=ctx.record.worktree,
+        fix=(
+            f"a git command holds {wt.git_dir / 'index.lock'}: let it finish, then `ds4sync resume`"
+            if locked
+            else "fix what git reports (a merge driver, a filter or an attribute of those paths), then `ds4sync resume`"
+        ),
+    )
+
+
+def _replayed_conflicts(
+    wt: GitRepo, summary: MergeSummary, replay: MergeReplay, store: ResolutionStore
+) -> Iterator[ConflictEntry]:
+    """The predicted conflicts with their rerere ids; a replayed one ``recorded``, naming its store entries."""
+    for conflict in summary.conflicts:
+        update: dict[str, object] = {"conflict_id": replay.ids.get(conflict.path)}
+        if conflict.path in replay.replayed:
+            names = replay.replayed[conflict.path]
+            update.update(
+                resolution="recorded",
+                store_entry=" | ".join(str(store.root / n) for n in names),
+                replayed_blob=wt.staged_blob(conflict.path),
+            )
+        yield updated(conflict, **update)
+
+
 def _summary(record: RunRecord) -> MergeSummary:
     """The merge result prepare recorded (the later merge phases start from it)."""
     if record.results.merge is None:
@@ -110,32 +151,8 @@ def merge(ctx: RunContext) -> PhaseOutcome:
     replay = merge_with_store(wt, record.upstream.sha, store, cache)
     fault.point("merge.after-git-merge")
     unmerged = set(wt.unmerged_paths())
-    lost = sorted({c.path for c in summary.conflicts if c.in_index} - unmerged - set(replay.replayed))
-    if lost:
-        errors = [line for line in replay.said.splitlines() if line.startswith(("error:", "fatal:"))]
-        locked = (wt.git_dir / "index.lock").exists()  # blame a lock only when there is one
-        raise GitError(
-            f"git merge left {len(lost)} predicted conflicts without conflict entries ({', '.join(lost[:5])}); "
-            f"git said: {'; '.join(errors) or 'nothing'}",
-            where=record.worktree,
-            fix=(
-                f"a git command holds {wt.git_dir / 'index.lock'}: let it finish, then `ds4sync resume`"
-                if locked
-                else "fix what git reports (a merge driver, a filter or an attribute of those paths), "
-                "then `ds4sync resume`"
-            ),
-        )
-    entries = []
-    for conflict in summary.conflicts:
-        update: dict[str, object] = {"conflict_id": replay.ids.get(conflict.path)}
-        if conflict.path in replay.replayed:
-            names = replay.replayed[conflict.path]
-            update.update(
-                resolution="recorded",
-                store_entry=" | ".join(str(store.root / n) for n in names),
-                replayed_blob=wt.staged_blob(conflict.path),
-            )
-        entries.append(updated(conflict, **update))
+    _require_conflict_entries(ctx, summary, replay, unmerged)
+    entries = [*_replayed_conflicts(wt, summary, replay, store)]
     predicted = {c.path for c in summary.conflicts}
     surprise = sorted(unmerged - predicted)
     entries += [
@@ -249,68 +266,116 @@ def accept_person_resolutions(ctx: RunContext) -> PhaseOutcome:
             ``status`` shows) the paths still unmerged.
     """
     summary = _summary(ctx.record)
-    wt = ctx.worktree
-    accept_markers, accept_proposals = ctx.accept_markers, ctx.accept_proposals
+    left = _left_by_person(ctx, summary)
+    problems = _person_problems(left, accept_proposals=ctx.accept_proposals)
+    if problems:
+        _refuse_person_resolutions(ctx, left, problems)
+    for path in [*left.to_stage, *left.untouched]:
+        ctx.worktree.stage_resolved(path)
+    return _accepted_outcome(summary, left, accept_markers=ctx.accept_markers)
+
+
+class _LeftByPerson(NamedTuple):
+    """The worktree after a person's turn, as git sees it (paths, sorted where a message lists them)."""
+
+    waiting: list[ConflictEntry]  # the conflicts a person had to resolve (a proposal they edited included)
+    untouched: list[str]  # validated proposals nobody edited
+    to_stage: list[str]  # conflicts of a kind git marks, still unmerged: staged for the person
+    marks: dict[str, str]  # path -> where it still holds a conflict hunk
+    not_marked: list[str]  # named in accept_markers, holding no hunk of this merge
+    marked: list[str]  # holding a hunk not named in accept_markers
+    unstaged_marker_less: list[str]  # conflicts without markers the person has not staged
+    leftover: list[str]  # other unmerged paths
+    unstaged: list[str]  # unstaged edits to other files
+
+
+def _left_by_person(ctx: RunContext, summary: MergeSummary) -> _LeftByPerson:
+    """What the person left: waiting conflicts, proposals, hunks, unmerged and unstaged paths."""
+    wt, accept_markers = ctx.worktree, ctx.accept_markers
     proposals = [c for c in summary.conflicts if c.resolution == "proposed" and not c.accepted_by]
     edited = {c.path for c in proposals if _worktree_blob(wt, c.path) != c.proposed_blob}
     untouched = [c.path for c in proposals if c.path not in edited]
     waiting = [c for c in summary.conflicts if c.resolution == "unresolved" or c.path in edited]
     unmerged = set(wt.unmerged_paths())
     marks = markers_left(ctx, waiting)
-    not_marked = sorted(set(accept_markers) - set(marks))
-    marked = sorted(set(marks) - set(accept_markers))
     to_stage = [c.path for c in waiting if c.has_markers_kind and c.path in unmerged]
     unstaged_marker_less = sorted(
         {p for c in waiting if not c.has_markers_kind for p in (c.path, *c.related) if p in unmerged}
     )
-    leftover = sorted(unmerged - set(to_stage) - set(unstaged_marker_less) - set(untouched))
-    unstaged = [p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged]
-    problems: list[str] = []  # every one at once: a person fixes them all before the next resume
-    if not_marked:
-        problems.append(f"--accept-markers names paths without conflict markers of this merge: {', '.join(not_marked)}")
-    if untouched and not accept_proposals:
+    return _LeftByPerson(
+        waiting=waiting,
+        untouched=untouched,
+        to_stage=to_stage,
+        marks=marks,
+        not_marked=sorted(set(accept_markers) - set(marks)),
+        marked=sorted(set(marks) - set(accept_markers)),
+        unstaged_marker_less=unstaged_marker_less,
+        leftover=sorted(unmerged - set(to_stage) - set(unstaged_marker_less) - set(untouched)),
+        unstaged=[p for p in wt.unstaged_paths() if p not in to_stage and p not in unmerged],
+    )
+
+
+def _person_problems(left: _LeftByPerson, *, accept_proposals: bool) -> list[str]:
+    """Every reason to refuse the person's resolutions, at once: a person fixes them all before the next resume."""
+    problems: list[str] = []
+    if left.not_marked:
         problems.append(
-            f"{len(untouched)} file(s) hold a validated model proposal that no person accepted: {', '.join(untouched)}"
+            f"--accept-markers names paths without conflict markers of this merge: {', '.join(left.not_marked)}"
+        )
+    if left.untouched and not accept_proposals:
+        problems.append(
+            f"{len(left.untouched)} file(s) hold a validated model proposal that no person accepted: "
+            f"{', '.join(left.untouched)}"
             " (review each with `git diff`; accept with `ds4sync resume --accept-proposals`)"
         )
-    if marked:
-        named = ", ".join(f"{p} ({marks[p]})" for p in marked)
-        problems.append(f"conflict markers remain in {len(marked)} file(s): {named}")
-    if unstaged_marker_less:
-        kinds = {c.path: c.kind for c in waiting}
-        named = ", ".join(f"{p} ({kinds[p]})" if p in kinds else p for p in unstaged_marker_less)
+    if left.marked:
+        named = ", ".join(f"{p} ({left.marks[p]})" for p in left.marked)
+        problems.append(f"conflict markers remain in {len(left.marked)} file(s): {named}")
+    if left.unstaged_marker_less:
+        kinds = {c.path: c.kind for c in left.waiting}
+        named = ", ".join(f"{p} ({kinds[p]})" if p in kinds else p for p in left.unstaged_marker_less)
         problems.append(f"conflicts without markers are not resolved until you stage them: {named}")
-    if leftover:
-        problems.append(f"unmerged paths remain: {', '.join(leftover)}")
-    if unstaged:
-        problems.append(f"unstaged edits would be left out of the merge commit: {', '.join(unstaged)}")
-    if problems:
-        left = sorted({*marked, *unstaged_marker_less, *leftover})
-        if left:  # status says what is left, as git sees it now (the runner saves the record)
-            ctx.record.phases["resolve"].message = f"{many(len(left), 'path')} still need a person: {', '.join(left)}"
-        fix = (
-            "`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`"
-            if not left
-            else "resolve the files with markers (a file meant to hold a whole conflict hunk: `ds4sync resume "
-            "--accept-markers PATH`), decide each conflict without markers and `git add`/`git rm` it "
-            "in the worktree (see `ds4sync status`), then `ds4sync resume`"
-        )
-        raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
-    for path in [*to_stage, *untouched]:
-        wt.stage_resolved(path)
-    accepted = {c.path for c in waiting}
+    if left.leftover:
+        problems.append(f"unmerged paths remain: {', '.join(left.leftover)}")
+    if left.unstaged:
+        problems.append(f"unstaged edits would be left out of the merge commit: {', '.join(left.unstaged)}")
+    return problems
+
+
+def _refuse_person_resolutions(ctx: RunContext, left: _LeftByPerson, problems: Sequence[str]) -> NoReturn:
+    """Refuse, changing nothing but the resolve phase's message (the paths still unmerged).
+
+    Raises:
+        NeedsPersonError: always; one message naming every problem.
+    """
+    still = sorted({*left.marked, *left.unstaged_marker_less, *left.leftover})
+    if still:  # status says what is left, as git sees it now (the runner saves the record)
+        ctx.record.phases["resolve"].message = f"{many(len(still), 'path')} still need a person: {', '.join(still)}"
+    fix = (
+        "`git add` what belongs to the merge, `git checkout -- FILE` or delete the rest, then `ds4sync resume`"
+        if not still
+        else "resolve the files with markers (a file meant to hold a whole conflict hunk: `ds4sync resume "
+        "--accept-markers PATH`), decide each conflict without markers and `git add`/`git rm` it "
+        "in the worktree (see `ds4sync status`), then `ds4sync resume`"
+    )
+    raise NeedsPersonError("; ".join(problems), where=ctx.record.worktree, fix=fix)
+
+
+def _accepted_outcome(summary: MergeSummary, left: _LeftByPerson, *, accept_markers: Sequence[str]) -> PhaseOutcome:
+    """Done: the waiting conflicts are the person's, the untouched proposals accepted by them."""
+    accepted = {c.path for c in left.waiting}
     by_person = "person (resume --accept-proposals)"
     entries = tuple(
         updated(_by_person(c), **_accepted_markers(c, accept_markers))
         if c.path in accepted
         else updated(c, accepted_by=by_person)
-        if c.path in untouched
+        if c.path in left.untouched
         else c
         for c in summary.conflicts
     )
     kept = f"; conflict markers kept on purpose in {', '.join(sorted(accept_markers))}" if accept_markers else ""
     message = f"{len(accepted)} conflicts resolved by a person{kept}" + (
-        f", {len(untouched)} validated proposals accepted" if untouched else ""
+        f", {len(left.untouched)} validated proposals accepted" if left.untouched else ""
     )
     return PhaseOutcome("done", message, result=updated(summary, conflicts=entries))
 
@@ -355,32 +420,8 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     if wt.merge_head() is None and summary.merge_commit:
         return PhaseOutcome("done", f"merge commit {summary.merge_commit[:12]}", result=summary)
     if is_run_merge(wt, wt.head(), record.fork.head_before, record.upstream.sha):
-        # Committed before a kill, the record not saved yet: the commit is this run's own. A kill inside
-        # `git commit` after HEAD moved leaves MERGE_HEAD too (git removes it after the ref update): committing
-        # again would make a second merge on top of the first. Forget that merge state; the commit stands.
-        if wt.merge_head() is not None:
-            wt.merge_quit()
-        sha = wt.head()
-        remerged = tuple(repo.remerge_diff_paths(sha))
-        summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
-        return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
-    cache = rerere_cache(ctx)
-    ids = wt.merge_rr()
-    wt.rerere(cache)  # records the postimages of what a person resolved
-    store = ResolutionStore(ctx.ws.resolutions_dir)
-    new = 0
-    entries = []
-    for conflict in summary.conflicts:
-        conflict_id = ids.get(conflict.path) or conflict.conflict_id
-        if conflict.resolution == "recorded" and conflict.replayed_blob:
-            conflict = _changed_replay(wt, store, cache, conflict, run_id=record.run_id)
-        if conflict.resolution == "person" and conflict_id and not conflict.stored_as and not conflict.replay_changed:
-            stored = store.export_from(cache, conflict_id, path=conflict.path, run_id=record.run_id)
-            if stored is not None:
-                new += stored[1]
-                conflict = updated(conflict, stored_as=str(store.root / stored[0]))
-        entries.append(conflict)
-    summary = updated(summary, conflicts=tuple(entries))
+        return _commit_made_before_kill(ctx, summary)
+    summary, new = _store_person_resolutions(ctx, summary)
     fault.point("commit.after-rerere")
     message = merge_message(
         summary,
@@ -397,6 +438,46 @@ def commit(ctx: RunContext) -> PhaseOutcome:
     summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
     note = f", {many(new, 'resolution')} recorded to the shared store" if new else ""
     return PhaseOutcome("done", f"merge commit {sha[:12]}{note}", result=summary)
+
+
+def _commit_made_before_kill(ctx: RunContext, summary: MergeSummary) -> PhaseOutcome:
+    """Done with the merge commit this run made before a kill (HEAD is it), its merge state forgotten."""
+    repo, wt = ctx.ws.repo, ctx.worktree
+    # Committed before a kill, the record not saved yet: the commit is this run's own. A kill inside
+    # `git commit` after HEAD moved leaves MERGE_HEAD too (git removes it after the ref update): committing
+    # again would make a second merge on top of the first. Forget that merge state; the commit stands.
+    if wt.merge_head() is not None:
+        wt.merge_quit()
+    sha = wt.head()
+    remerged = tuple(repo.remerge_diff_paths(sha))
+    summary = with_review_facts(repo, updated(summary, merge_commit=sha, remerge_diff_paths=remerged), sha)
+    return PhaseOutcome("done", f"merge commit {sha[:12]} (made before an interruption)", result=summary)
+
+
+def _store_person_resolutions(ctx: RunContext, summary: MergeSummary) -> tuple[MergeSummary, int]:
+    """Export what a person resolved to the shared store, through this run's rerere cache.
+
+    Returns the summary whose conflicts name their store entries (``stored_as``; a replay a person
+    changed is theirs) and how many resolutions were newly recorded.
+    """
+    record, wt = ctx.record, ctx.worktree
+    cache = rerere_cache(ctx)
+    ids = wt.merge_rr()
+    wt.rerere(cache)  # records the postimages of what a person resolved
+    store = ResolutionStore(ctx.ws.resolutions_dir)
+    new = 0
+    entries = []
+    for conflict in summary.conflicts:
+        conflict_id = ids.get(conflict.path) or conflict.conflict_id
+        if conflict.resolution == "recorded" and conflict.replayed_blob:
+            conflict = _changed_replay(wt, store, cache, conflict, run_id=record.run_id)
+        if conflict.resolution == "person" and conflict_id and not conflict.stored_as and not conflict.replay_changed:
+            stored = store.export_from(cache, conflict_id, path=conflict.path, run_id=record.run_id)
+            if stored is not None:
+                new += stored[1]
+                conflict = updated(conflict, stored_as=str(store.root / stored[0]))
+        entries.append(conflict)
+    return updated(summary, conflicts=tuple(entries)), new
 
 
 def _changed_replay(

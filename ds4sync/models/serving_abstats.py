@@ -28,6 +28,7 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import Field
 
@@ -207,8 +208,45 @@ def compare_metric(
         raise ValueError(f"{metric}: unpaired samples: {len(baseline)} baseline vs {len(candidate)} candidate")
     if not baseline:
         raise ValueError(f"{metric}: no pairs")
+    common = _common_fields(metric, baseline, candidate, rule, unit=unit, confidence=confidence)
+    try:
+        deltas = log_ratios(baseline, candidate)
+    except ValueError as exc:
+        nan = float("nan")
+        return MetricComparison(
+            mean_delta_pct=nan, ci_low_pct=nan, ci_high_pct=nan, verdict="inconclusive", reason=str(exc), **common
+        )
+    if len(deltas) < max(2, min_pairs):
+        return _too_few_pairs(deltas, rule, common, confidence=confidence, min_pairs=min_pairs)
+    mean = to_pct(statistics.fmean(deltas))
+    low, high = t_interval(deltas, confidence=confidence)
+    ci = (to_pct(low), to_pct(high))
+    verdict = judge(ci, mean, rule)
+    more = pairs_needed(deltas, rule, confidence=confidence) if verdict == "inconclusive" else None
+    return MetricComparison(
+        mean_delta_pct=mean,
+        ci_low_pct=ci[0],
+        ci_high_pct=ci[1],
+        verdict=verdict,
+        reason=_reason(verdict, rule, more=more),
+        pairs_needed=more,
+        **common,
+    )
+
+
+def _common_fields(
+    metric: str,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    rule: MetricRule,
+    *,
+    unit: str,
+    confidence: float,
+) -> dict[str, Any]:
+    """The fields of a :class:`MetricComparison` whatever its verdict: the metric, its rule, the samples and
+    their medians."""
     med_a, med_b = statistics.median(baseline), statistics.median(candidate)
-    common = {
+    return {
         "metric": metric,
         "unit": unit,
         "direction": rule.direction,
@@ -221,32 +259,27 @@ def compare_metric(
         "baseline": tuple(baseline),
         "candidate": tuple(candidate),
     }
-    try:
-        deltas = log_ratios(baseline, candidate)
-    except ValueError as exc:
-        nan = float("nan")
-        return MetricComparison(
-            mean_delta_pct=nan, ci_low_pct=nan, ci_high_pct=nan, verdict="inconclusive", reason=str(exc), **common
-        )
+
+
+def _too_few_pairs(
+    deltas: Sequence[float], rule: MetricRule, common: Mapping[str, Any], *, confidence: float, min_pairs: int
+) -> MetricComparison:
+    """Inconclusive by rule: fewer pairs than a verdict needs; the interval unbounded, the pairs that would do."""
     needed = max(2, min_pairs)
-    if len(deltas) < needed:
-        return MetricComparison(
-            mean_delta_pct=to_pct(statistics.fmean(deltas)),
-            ci_low_pct=float("-inf"),
-            ci_high_pct=float("inf"),
-            verdict="inconclusive",
-            reason=f"{len(deltas)} pair(s); at least {needed} are needed for a verdict",
-            pairs_needed=max(
-                needed, (pairs_needed(deltas, rule, confidence=confidence) if len(deltas) > 1 else None) or 0
-            ),
-            **common,
-        )
-    mean = to_pct(statistics.fmean(deltas))
-    low, high = t_interval(deltas, confidence=confidence)
-    ci = (to_pct(low), to_pct(high))
-    verdict = judge(ci, mean, rule)
-    more = pairs_needed(deltas, rule, confidence=confidence) if verdict == "inconclusive" else None
-    reason = {
+    return MetricComparison(
+        mean_delta_pct=to_pct(statistics.fmean(deltas)),
+        ci_low_pct=float("-inf"),
+        ci_high_pct=float("inf"),
+        verdict="inconclusive",
+        reason=f"{len(deltas)} pair(s); at least {needed} are needed for a verdict",
+        pairs_needed=max(needed, (pairs_needed(deltas, rule, confidence=confidence) if len(deltas) > 1 else None) or 0),
+        **common,
+    )
+
+
+def _reason(verdict: Verdict, rule: MetricRule, *, more: int | None) -> str:
+    """Why the interval and the mean give ``verdict``; an inconclusive one says about how many pairs would decide."""
+    return {
         "improvement": f"interval above 0 and mean at least {rule.threshold_pct:g}% better",
         "regression": f"interval below 0 and mean at least {rule.threshold_pct:g}% worse",
         "neutral": f"interval within ±{rule.threshold_pct:g}%",
@@ -257,15 +290,6 @@ def compare_metric(
             else f"more than {MAX_PAIRS_NEEDED} pairs at this spread, or less noise, needed"
         ),
     }[verdict]
-    return MetricComparison(
-        mean_delta_pct=mean,
-        ci_low_pct=ci[0],
-        ci_high_pct=ci[1],
-        verdict=verdict,
-        reason=reason,
-        pairs_needed=more,
-        **common,
-    )
 
 
 def family_confidence(confidence: float, metrics: int) -> float:

@@ -143,6 +143,22 @@ def render_trend(
 
     Returns a complete HTML document with plotly.js inlined.
     """
+    plots = _plots(points)
+    rows = _run_rows(points, public=public)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:1.5rem}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.25rem .6rem;font-size:.9rem}</style></head><body>\n"
+        f"<h1>{html.escape(title)}</h1><p>{len(points)} recorded runs, oldest first. A gap is a night that did "
+        "not measure that value.</p>\n"
+        f"{plots}\n<h2>Runs</h2><table><tr><th>run</th><th>status</th><th>upstream</th><th>conflicts</th>"
+        f"<th>gates</th><th>build (s)</th></tr>{rows}</table>\n</body></html>\n"
+    )
+
+
+def _plots(points: list[NightPoint]) -> str:
+    """The six plots over ``points``: an HTML fragment with plotly.js inlined."""
     import plotly.graph_objects as go
     import plotly.io as pio
     from plotly.subplots import make_subplots
@@ -181,7 +197,7 @@ def render_trend(
         margin={"l": 60, "r": 30, "t": 50, "b": 60},
     )
     fig.update_xaxes(type="category", tickangle=-30)
-    plots = pio.to_html(
+    return pio.to_html(
         fig,
         full_html=False,
         include_plotlyjs=True,
@@ -189,7 +205,11 @@ def render_trend(
         config={"displaylogo": False, "responsive": True},
         div_id="trend",
     )
-    rows = "".join(
+
+
+def _run_rows(points: list[NightPoint], *, public: bool) -> str:
+    """The runs table's rows, one ``<tr>`` per point, each cell escaped and redacted."""
+    return "".join(
         "<tr>"
         + "".join(
             f"<td>{html.escape(redact(str(c), public=public))}</td>"
@@ -197,16 +217,6 @@ def render_trend(
         )
         + "</tr>"
         for p in points
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:1.5rem}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.25rem .6rem;font-size:.9rem}</style></head><body>\n"
-        f"<h1>{html.escape(title)}</h1><p>{len(points)} recorded runs, oldest first. A gap is a night that did "
-        "not measure that value.</p>\n"
-        f"{plots}\n<h2>Runs</h2><table><tr><th>run</th><th>status</th><th>upstream</th><th>conflicts</th>"
-        f"<th>gates</th><th>build (s)</th></tr>{rows}</table>\n</body></html>\n"
     )
 
 

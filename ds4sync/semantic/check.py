@@ -14,9 +14,10 @@ import re
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import NamedTuple
 
 from ds4sync.core.git import GitRepo
-from ds4sync.models.semantic_results import SemanticResult
+from ds4sync.models.semantic_results import SemanticFinding, SemanticResult
 from ds4sync.semantic.attribution import Attributor
 from ds4sync.semantic.lint import BLOCKING_CODES, LintHit, lint_blobs
 from ds4sync.semantic.resolve import FactsCache, TreeView
@@ -61,11 +62,63 @@ def check_merge(
         ToolMissingError: ruff is not installed.
     """
     start = time.perf_counter()
+    base = _merge_base(repo, fork, upstream)
+    scan = _scan(repo, base, fork=fork, upstream=upstream, merged=merged, unknown=unknown)
+    findings = _attributed(repo, scan, base=base, upstream=upstream, coverage=coverage)
+    upstream_py = [p for p in scan.upstream_status.result() if p.endswith(".py")]
+    return SemanticResult(
+        fork_sha=repo.resolve_commit(fork) or fork,
+        upstream_sha=repo.resolve_commit(upstream) or upstream,
+        merged=merged,
+        merge_base=base,
+        files_checked=len(scan.files),
+        upstream_files=len(upstream_py),
+        unknown=tuple(sorted(scan.mv.unknown)),
+        findings=findings,
+        seconds=round(time.perf_counter() - start, 3),
+    )
+
+
+def _attributed(repo: GitRepo, scan: _Scan, *, base: str, upstream: str, coverage: Coverage) -> list[SemanticFinding]:
+    """Each finding of ``scan`` with its severity and upstream culprit, sorted by path and line."""
+    attributor = Attributor(repo, base=base, upstream=upstream, views=(scan.fv, scan.uv, scan.mv), coverage=coverage)
+    findings = [attributor.finding(path, raw, _severity(raw)) for path, raw in scan.raws]
+    findings += [attributor.lint_finding(hit) for hit in scan.hits]
+    findings += [attributor.finding(path, raw, "warning") for path, raw in scan.lost]
+    findings.sort(key=lambda f: (f.path, f.line, f.kind, f.symbol))
+    return findings
+
+
+def _merge_base(repo: GitRepo, fork: str, upstream: str) -> str:
+    """The merge-base of ``fork`` and ``upstream``.
+
+    Raises:
+        GitError: the histories are unrelated.
+    """
     base = repo.merge_base(fork, upstream)
     if base is None:
         from ds4sync.core.errors import GitError
 
         raise GitError(f"{fork[:12]} and {upstream[:12]} share no history", where=str(repo.path))
+    return base
+
+
+class _Scan(NamedTuple):
+    """What the rules, ruff and the wiring check found in the four trees, before attribution."""
+
+    mv: TreeView  # merged
+    fv: TreeView  # fork
+    uv: TreeView  # upstream
+    files: list[str]  # fork-touched Python files of the merged tree that were read
+    raws: list[tuple[str, Raw]]
+    hits: list[LintHit]
+    lost: list[tuple[str, Raw]]  # lost fork wiring
+    upstream_status: Future[dict[str, str]]  # upstream's changes since the merge-base
+
+
+def _scan(repo: GitRepo, base: str, *, fork: str, upstream: str, merged: str, unknown: Collection[str]) -> _Scan:
+    """Read the merged, fork, upstream and merge-base trees side by side and run every rule on the fork-touched
+    files (the cycle collector paused)."""
     cache = FactsCache(repo)
     with _no_cycle_collection(), ThreadPoolExecutor(max_workers=4) as pool:
         fork_status = pool.submit(repo.name_status, base, fork)
@@ -87,23 +140,7 @@ def check_merge(
         raws = _rules(files, mv, fv, uv, bv)
         hits = lint.result()
         lost = wiring.result()
-    attributor = Attributor(repo, base=base, upstream=upstream, views=(fv, uv, mv), coverage=coverage)
-    findings = [attributor.finding(path, raw, _severity(raw)) for path, raw in raws]
-    findings += [attributor.lint_finding(hit) for hit in hits]
-    findings += [attributor.finding(path, raw, "warning") for path, raw in lost]
-    findings.sort(key=lambda f: (f.path, f.line, f.kind, f.symbol))
-    upstream_py = [p for p in up_status.result() if p.endswith(".py")]
-    return SemanticResult(
-        fork_sha=repo.resolve_commit(fork) or fork,
-        upstream_sha=repo.resolve_commit(upstream) or upstream,
-        merged=merged,
-        merge_base=base,
-        files_checked=len(files),
-        upstream_files=len(upstream_py),
-        unknown=tuple(sorted(mv.unknown)),
-        findings=findings,
-        seconds=round(time.perf_counter() - start, 3),
-    )
+    return _Scan(mv, fv, uv, files, raws, hits, lost, up_status)
 
 
 @contextlib.contextmanager

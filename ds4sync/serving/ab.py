@@ -48,7 +48,16 @@ from ds4sync.models.serving_abstats import (
     rules_for,
     schedule,
 )
-from ds4sync.models.serving_results import CONFIDENCE, MIN_PAIRS, ABResult, MetricComparison, Mode, Side, StepRecord
+from ds4sync.models.serving_results import (
+    CONFIDENCE,
+    MIN_PAIRS,
+    ABResult,
+    MetricComparison,
+    Mode,
+    Side,
+    StepRecord,
+    Verdict,
+)
 from ds4sync.models.serving_settings import (
     BENCH_KEYS,
     ROW_EXTRA_KEYS,
@@ -171,6 +180,49 @@ def compare_samples(
         ConfigError: no metric in common, ``rules`` naming an unmeasured metric, or (``strict_pairs``,
             recorded files) different numbers of samples for a metric.
     """
+    rows, reported = _compared_rows(
+        baseline, candidate, rules, labels=labels, confidence=confidence, min_pairs=min_pairs, strict_pairs=strict_pairs
+    )
+    lost = _lost_requests(baseline, candidate)
+    error = unmeasured(steps, lost, paired=bool(rows)) if error is None else error
+    verdict, reasons = _verdict(rows, lost, min_pairs=min_pairs, error=error)
+    return ABResult(
+        baseline=labels[0],
+        candidate=labels[1],
+        mode=mode,
+        pairs=max((r.pairs for r in rows), default=0),
+        order=tuple(order),
+        seed=seed,
+        confidence=confidence,
+        min_pairs=min_pairs,
+        verdict=verdict,
+        reasons=tuple(reasons),
+        lost=lost,
+        rows=tuple(rows),
+        reported=tuple(reported),
+        steps=tuple(steps),
+        notes=tuple(notes),
+        error=error,
+        reruns=tuple(reruns),
+    )
+
+
+def _compared_rows(
+    baseline: Samples,
+    candidate: Samples,
+    rules: Mapping[str, MetricRule],
+    *,
+    labels: tuple[str, str],
+    confidence: float,
+    min_pairs: int,
+    strict_pairs: bool,
+) -> tuple[list[MetricComparison], list[MetricComparison]]:
+    """Every metric both sides have (lost requests aside) compared: the judged rows, then those only reported.
+
+    Raises:
+        ConfigError: no metric in common, ``rules`` naming an unmeasured metric, or (``strict_pairs``)
+            different numbers of samples for a metric.
+    """
     common = [m for m in baseline if m in candidate]
     if not common:
         raise ConfigError(
@@ -197,12 +249,23 @@ def compare_samples(
             continue
         row = compare_metric(metric, a, b, rule_of[metric], unit=unit_of(metric), confidence=level, min_pairs=min_pairs)
         (rows if metric in judged else reported).append(row)
-    lost = {
+    return rows, reported
+
+
+def _lost_requests(baseline: Samples, candidate: Samples) -> dict[str, float]:
+    """Requests each side lost, summed over its runs and rows: ``{"baseline": n, "candidate": n}``."""
+    return {
         "baseline": sum(v for m, vs in baseline.items() if m.endswith(LOST) for v in vs),
         "candidate": sum(v for m, vs in candidate.items() if m.endswith(LOST) for v in vs),
     }
-    error = unmeasured(steps, lost, paired=bool(rows)) if error is None else error
-    verdict = overall_verdict(rows) if rows else "inconclusive"
+
+
+def _verdict(
+    rows: Sequence[MetricComparison], lost: Mapping[str, float], *, min_pairs: int, error: str | None
+) -> tuple[Verdict, list[str]]:
+    """The overall verdict and its reasons: the judged rows' verdict, overruled by lost requests, too few
+    pairs (a reason only) and an error (inconclusive)."""
+    verdict: Verdict = overall_verdict(rows) if rows else "inconclusive"
     reasons = [f"{r.metric}: {r.verdict}" for r in rows if r.verdict in ("regression", "improvement")]
     if lost["candidate"] > lost["baseline"]:
         verdict = "regression"
@@ -217,25 +280,7 @@ def compare_samples(
         reasons.append(f"{pairs} pair(s) is below the minimum of {min_pairs}: inconclusive by rule")
     if error is not None:
         verdict = "inconclusive"
-    return ABResult(
-        baseline=labels[0],
-        candidate=labels[1],
-        mode=mode,
-        pairs=pairs,
-        order=tuple(order),
-        seed=seed,
-        confidence=confidence,
-        min_pairs=min_pairs,
-        verdict=verdict,
-        reasons=tuple(reasons),
-        lost=lost,
-        rows=tuple(rows),
-        reported=tuple(reported),
-        steps=tuple(steps),
-        notes=tuple(notes),
-        error=error,
-        reruns=tuple(reruns),
-    )
+    return verdict, reasons
 
 
 def unmeasured(steps: Sequence[StepRecord], lost: Mapping[str, float], *, paired: bool) -> str | None:
@@ -607,29 +652,15 @@ def run_ab(
         Interrupted: Ctrl-C, after the servers were stopped; ``result`` (the runs measured so far, judged)
             is written to ``<out_dir>/ab.json``.
     """
-    live = [
-        side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
-    ]
     labels = (", ".join(baseline), ", ".join(candidate))
-    if all(c is None for c in live):
-        return compare_samples(
-            load_recorded([Path(p) for p in baseline]),
-            load_recorded([Path(p) for p in candidate]),
-            rules or {},
-            labels=labels,
-            confidence=confidence,
-            min_pairs=min_pairs,
-            notes=("recorded measurements, paired in file order",),
-        )
-    if any(c is None for c in live):
-        raise ConfigError(
-            "both sides must be recorded files, or both live servers",
-            where=" vs ".join(labels),
-            fix="give each side as JSON file(s), or each as one URL or serving-config YAML",
+    live = _live_configs(baseline, candidate, model=model, labels=labels)
+    if live is None:
+        return _compare_recorded(
+            baseline, candidate, rules or {}, labels=labels, confidence=confidence, min_pairs=min_pairs
         )
     seed = new_seed() if seed is None else seed
     sides = LiveSides(
-        {"A": live[0], "B": live[1]},  # type: ignore[dict-item]
+        {"A": live[0], "B": live[1]},
         bench_config or BenchConfig(),
         out_dir=out_dir,
         servers=servers,
@@ -638,34 +669,81 @@ def run_ab(
         registry=registry,
         progress=progress,
     )
-    order = schedule(pairs, seed=seed)
-    grace = 3 * max(c.stop_grace_s for c in sides.sides.values())
+    judging = _Judging(
+        rules or {}, labels, confidence, min_pairs, order=schedule(pairs, seed=seed), seed=seed, pairs=pairs
+    )
+    return _measure_and_judge(sides, judging, out_dir=out_dir, progress=progress)
 
-    def judge(runs: LiveRuns) -> ABResult:
-        return compare_live(
-            runs,
-            rules or {},
-            labels=labels,
-            confidence=confidence,
-            min_pairs=min_pairs,
-            mode=sides.mode,
-            order=order,
-            seed=seed,
-            notes=(
-                f"{pairs} pairs in randomised ABBA/BAAB blocks (seed {seed}): {' '.join(order)}",
-                f"{warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
-                "requests per row; each run's prompts from their own seed, prefix cache reset where the server allows",
-                f"boot times (s): A {_secs(sides.boot_s['A'])}, B {_secs(sides.boot_s['B'])}"
-                if sides.started
-                else "attached servers (no boot)",
-            ),
+
+def _live_configs(
+    baseline: Sequence[str], candidate: Sequence[str], *, model: str | None, labels: tuple[str, str]
+) -> list[ServerConfig] | None:
+    """The two live sides' server configs, or None when both sides are recorded files.
+
+    Raises:
+        ConfigError: one side recorded, the other live.
+    """
+    live = [
+        side_config(s, model=model) if len(specs) == 1 else None for specs in (baseline, candidate) for s in specs[:1]
+    ]
+    if all(c is None for c in live):
+        return None
+    if any(c is None for c in live):
+        raise ConfigError(
+            "both sides must be recorded files, or both live servers",
+            where=" vs ".join(labels),
+            fix="give each side as JSON file(s), or each as one URL or serving-config YAML",
         )
+    return [c for c in live if c is not None]
 
+
+def _compare_recorded(
+    baseline: Sequence[str],
+    candidate: Sequence[str],
+    rules: Mapping[str, MetricRule],
+    *,
+    labels: tuple[str, str],
+    confidence: float,
+    min_pairs: int,
+) -> ABResult:
+    """The A/B of two sides of recorded JSON files, paired in file order."""
+    return compare_samples(
+        load_recorded([Path(p) for p in baseline]),
+        load_recorded([Path(p) for p in candidate]),
+        rules,
+        labels=labels,
+        confidence=confidence,
+        min_pairs=min_pairs,
+        notes=("recorded measurements, paired in file order",),
+    )
+
+
+class _Judging(NamedTuple):
+    """How a live A/B is judged besides its runs: :func:`compare_live`'s settings, the schedule and its seed."""
+
+    rules: Mapping[str, MetricRule]
+    labels: tuple[str, str]
+    confidence: float
+    min_pairs: int
+    order: list[Side]
+    seed: int
+    pairs: int
+
+
+def _measure_and_judge(
+    sides: LiveSides, judging: _Judging, *, out_dir: Path, progress: Callable[[str], None]
+) -> ABResult:
+    """Measure the schedule on ``sides`` (:func:`measure_live`), stop their servers, and judge the runs.
+
+    Raises:
+        Interrupted: Ctrl-C; its ``result`` (the runs measured so far, judged) is written to ``<out_dir>/ab.json``.
+    """
+    grace = 3 * max(c.stop_grace_s for c in sides.sides.values())
     try:
         runs = measure_live(
-            order,
+            judging.order,
             sides.measure,
-            rules or {},
+            judging.rules,
             describe=sides.describe,
             out_dir=out_dir,
             progress=progress,
@@ -673,13 +751,36 @@ def run_ab(
             grace_s=grace,
         )
     except Interrupted as stop:
-        stop.result = judge(LiveRuns(stop.steps, (), f"interrupted after {len(stop.steps)} run(s)"))
+        cut = LiveRuns(stop.steps, (), f"interrupted after {len(stop.steps)} run(s)")
+        stop.result = _judge_live(cut, sides, judging)
         write_json_atomic(out_dir / "ab.json", stop.result.model_dump(mode="json"))
         stop.path = out_dir / "ab.json"
         raise
     finally:
         sides.close()
-    return judge(runs)
+    return _judge_live(runs, sides, judging)
+
+
+def _judge_live(runs: LiveRuns, sides: LiveSides, judging: _Judging) -> ABResult:
+    """The A/B of ``runs`` (:func:`compare_live`), its notes naming the schedule, the warm-up and the boot times."""
+    return compare_live(
+        runs,
+        judging.rules,
+        labels=judging.labels,
+        confidence=judging.confidence,
+        min_pairs=judging.min_pairs,
+        mode=sides.mode,
+        order=judging.order,
+        seed=judging.seed,
+        notes=(
+            f"{judging.pairs} pairs in randomised ABBA/BAAB blocks (seed {judging.seed}): {' '.join(judging.order)}",
+            f"{sides.warmup_runs} unmeasured warm-up run(s) per server start, {sides.bench.num_warmups} warm-up "
+            "requests per row; each run's prompts from their own seed, prefix cache reset where the server allows",
+            f"boot times (s): A {_secs(sides.boot_s['A'])}, B {_secs(sides.boot_s['B'])}"
+            if sides.started
+            else "attached servers (no boot)",
+        ),
+    )
 
 
 def _secs(values: Sequence[float]) -> str:

@@ -23,9 +23,9 @@ from ds4sync.core.children import ChildRegistry
 from ds4sync.core.git import GitRepo
 from ds4sync.core.proc import run
 from ds4sync.models.serving_abstats import schedule
-from ds4sync.models.serving_results import ABResult, BackportDecision, MetricComparison
+from ds4sync.models.serving_results import ABResult, BackportDecision, MetricComparison, Side
 from ds4sync.models.serving_settings import BackportConfig, ServingConfig
-from ds4sync.serving.ab import LiveSides, compare_live, measure_live, new_seed, samples_from_steps
+from ds4sync.serving.ab import LiveRuns, LiveSides, compare_live, measure_live, new_seed, samples_from_steps
 
 Measure = Callable[[str, int], dict[str, float]]
 MeasureFactory = Callable[["Trees"], tuple[Measure, Callable[[], None]]]
@@ -207,39 +207,66 @@ def evaluate_backport(
     if failure:
         return BackportDecision(decision="exclude", basis="unmeasured", reasons=(failure,), **common)
     seed = new_seed() if seed is None else seed
+    order = schedule(config.pairs, seed=seed)
     factory = measure_factory or (
         lambda t: live_measure(serving, t, out_dir=work_dir / "ab", seed=seed, registry=registry, progress=progress)
     )
-    measure, close = factory(trees)
-    order = schedule(config.pairs, seed=seed)
+    runs = _measure_trees(factory(trees), serving, order, out_dir=work_dir / "ab", progress=progress)
+    if not all(samples_from_steps(runs.steps)):
+        return BackportDecision(
+            decision="exclude", basis="unmeasured", reasons=(runs.error or "nothing was measured",), **common
+        )
+    ab = _compare_trees(runs, serving, order, labels=(base_ref, trees.branch), seed=seed)
+    return _decided(ab, config, trees, sha=sha, patch_dir=patch_dir, common=common)
+
+
+def _measure_trees(
+    measurement: tuple[Measure, Callable[[], None]],
+    serving: ServingConfig,
+    order: Sequence[Side],
+    *,
+    out_dir: Path,
+    progress: Callable[[str], None],
+) -> LiveRuns:
+    """Measure the base and candidate trees in ``order`` (:func:`measure_live`), then close the measurement."""
+    measure, close = measurement
     grace = 3 * serving.server.stop_grace_s
     try:
-        runs = measure_live(
+        return measure_live(
             order,
             measure,
             serving.ab_metrics,
             describe=getattr(measure, "describe", None),
-            out_dir=work_dir / "ab",
+            out_dir=out_dir,
             close=close,
             grace_s=grace,
             progress=progress,
         )
     finally:
         close()
-    if not all(samples_from_steps(runs.steps)):
-        return BackportDecision(
-            decision="exclude", basis="unmeasured", reasons=(runs.error or "nothing was measured",), **common
-        )
-    ab = compare_live(
+
+
+def _compare_trees(
+    runs: LiveRuns, serving: ServingConfig, order: Sequence[Side], *, labels: tuple[str, str], seed: int
+) -> ABResult:
+    """The A/B of the base and candidate trees' runs (:func:`compare_live`), as the serving config judges it."""
+    return compare_live(
         runs,
         serving.ab_metrics,
-        labels=(base_ref, trees.branch),
+        labels=labels,
         confidence=serving.ab.confidence,
         min_pairs=serving.ab.min_pairs,
         mode="started-both" if serving.ab.servers == "both" else "started-alternate",
         order=order,
         seed=seed,
     )
+
+
+def _decided(
+    ab: ABResult, config: BackportConfig, trees: Trees, *, sha: str, patch_dir: Path | None, common: dict[str, Any]
+) -> BackportDecision:
+    """The decision on a measured A/B and its basis (an A/B that could not measure excludes, unmeasured), with the
+    KV-capacity change; an included backport is written as a patch-set under ``patch_dir``."""
     kv_row = next((r for r in (*ab.rows, *ab.reported) if r.metric == KV_METRIC), None)
     kv = kv_row.mean_delta_pct if kv_row else None
     decision, reasons = decide(ab.rows, kv_change_pct=kv, config=config, lost=ab.lost)

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ds4sync.core.children import ChildRegistry
 from ds4sync.core.errors import ToolMissingError
@@ -229,22 +230,49 @@ def run_serving_gate(
         progress(f"interrupted after {len(results)} probe(s); stopping the server (at most {grace:g} s)")
         raise GateInterrupted(results) from None
     except (ServerStartError, ToolMissingError) as exc:
-        kind = exc.kind if isinstance(exc, ServerStartError) else "tool-missing"
-        found = exc.outcome if isinstance(exc, ServerStartError) else None
-        startup = found or StartupOutcome(started=started, url=config.server.url, kind=kind, message=exc.one_line())
-        code = stop_server(handle)
-        reason = f"server did not start ({kind})"
-        return ServingResult(
-            status="failed",
-            startup_error=exc.one_line(),
-            startup=updated(startup, stop_exit_code=code),
-            probes=tuple(probes.skipped(n, reason) for n in wanted),
-            **base,
-        )
+        return _not_started(exc, handle, config, wanted, started=started, base=base)
     finally:
         code = stop_server(handle)
         for worker in left_behind:
             worker.join(10.0)  # its requests fail once the server is gone
+    return _probed(config, handle, results, wedged=wedged, startup=updated(ready, stop_exit_code=code), base=base)
+
+
+def _not_started(
+    exc: ServerStartError | ToolMissingError,
+    handle: ServerHandle,
+    config: ServingConfig,
+    wanted: Sequence[str],
+    *,
+    started: bool,
+    base: dict[str, Any],
+) -> ServingResult:
+    """Failed: the server did not start (or its program is missing); its server stopped, every probe skipped."""
+    kind = exc.kind if isinstance(exc, ServerStartError) else "tool-missing"
+    found = exc.outcome if isinstance(exc, ServerStartError) else None
+    startup = found or StartupOutcome(started=started, url=config.server.url, kind=kind, message=exc.one_line())
+    code = stop_server(handle)
+    reason = f"server did not start ({kind})"
+    return ServingResult(
+        status="failed",
+        startup_error=exc.one_line(),
+        startup=updated(startup, stop_exit_code=code),
+        probes=tuple(probes.skipped(n, reason) for n in wanted),
+        **base,
+    )
+
+
+def _probed(
+    config: ServingConfig,
+    handle: ServerHandle,
+    results: Sequence[ProbeResult],
+    *,
+    wedged: str | None,
+    startup: StartupOutcome,
+    base: dict[str, Any],
+) -> ServingResult:
+    """The tier's result once the probes ran: failed on any failed probe, else passed when one passed, else
+    not-run (nothing checked is never a green)."""
     failed = any(r.status in ("failed", "error") for r in results)
     checked = any(r.status == "passed" for r in results)  # no probe ran: nothing checked, never a green
     deadline = handle.deadline
@@ -254,7 +282,7 @@ def run_serving_gate(
         wedged=wedged,
         deadline_s=config.deadline_s,
         deadline_passed=bool(deadline and deadline.expired),
-        startup=updated(ready, stop_exit_code=code),
+        startup=startup,
         probes=tuple(results),
         **base,
     )
