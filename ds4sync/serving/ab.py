@@ -648,10 +648,12 @@ def run_ab(
     (:func:`rerun_outliers`); a server that did not start is the result's ``error``, not an exception.
 
     Raises:
-        ConfigError: sides of different kinds, unreadable files, no common metric, an unknown ab_metrics key.
+        ConfigError: an empty side, sides of different kinds, unreadable files, no common metric, an unknown
+            ab_metrics key.
         Interrupted: Ctrl-C, after the servers were stopped; ``result`` (the runs measured so far, judged)
             is written to ``<out_dir>/ab.json``.
     """
+    _require_both_sides(baseline, candidate)
     labels = (", ".join(baseline), ", ".join(candidate))
     live = _live_configs(baseline, candidate, model=model, labels=labels)
     if live is None:
@@ -673,6 +675,17 @@ def run_ab(
         rules or {}, labels, confidence, min_pairs, order=schedule(pairs, seed=seed), seed=seed, pairs=pairs
     )
     return _measure_and_judge(sides, judging, out_dir=out_dir, progress=progress)
+
+
+def _require_both_sides(baseline: Sequence[str], candidate: Sequence[str]) -> None:
+    """Refuse a side that names nothing (it would otherwise fail later, as no common metric or an IndexError)."""
+    for side, specs in (("baseline", baseline), ("candidate", candidate)):
+        if not specs:
+            raise ConfigError(
+                f"the {side} side names no recorded file and no server",
+                where=side,
+                fix="give it JSON file(s), or one URL or serving-config YAML",
+            )
 
 
 def _live_configs(

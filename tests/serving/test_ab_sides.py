@@ -220,3 +220,16 @@ def _yaml(path: Path, config: ServerConfig) -> Path:
 
     path.write_text(yaml.safe_dump({"serving": {"server": config.model_dump(mode="json", exclude_none=True)}}))
     return path
+
+
+@pytest.mark.parametrize("empty", ["baseline", "candidate"])
+@pytest.mark.parametrize("other", ["http://127.0.0.1:9/", "recorded"])
+def test_a_side_with_nothing_in_it_is_one_config_error_naming_it(empty: str, other: str, tmp_path: Path) -> None:
+    # an empty side against a live one used to fall through to an IndexError; against files, to "no common metric"
+    if other == "recorded":
+        other = str(tmp_path / "a.json")
+        Path(other).write_text("{}")
+    sides = {"baseline": [other], "candidate": [other], empty: []}
+    with pytest.raises(ConfigError, match=f"the {empty} side names no recorded file and no server"):
+        run_ab(sides["baseline"], sides["candidate"], out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # refused before anything was measured or written
