@@ -42,7 +42,8 @@ class ProcResult:
     """The outcome of one child process.
 
     ``returncode`` is None when the process was killed for its timeout; ``output`` is
-    the combined stdout/stderr (also in ``log_path`` when one was given).
+    the combined stdout/stderr (also in ``log_path`` when one was given). A Ctrl-C is never a result: it is
+    re-raised once the child's group was stopped.
     """
 
     argv: tuple[str, ...]
@@ -51,7 +52,6 @@ class ProcResult:
     output: str
     duration_s: float
     timed_out: bool = False
-    interrupted: bool = False
     log_path: str | None = None
     env_overrides: dict[str, str] = field(default_factory=dict)
 
@@ -283,7 +283,6 @@ def run(
             output=b"".join(chunks).decode("utf-8", "replace"),
             duration_s=time.monotonic() - start,
             timed_out=timed_out,
-            interrupted=False,  # a Ctrl-C is re-raised, after the group was stopped: no result comes back
             log_path=str(log_path) if log_path else None,
             env_overrides=overrides,
         )

@@ -147,8 +147,8 @@ class GateContext:
     def run_child(self, run: GateRun, argv: list[str], *, log_path: Path) -> proc.ProcResult | GateResult:
         """Run ``argv``, the command of ``run``, with the run's environment overrides (:meth:`run`).
 
-        Returns the child's result, or the gate's ``error`` result when the program is missing, the child
-        timed out or it was interrupted (:meth:`GateRun.ended`).
+        Returns the child's result, or the gate's ``error`` result when the program is missing, or the child
+        timed out (:meth:`GateRun.ended`).
         """
         try:
             res = self.run(argv, gate=run.gate, log_path=log_path, env_overrides=run.env_overrides)
@@ -230,10 +230,8 @@ class GateRun:
         self.note(display_command=display if display is not None else shlex.join(argv))
 
     def ended(self, res: proc.ProcResult) -> GateResult | None:
-        """Records the child's duration; an ``error`` result when it timed out or was interrupted, else None."""
+        """Records the child's duration; an ``error`` result when it timed out, else None."""
         self.duration_s = res.duration_s
         if res.timed_out:
             return self.result("error", f"timed out after {self.gate.definition.timeout:g}s")
-        if res.interrupted:
-            return self.result("error", "interrupted")
         return None

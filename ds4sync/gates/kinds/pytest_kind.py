@@ -109,7 +109,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
             return _no_path_here(gate, ctx, spec, missing)
         spec = spec.model_copy(update={"paths": kept})
     run, res, xml, counts_json = _run_pytest(gate, ctx, spec, python, missing)
-    if res.timed_out or res.interrupted:
+    if res.timed_out:
         return _stopped(gate, res, xml, ctx, run)
     # pytest wrote it: a failure text can quote a secret
     redact_file(xml, extra=tuple(v for k, v in run.env_overrides.items() if is_secret_name(k)))
@@ -209,9 +209,9 @@ def _rerun_failures(
 
 
 def _stopped(gate: Gate, res: Any, xml: Any, ctx: GateContext, run: GateRun) -> GateResult:
-    """A run stopped for its timeout (or Ctrl-C): the tests that finished, from the JUnit pytest
-    wrote on SIGINT, and the test that was still running, from pytest's KeyboardInterrupt line."""
-    what = f"timed out after {gate.definition.timeout:g}s" if res.timed_out else "interrupted"
+    """A run stopped for its timeout: the tests that finished, from the JUnit pytest wrote on the SIGINT of
+    the stop routine, and the test that was still running, from pytest's KeyboardInterrupt line."""
+    what = f"timed out after {gate.definition.timeout:g}s"
     redact_file(xml)
     try:
         cases = [c for c in read_junit(xml) if c.node_id]  # the interrupted test has an empty <testcase/>
@@ -362,7 +362,7 @@ def _rerun(gate: Gate, ctx: GateContext, spec: Spec, python: str, node_ids: tupl
     argv = [*build_argv(spec, python, node_ids=node_ids), f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     res = ctx.run(argv, gate=gate, log_path=ctx.log_path(gate, f"rerun{attempt}.log"))
     redact_file(xml)
-    if res.timed_out or res.interrupted:
+    if res.timed_out:
         return set()
     try:
         return {case.node_id for case in read_junit(xml) if case.outcome in ("passed", "xfailed")}
