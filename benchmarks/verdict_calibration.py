@@ -155,9 +155,7 @@ def render(
         for status in LETTER:
             if total_before[status] or total_after[status]:
                 lines.append(f"| {status} | {total_before[status]} | {total_after[status]} |")
-        lines.append(
-            f"| cells | {sum(total_before.values())} | {sum(total_after.values())} |"
-        )
+        lines.append(f"| cells | {sum(total_before.values())} | {sum(total_after.values())} |")
     else:
         lines += ["| verdict | ours |", "|---|---|"]
         lines += [f"| {s} | {total_after[s]} |" for s in LETTER if total_after[s]]
@@ -233,13 +231,13 @@ def main() -> None:
             print(f"{name}: " + " ".join(f"{LETTER[ps.status]}" for ps in report.patchsets), file=sys.stderr)
     seconds = time.perf_counter() - start
 
-    baseline = f"--before-rev {args.before_rev}" if args.before_rev else (
-        f"--before-profile {args.before_profile}" if args.before_profile else ""
+    baseline = (
+        f"--before-rev {args.before_rev}"
+        if args.before_rev
+        else (f"--before-profile {args.before_profile}" if args.before_profile else "")
     )
     which = " ".join(f"--branch {b}" for b in args.branch) or (f"--sample {args.sample}" if args.sample else "")
-    command = " ".join(
-        p for p in ("python benchmarks/verdict_calibration.py --repo CLONE", baseline, which) if p
-    )
+    command = " ".join(p for p in ("python benchmarks/verdict_calibration.py --repo CLONE", baseline, which) if p)
     text = render(branches, ids, before, after, command=command, seconds=seconds)
     print(text)
     if args.out:

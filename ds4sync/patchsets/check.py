@@ -67,16 +67,7 @@ def not_carried(
             why = f"branch {key} does not carry it (catalogue.yaml branches)" + (f": {spec.note}" if spec.note else "")
         cond = ps.carried_when
         if why is None and cond is not None and cond.since:
-            found = {commit: history_has(commit) if history_has else None for commit in cond.since}
-            if not any(found.values()):
-                if len(found) == 1:
-                    known = "is not in" if False in found.values() else "is unknown to this repository, so not in"
-                    why = f"carried_when.since {cond.since[0]} {known} the fork head's history"
-                else:
-                    unknown = [c for c, has in found.items() if has is None]
-                    why = f"carried_when.since: none of {', '.join(cond.since)} is in the fork head's history" + (
-                        f" ({', '.join(unknown)} unknown to this repository)" if unknown else ""
-                    )
+            why = _since_missing(cond.since, history_has)
         if why is None and cond is not None and cond.tree and fork_tree is not None:
             for i, inv in enumerate(cond.tree, 1):
                 res = evaluate_one(fork_tree, inv, patchset=ps.id, name=inv.id or f"carried_when-{i}")
@@ -92,6 +83,19 @@ def not_carried(
                 why += f" ({cond.note})"
             out[ps.id] = why
     return out
+
+
+def _since_missing(since: tuple[str, ...], history_has: Callable[[str], bool | None] | None) -> str | None:
+    """Why ``since`` leaves a patch-set out (no commit of it in the fork head's history), else None."""
+    found = {commit: history_has(commit) if history_has else None for commit in since}
+    if any(found.values()):
+        return None
+    if len(found) == 1:
+        known = "is not in" if False in found.values() else "is unknown to this repository, so not in"
+        return f"carried_when.since {since[0]} {known} the fork head's history"
+    unknown = [c for c, has in found.items() if has is None]
+    note = f" ({', '.join(unknown)} unknown to this repository)" if unknown else ""
+    return f"carried_when.since: none of {', '.join(since)} is in the fork head's history{note}"
 
 
 def with_baseline(report: CheckReport, patchsets: Sequence[PatchSet], before: Tree) -> CheckReport:

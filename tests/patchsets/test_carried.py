@@ -131,10 +131,28 @@ def test_since_list_carries_a_rebased_copy_of_the_feature_commit(fork) -> None:
     assert f"none of {shas['feature']}, {copy}, {'0' * 40} is in the fork head's history" in old.detail
     assert f"({'0' * 40} unknown to this repository)" in old.detail and "added in June" in old.detail
     # a single commit in a list reads as before; an empty list (or null) sets no condition
-    _write(patches, {"id": "fast", "carried_when": {"since": [copy]}, "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}]})
-    assert "is not in the fork head's history" in {p.id: p for p in _check(builder, shas["new"], patches, None).patchsets}["fast"].detail
-    for empty in ([], None):
-        _write(patches, {"id": "fast", "carried_when": {"since": empty}, "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}]})
+    _write(
+        patches,
+        {
+            "id": "fast",
+            "carried_when": {"since": [copy]},
+            "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}],
+        },
+    )
+    assert (
+        "is not in the fork head's history"
+        in {p.id: p for p in _check(builder, shas["new"], patches, None).patchsets}["fast"].detail
+    )
+    empties: tuple[list[str] | None, ...] = ([], None)
+    for empty in empties:
+        _write(
+            patches,
+            {
+                "id": "fast",
+                "carried_when": {"since": empty},
+                "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}],
+            },
+        )
         assert {p.id: p.status for p in _check(builder, shas["old"], patches, None).patchsets}["fast"] == "violated"
 
 
