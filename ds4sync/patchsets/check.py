@@ -52,8 +52,8 @@ def not_carried(
     """``{id: why}`` of the patch-sets the fork does not carry (all others are carried).
 
     In order: the branch's entry in ``catalogue.branches`` leaves it out; its
-    ``carried_when.since`` commit is not in the fork head's history (``history_has``: True,
-    False, or None for a commit this repository does not know, which counts as absent);
+    ``carried_when.since`` commit is not in the fork head's history (a list: none of its commits is;
+    ``history_has``: True, False, or None for a commit this repository does not know, which counts as absent);
     a ``carried_when.tree`` invariant does not hold on ``fork_tree``; it depends on a
     patch-set that is not carried. ``patchsets`` must be in dependency order.
     """
@@ -67,10 +67,7 @@ def not_carried(
             why = f"branch {key} does not carry it (catalogue.yaml branches)" + (f": {spec.note}" if spec.note else "")
         cond = ps.carried_when
         if why is None and cond is not None and cond.since:
-            has = history_has(cond.since) if history_has else None
-            if not has:
-                known = "is not in" if has is False else "is unknown to this repository, so not in"
-                why = f"carried_when.since {cond.since} {known} the fork head's history"
+            why = _since_missing(cond.since, history_has)
         if why is None and cond is not None and cond.tree and fork_tree is not None:
             for i, inv in enumerate(cond.tree, 1):
                 res = evaluate_one(fork_tree, inv, patchset=ps.id, name=inv.id or f"carried_when-{i}")
@@ -86,6 +83,19 @@ def not_carried(
                 why += f" ({cond.note})"
             out[ps.id] = why
     return out
+
+
+def _since_missing(since: tuple[str, ...], history_has: Callable[[str], bool | None] | None) -> str | None:
+    """Why ``since`` leaves a patch-set out (no commit of it in the fork head's history), else None."""
+    found = {commit: history_has(commit) if history_has else None for commit in since}
+    if any(found.values()):
+        return None
+    if len(found) == 1:
+        known = "is not in" if False in found.values() else "is unknown to this repository, so not in"
+        return f"carried_when.since {since[0]} {known} the fork head's history"
+    unknown = [c for c, has in found.items() if has is None]
+    note = f" ({', '.join(unknown)} unknown to this repository)" if unknown else ""
+    return f"carried_when.since: none of {', '.join(since)} is in the fork head's history{note}"
 
 
 def with_baseline(report: CheckReport, patchsets: Sequence[PatchSet], before: Tree) -> CheckReport:

@@ -25,7 +25,7 @@ from ds4sync.patchsets.model import (
     SymbolInvariant,
     TestInvariant,
 )
-from ds4sync.patchsets.tree import Tree, match_paths
+from ds4sync.patchsets.tree import Tree, match_paths, read_many
 
 _MAX_EVIDENCE = 12
 
@@ -76,8 +76,9 @@ def _contains(tree: Tree, inv: ContainsInvariant) -> _Outcome:
         return "violated", [], f"no file matches {_files_text(inv.files)}", []
     rx = re.compile(inv.pattern, re.MULTILINE)
     evidence, missing, total = [], [], 0
+    texts = read_many(tree, files)
     for path in files:
-        text = tree.read(path) or ""
+        text = texts.get(path, "")
         hits = list(rx.finditer(text))
         total += len(hits)
         evidence += [_where(text, m, path) for m in hits[:3]]
@@ -103,8 +104,9 @@ def _absent(tree: Tree, inv: AbsentInvariant) -> _Outcome:
         )
     rx = re.compile(inv.pattern, re.MULTILINE)
     evidence = []
+    texts = read_many(tree, files)
     for path in files:
-        text = tree.read(path) or ""
+        text = texts.get(path, "")
         evidence += [_where(text, m, path) for m in rx.finditer(text)]
     if evidence:
         return "violated", files, f"/{inv.pattern}/ must be absent but was found {len(evidence)} time(s)", evidence
@@ -252,8 +254,9 @@ def _cross_ref(tree: Tree, inv: CrossRefInvariant) -> _Outcome:
     rx = re.compile(inv.source.pattern, re.MULTILINE)
     group: int | str = "name" if "name" in rx.groupindex else 1
     names: dict[str, str] = {}
+    src_texts = read_many(tree, src_files)
     for path in src_files:
-        for match in rx.finditer(tree.read(path) or ""):
+        for match in rx.finditer(src_texts.get(path, "")):
             names.setdefault(match.group(group), path)
     files = sorted(set(src_files) | set(dst_files))
     if len(names) < inv.min_names:
@@ -266,7 +269,8 @@ def _cross_ref(tree: Tree, inv: CrossRefInvariant) -> _Outcome:
             ),
             [],
         )
-    texts = [tree.read(p) or "" for p in dst_files]
+    dst_texts = read_many(tree, dst_files)
+    texts = [dst_texts.get(p, "") for p in dst_files]
     missing = []
     for name in names:
         target = re.compile(inv.target.pattern.replace("{name}", re.escape(name)), re.MULTILINE)

@@ -31,6 +31,11 @@ def _as_tuple(value: object) -> object:
     return (value,) if isinstance(value, str) else value
 
 
+def _as_commits(value: object) -> object:
+    """``since``: one commit, a list of them, or nothing (None, as older files may say)."""
+    return () if value is None else _as_tuple(value)
+
+
 class _InvariantBase(FrozenModel):
     """Fields every invariant has: an optional id, its severity and a note.
 
@@ -242,15 +247,19 @@ class CarriedWhen(FrozenModel):
     """When a fork tree carries the patch-set at all (every condition that is set must hold).
 
     ``since``: a fork commit (SHA or ref) that introduced the feature; a fork head whose history
-    lacks it (or a repository that does not know it) does not carry the patch-set.
+    lacks it (or a repository that does not know it) does not carry the patch-set. A list names the
+    commit and its copies on branches that were rebased or cherry-picked (same change, other SHA): any
+    one of them in the history carries it.
     ``tree``: invariants checked on the fork's own tree (before any merge), e.g. the module the
     feature lives in exists. A patch-set that is not carried is reported ``not-carried``: never a
     failure, never counted as holding.
     """
 
-    since: str | None = None
+    since: tuple[str, ...] = ()
     tree: tuple[Invariant, ...] = ()
     note: str = ""
+
+    _since = field_validator("since", mode="before")(_as_commits)
 
 
 class PatchSet(FrozenModel):

@@ -108,6 +108,54 @@ def test_since_decides_by_history_and_unknown_commits_count_as_absent(fork) -> N
     assert "unknown to this repository" in unknown["fast"].detail
 
 
+def test_since_list_carries_a_rebased_copy_of_the_feature_commit(fork) -> None:
+    """A branch rebased before the feature was catalogued has the same change under another SHA: listing
+    both commits carries it there too; a fork head with none of them (or only unknown ones) does not."""
+    builder, shas, patches = fork
+    (patches / "catalogue.yaml").unlink()
+    builder.branch("rebased", shas["old"])
+    copy = builder.commit({"vllm/feature.py": "def fast():\n    return 1\n"}, "feature")
+    assert copy != shas["feature"]
+    _write(
+        patches,
+        {
+            "id": "fast",
+            "carried_when": {"since": [shas["feature"], copy, "0" * 40], "note": "added in June"},
+            "invariants": [{"kind": "symbol", "symbol": "vllm.feature:fast"}],
+        },
+    )
+    for head in (shas["new"], copy):
+        assert {p.id: p.status for p in _check(builder, head, patches, None).patchsets}["fast"] == "holds"
+    old = {ps.id: ps for ps in _check(builder, shas["old"], patches, None).patchsets}["fast"]
+    assert old.status == "not-carried"
+    assert f"none of {shas['feature']}, {copy}, {'0' * 40} is in the fork head's history" in old.detail
+    assert f"({'0' * 40} unknown to this repository)" in old.detail and "added in June" in old.detail
+    # a single commit in a list reads as before; an empty list (or null) sets no condition
+    _write(
+        patches,
+        {
+            "id": "fast",
+            "carried_when": {"since": [copy]},
+            "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}],
+        },
+    )
+    assert (
+        "is not in the fork head's history"
+        in {p.id: p for p in _check(builder, shas["new"], patches, None).patchsets}["fast"].detail
+    )
+    empties: tuple[list[str] | None, ...] = ([], None)
+    for empty in empties:
+        _write(
+            patches,
+            {
+                "id": "fast",
+                "carried_when": {"since": empty},
+                "invariants": [{"kind": "file_exists", "path": "vllm/feature.py"}],
+            },
+        )
+        assert {p.id: p.status for p in _check(builder, shas["old"], patches, None).patchsets}["fast"] == "violated"
+
+
 def test_tree_condition_and_dependencies_propagate(fork) -> None:
     builder, shas, patches = fork
     (patches / "catalogue.yaml").unlink()
