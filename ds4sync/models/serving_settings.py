@@ -232,6 +232,9 @@ class BenchConfig(FrozenModel):
     ``ttft``, ``tpot``, ``e2el``) for ``--goodput``; ``reset_prefix_cache`` asks the server's
     ``/reset_prefix_cache`` (vLLM with ``VLLM_SERVER_DEV_MODE=1``) before each row, and every
     row's prompts are drawn with their own seed, so no run reuses another's prompt prefixes.
+    Before each row the server's scheduler gauges are polled until it runs and queues no request, up to
+    ``idle_wait_s`` seconds: a request still running (an earlier row's, another client's) would otherwise be
+    counted in the row's /metrics deltas and keep its blocks out of the prefix-cache reset.
     """
 
     command: tuple[str, ...] = ("vllm", "bench", "serve")
@@ -243,6 +246,7 @@ class BenchConfig(FrozenModel):
     percentiles: tuple[float, ...] = (50, 90, 95, 99)
     goodput: dict[Literal["ttft", "tpot", "e2el"], float] = Field(default_factory=dict)
     reset_prefix_cache: bool = True
+    idle_wait_s: float = Field(default=60.0, ge=0)
     seed: int = 0
     extra_args: tuple[str, ...] = ()
 

@@ -29,7 +29,7 @@ from ds4sync.models.serving_abstats import metric_direction
 from ds4sync.models.serving_results import ProbeResult
 from ds4sync.models.serving_settings import BENCH_KEYS, BenchConfig, BenchRow
 from ds4sync.serving.client import OpenAIClient, RequestFailed
-from ds4sync.serving.metrics import MetricsSampler, MetricsSummary
+from ds4sync.serving.metrics import MetricsSampler, MetricsSummary, wait_idle
 
 KEPT_KEYS = tuple(BENCH_KEYS)
 
@@ -38,7 +38,9 @@ class BenchRowResult(FrozenModel):
     """One row: ok, why not, the bench JSON numbers kept, /metrics over the row, the command and paths.
 
     ``checks`` lists each judged limit as ``{key, value, baseline, limit, ok}``; ``prefix_cache``
-    says how prompt-prefix reuse was prevented (``reset`` or ``fresh-seed``).
+    says how prompt-prefix reuse was prevented (``reset`` or ``fresh-seed``). ``server_busy``: the server
+    still ran or queued requests when the row began (after ``idle_wait_s``), so its /metrics deltas count
+    them too and a prefix-cache reset may have left their blocks.
     """
 
     name: str
@@ -49,6 +51,7 @@ class BenchRowResult(FrozenModel):
     checks: tuple[dict[str, Any], ...] = ()
     seed: int | None = None
     prefix_cache: str | None = None
+    server_busy: bool = False
     command: tuple[str, ...] = ()
     result_path: str | None = None
     log_path: str | None = None
@@ -183,8 +186,15 @@ def run_row(
     log_path = out_dir / f"{row.name}.log"
     result_path = out_dir / f"{row.name}.json"
     result_path.unlink(missing_ok=True)
+    busy = not _wait_idle(client, timeout_s=config.idle_wait_s)
     prefix = "reset" if config.reset_prefix_cache and reset_prefix_cache(client) else "fresh-seed"
-    common: dict[str, Any] = {"name": row.name, "command": tuple(argv), "seed": seed, "prefix_cache": prefix}
+    common: dict[str, Any] = {
+        "name": row.name,
+        "command": tuple(argv),
+        "seed": seed,
+        "prefix_cache": prefix,
+        "server_busy": busy,
+    }
     try:
         limit = client.deadline.clamp(config.timeout_s) if client.deadline else config.timeout_s
     except RequestFailed as exc:
@@ -203,9 +213,19 @@ def run_row(
     except (OSError, ValueError) as exc:
         return BenchRowResult(ok=False, detail=f"no readable result JSON at {result_path} ({exc})", **common)
     ok, detail, kept, checks = judge_result(row, data, common["server_metrics"])
+    if busy:
+        detail += f"; the server still ran requests after {config.idle_wait_s:g} s: /metrics deltas count them too"
     return BenchRowResult(
         ok=ok, detail=detail, metrics=kept, checks=tuple(checks), result_path=str(result_path), **common
     )
+
+
+def _wait_idle(client: OpenAIClient, *, timeout_s: float) -> bool:
+    """:func:`ds4sync.serving.metrics.wait_idle` on the client's /metrics; a server without /metrics is idle."""
+    try:
+        return wait_idle(lambda: client.metrics_text(timeout_s=30), timeout_s=timeout_s)
+    except RequestFailed:
+        return True
 
 
 def probe_throughput(

@@ -96,6 +96,23 @@ def parse(text: str, *, at_s: float | None = None) -> Snapshot:
     )
 
 
+def wait_idle(scrape: Callable[[], str], *, timeout_s: float, interval_s: float = 0.2) -> bool:
+    """Poll ``scrape`` (the /metrics text) until the scheduler runs and queues no request; False at the deadline.
+
+    Idle is ``vllm:num_requests_running`` and ``vllm:num_requests_waiting`` both 0 (summed over engines). A
+    server that exposes neither gauge counts as idle: there is nothing to wait on. ``timeout_s`` 0 asks once.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snapshot = parse(scrape())
+        busy = [snapshot.total(name) for name in (RUNNING, WAITING)]
+        if not any(busy):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
+
+
 def counter_delta(first: Snapshot, last: Snapshot, name: str) -> float | None:
     """``last - first`` of a counter summed over labels; a reset (negative) counts from 0."""
     a, b = first.total(name), last.total(name)

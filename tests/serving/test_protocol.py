@@ -280,6 +280,54 @@ def test_bench_row_fails_when_not_all_prompts_completed(scripted: ScriptedServer
     assert argv[argv.index("--base-url") + 1] == scripted.url and "--save-result" in argv
 
 
+class _LeftoverRequest:
+    """A /metrics stand-in whose server still runs an earlier client's request for its first ``busy`` scrapes,
+    generating 7 tokens a scrape meanwhile; the prefix-cache resets it gets are kept with the gauge they saw."""
+
+    def __init__(self, busy: int) -> None:
+        self.scrapes, self.busy, self.tokens, self.resets = 0, busy, 0, []
+
+    def running(self) -> int:
+        return 1 if self.scrapes <= self.busy else 0
+
+    def metrics(self, _body: object) -> Response:
+        self.scrapes += 1
+        self.tokens += 7 if self.running() else 0
+        text = f"vllm:num_requests_running {self.running()}\nvllm:num_requests_waiting 0\n"
+        return Response(raw=(text + f'vllm:generation_tokens_total{{engine="0"}} {self.tokens}\n').encode())
+
+    def reset(self, _body: object) -> Response:
+        self.resets.append(self.running())
+        return Response(json_body={})
+
+
+@pytest.mark.parametrize(("busy", "wait_s"), [(3, 30.0), (10_000, 0.3)])
+def test_a_bench_row_waits_for_an_idle_server_or_says_its_deltas_count_other_requests(
+    scripted: ScriptedServer, tmp_path: Path, busy: int, wait_s: float
+) -> None:
+    # A request an earlier client left running would be counted in the row's /metrics deltas (and keep its
+    # blocks out of the prefix-cache reset): the row waits for the scheduler to be idle, up to idle_wait_s.
+    server = _LeftoverRequest(busy)
+    scripted.routes[("GET", "/metrics")] = server.metrics
+    scripted.routes[("POST", "/reset_prefix_cache")] = server.reset
+    config = BenchConfig(
+        command=(sys.executable, "-c", FAKE_BENCH),
+        metrics_interval_s=0.05,
+        idle_wait_s=wait_s,
+        rows=(BenchRow(name="decode", input_len=64, output_len=64, num_prompts=4),),
+    )
+    with client_for(scripted) as client:
+        row = bench.probe_throughput(client, config, out_dir=tmp_path).details["rows"][0]
+    assert row["ok"] and row["prefix_cache"] == "reset"
+    if busy == 3:  # idle after three scrapes: the reset and the window see the row's traffic alone
+        assert not row["server_busy"] and server.resets == [0]
+        assert row["server_metrics"]["deltas"]["generation_tokens"] == 0 and "still ran" not in row["detail"]
+    else:  # never idle: the row still runs, and says what its deltas hold
+        assert row["server_busy"] and server.resets == [1]
+        assert row["server_metrics"]["deltas"]["generation_tokens"] > 0
+        assert row["detail"].endswith("the server still ran requests after 0.3 s: /metrics deltas count them too")
+
+
 def test_missing_bench_tool_fails_the_row_not_the_gate(scripted: ScriptedServer, tmp_path: Path) -> None:
     config = BenchConfig(
         command=("no-such-vllm-binary", "bench", "serve"), rows=(BenchRow(name="decode", input_len=8, output_len=8),)
