@@ -26,16 +26,22 @@ import yaml
 
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
+from tests.procs import IDENTITY
 from tests.timing import scaled, scaled_s
 
 BRANCH = "fork"
 PATCHSETS = ("fork-feature", "alpha", "beta")
 REAPPLIED = {"alpha": {"requirements.txt"}, "beta": {"pkg/attn.py"}}
 
-CHILD_GATE = """\
+CHILD_GATE = (
+    """\
 import os, pathlib, subprocess, sys, time
+"""
+    + IDENTITY
+    + """
 grandchild = subprocess.Popen(["sleep", "300"])
-pathlib.Path(os.environ["FAULT_PIDS"], str(os.getpid())).write_text(f"{os.getpid()} {grandchild.pid}")
+ids = f"{identity(os.getpid())} {identity(grandchild.pid)}"
+pathlib.Path(os.environ["FAULT_PIDS"], str(os.getpid())).write_text(ids)
 if os.environ.get("DS4SYNC_FAULT", "").startswith("gate.child-started"):
     time.sleep(3600)  # the attempt that starts us is killed: we outlive it
 text = pathlib.Path("requirements.txt").read_text() + pathlib.Path("pkg/attn.py").read_text()
@@ -43,11 +49,16 @@ grandchild.kill()
 grandchild.wait()
 sys.exit(0 if "extra==2.0" in text and "import logging" in text else 1)
 """
+)
 
-FORK_TESTS = """\
+FORK_TESTS = (
+    """\
 import os, pathlib, subprocess, time
 
 from pkg.core import core
+"""
+    + IDENTITY
+    + """
 
 
 def test_core_is_upstreams():
@@ -61,10 +72,11 @@ def test_fork_feature_is_kept():
 
 def test_children_of_a_killed_attempt_run_on():
     pid = os.getpid()
-    pathlib.Path(os.environ["FAULT_PIDS"], str(pid)).write_text(f"{pid} {pid}")
+    pathlib.Path(os.environ["FAULT_PIDS"], str(pid)).write_text(identity(pid))
     if os.environ.get("DS4SYNC_FAULT", "").startswith("gate.child-started"):
         time.sleep(3600)
 """
+)
 
 
 @dataclass

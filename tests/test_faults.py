@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 
 from ds4sync.cli import main
+from ds4sync.core.children import start_ticks
 from ds4sync.core.git import GitRepo
-from ds4sync.core.proc import group_members, pid_alive
+from ds4sync.core.proc import group_members
 from ds4sync.patchsets.check import check_tree
 from ds4sync.patchsets.model import load_catalogue
 from ds4sync.patchsets.tree import CommitTree
-from tests import faultrepo
+from tests import faultrepo, procs
 
 pytestmark = pytest.mark.slow
 
@@ -116,16 +117,24 @@ def _record(s: faultrepo.Scenario) -> dict:
     return json.loads(records[0].read_text())
 
 
-def _children(s: faultrepo.Scenario) -> tuple[list[int], list[int]]:
-    """Process groups the runs registered, and pids the gate children wrote down."""
-    groups = [json.loads(path.read_text())["pgid"] for path in s.state.glob("runs/*/children/*.json")]
-    pids = [int(p) for path in s.pids.iterdir() for p in path.read_text().split()]
-    return groups, pids
+def _children(s: faultrepo.Scenario) -> tuple[list[tuple[int, int | None]], list[procs.Identity]]:
+    """Process groups the runs registered (pgid, the leader's start ticks), and the processes the gate children
+    wrote down (pid and start ticks: this host reuses pids within minutes, see tests/procs.py)."""
+    entries = [json.loads(path.read_text()) for path in s.state.glob("runs/*/children/*.json")]
+    groups = [(e["pgid"], e.get("leader_start_ticks")) for e in entries]
+    return groups, [i for path in s.pids.iterdir() for i in procs.identities(path.read_text())]
 
 
-def _assert_no_children(groups: list[int], pids: list[int]) -> None:
-    assert not [g for g in groups if group_members(g)], "a process group of the killed run is alive"
-    assert not [p for p in pids if pid_alive(p)], "a gate child of the killed run is alive"
+def _group_alive(group: tuple[int, int | None]) -> bool:
+    """Members of that group run, and its id is not a later leader's pid (a live group's id is never reused)."""
+    pgid, ticks = group
+    leader = start_ticks(pgid)
+    return bool(group_members(pgid)) and (leader is None or ticks is None or leader == ticks)
+
+
+def _assert_no_children(groups: list[tuple[int, int | None]], pids: list[procs.Identity]) -> None:
+    assert not [g for g in groups if _group_alive(g)], "a process group of the killed run is alive"
+    assert not [p for p in pids if procs.alive(p)], "a gate child of the killed run is alive"
 
 
 @pytest.mark.parametrize("point", [*MERGE_POINTS, *RESUME_POINTS, *PROMOTE_POINTS])
@@ -136,7 +145,7 @@ def test_kill_then_resume_promotes_exactly_what_the_gates_proved(scenario: fault
     kill_at(s, point)
     groups, pids = _children(s)
     if point.startswith("gate.child-started"):
-        assert any(group_members(g) for g in groups), "the killed attempt should leave its gate child running"
+        assert any(_group_alive(g) for g in groups), "the killed attempt should leave its gate child running"
     assert faultrepo.checkout_digest(s.repo) == checkout_before
     if point not in PROMOTE_POINTS:
         assert fork.branch_head(faultrepo.BRANCH) == fork_before

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.procs import IDENTITY
+
 EXPECTED_MAIN = {
     "passed": 6,
     "failed": 1,
@@ -107,6 +109,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+"""
+    + IDENTITY
+    + """
 
 
 def test_before_the_hang():
@@ -115,7 +120,7 @@ def test_before_the_hang():
 
 def test_hangs_with_a_child():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    Path(os.environ["SAMPLE_PID_FILE"]).write_text(f"{os.getpid()} {child.pid}")
+    Path(os.environ["SAMPLE_PID_FILE"]).write_text(f"{identity(os.getpid())} {identity(child.pid)}")
     time.sleep(600)
 """,
 }

@@ -8,10 +8,10 @@ import pytest
 from gates_helpers import PYTHON, workspace, write_gates
 from sample_project import EXPECTED_MAIN, UNIT_YAML
 
-from ds4sync.core.proc import pid_alive
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.gates.runner import TierOptions, run_tier
 from ds4sync.models.gates_details import PytestDetails
+from tests import procs
 from tests.timing import scaled_s
 
 
@@ -70,8 +70,7 @@ def test_timeout_is_an_error_and_leaves_no_child(sample: RepoBuilder, tmp_path: 
     assert [f.node_id for f in gate.failures] == ["tests/test_hang.py::test_hangs_with_a_child"]
     assert "still running: tests/test_hang.py::test_hangs_with_a_child" in gate.reason
     assert not gate.required and result.status == "incomplete"  # an optional gate fails no tier, proves none
-    pytest_pid, grandchild = (int(p) for p in (tmp_path / "pids").read_text().split())
-    assert not pid_alive(pytest_pid) and not pid_alive(grandchild)
+    assert not [p for p in procs.identities((tmp_path / "pids").read_text()) if procs.alive(p)]  # pytest, its child
 
 
 @pytest.mark.parametrize(

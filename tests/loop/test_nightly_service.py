@@ -13,20 +13,26 @@ import yaml
 
 from ds4sync.cli import main
 from ds4sync.core.errors import ExitCode
-from ds4sync.core.proc import pid_alive
 from ds4sync.loop.nightly import prune_runs, run_nightly, systemd_units, unchanged_since_last_sync
 from ds4sync.models.publish_duplicates import DuplicateCheck, OpenPull
 from ds4sync.models.publish_results import PublishResult
 from ds4sync.runner import open_workspace
+from tests import procs
 from tests.cli_json import data
+from tests.procs import IDENTITY
 from tests.scenarios import BRANCH, lines, make_pair
 from tests.timing import scaled
 
-SLEEPER = """\
+SLEEPER = (
+    """\
 import os, sys, time
-open(sys.argv[1], "w").write(str(os.getpid()))
+"""
+    + IDENTITY
+    + """
+open(sys.argv[1], "w").write(identity(os.getpid()))
 time.sleep(float(sys.argv[2]))
 """
+)
 
 
 def configure(pair, **extra) -> Path:
@@ -111,7 +117,7 @@ def test_time_budget_stops_running_gates_and_records_them_incomplete(
     assert by_name["quick"].status == "passed"
     assert by_name["slow"].status == "incomplete" and "time budget" in by_name["slow"].reason
     assert by_name["slow"].failures[0].env_category == "time-budget"
-    assert not pid_alive(int(pid_file.read_text()))  # stopped, not left running
+    assert not [p for p in procs.identities(pid_file.read_text()) if procs.alive(p)]  # stopped, not left running
     # The next night does not bury it: it waits for a person (resume), exit 4.
     assert main(["nightly", "--repo", str(pair.repo)]) == ExitCode.NEEDS_PERSON
 
