@@ -285,7 +285,8 @@ class _LeftoverRequest:
     generating 7 tokens a scrape meanwhile; the prefix-cache resets it gets are kept with the gauge they saw."""
 
     def __init__(self, busy: int) -> None:
-        self.scrapes, self.busy, self.tokens, self.resets = 0, busy, 0, []
+        self.scrapes, self.busy, self.tokens = 0, busy, 0
+        self.resets: list[int] = []
 
     def running(self) -> int:
         return 1 if self.scrapes <= self.busy else 0
