@@ -16,6 +16,14 @@ are N first-parent commits past the merge-base, to show how the check grows with
 
     python benchmarks/semantic_bench.py score --repo CLONE [--syncs SYNCS.json] [--json OUT] [--only N]
     python benchmarks/semantic_bench.py time --repo CLONE [--fork origin/ds4-sm120-full] [--json OUT]
+
+Proposals (``proposals``): the checks ``merge`` runs when a code model proposes resolutions, one per
+conflicted file in turn (:class:`ds4sync.merge.validation.SemanticGuard`): check k sees the first k
+conflicted files resolved (here to the fork's text, as an "ours" proposal) and the rest unknown. Each check
+with a cache of parsed files of its own (the baseline) beside the checks sharing one cache (ours), each
+mode in a child process of its own so that its peak memory is its own; prints the ratio.
+
+    python benchmarks/semantic_bench.py proposals --repo CLONE [--fork ds4-sm120-full] [--upstream main] [--checks N]
 """
 
 from __future__ import annotations
@@ -252,6 +260,80 @@ def timing(repo: GitRepo, *, fork_ref: str, upstream_ref: str, repeat: int, poin
     return {"fork": fork_ref, "upstream": upstream_ref, "fork_sha": fork, "merge_base": base, "rows": rows}
 
 
+def proposal_checks(repo: GitRepo, *, fork_ref: str, upstream_ref: str, checks: int, shared: bool) -> dict[str, Any]:
+    """``checks`` semantic checks of the proposals loop (see the module's docstring), in this process."""
+    from ds4sync.semantic.resolve import FactsCache
+
+    fork, upstream = repo.resolve_commit(fork_ref), repo.resolve_commit(upstream_ref)
+    assert fork and upstream, "unknown ref"
+    merge = repo.merge_tree(fork, upstream)
+    conflicted = sorted({c.path for c in merge.conflicts} | {p for c in merge.conflicts for p in c.related})
+    caches = [FactsCache(repo)] if shared else []
+    parsed, findings = 0, []
+    wall, cpu = 0.0, 0.0
+    for k in range(1, min(checks, len(conflicted)) + 1):
+        tree = _with_resolutions(repo, merge.tree, fork, conflicted[:k])
+        cache = caches[0] if shared else FactsCache(repo)
+        before = cache.parsed
+        out: list[SemanticResult] = []
+
+        def run(
+            t: str = tree, u: list[str] = conflicted[k:], f: FactsCache = cache, o: list[SemanticResult] = out
+        ) -> None:
+            o.append(check_merge(repo, fork=fork, upstream=upstream, merged=t, unknown=u, facts=f))
+
+        w, c = _clock(run)
+        wall, cpu, parsed = wall + w, cpu + c, parsed + cache.parsed - before
+        findings.append(sorted(f.line_text() for f in out[0].findings))
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "checks": len(findings),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "parsed": parsed,
+        "peak_mib": peak_kib / 1024,
+        "findings": findings,
+    }
+
+
+def proposals(repo_path: Path, *, fork_ref: str, upstream_ref: str, checks: int) -> dict[str, Any]:
+    """Both modes of :func:`proposal_checks`, each in a child process; the same findings or an AssertionError."""
+    import subprocess
+
+    rows = {}
+    for mode in ("fresh", "shared"):
+        argv = [
+            sys.executable,
+            __file__,
+            "proposals-run",
+            "--repo",
+            str(repo_path),
+            "--fork",
+            fork_ref,
+            "--upstream",
+            upstream_ref,
+            "--checks",
+            str(checks),
+            "--mode",
+            mode,
+        ]
+        rows[mode] = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+        r = rows[mode]
+        print(
+            f"{mode:>6}: {r['checks']} checks {r['wall_s']:7.2f}s wall {r['cpu_s']:7.2f}s cpu   "
+            f"{r['parsed']:5d} files parsed   peak {r['peak_mib']:7.0f} MiB",
+            flush=True,
+        )
+    fresh, shared = rows["fresh"], rows["shared"]
+    assert fresh["findings"] == shared["findings"], "a shared cache changed what a check finds"
+    print(
+        f" ratio: shared / fresh {shared['cpu_s'] / fresh['cpu_s']:.2f}x cpu, "
+        f"{shared['wall_s'] / fresh['wall_s']:.2f}x wall, {shared['peak_mib'] / fresh['peak_mib']:.2f}x peak memory; "
+        "the same findings in every check"
+    )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -268,10 +350,25 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--repeat", type=int, default=2)
     t.add_argument("--points", default="50,200,600")
     t.add_argument("--json", type=Path)
+    for name in ("proposals", "proposals-run"):
+        q = sub.add_parser(name)
+        q.add_argument("--repo", type=Path, required=True)
+        q.add_argument("--fork", default="ds4-sm120-full")
+        q.add_argument("--upstream", default="main")
+        q.add_argument("--checks", type=int, default=8)
+        q.add_argument("--json", type=Path)
+        if name == "proposals-run":
+            q.add_argument("--mode", choices=("fresh", "shared"), required=True)
     args = parser.parse_args(argv)
     repo = GitRepo(args.repo)
-    if args.what == "score":
-        data: Any = score(repo, only=args.only, syncs_file=args.syncs, resolved=args.resolved)
+    if args.what == "proposals-run":
+        kw = {"fork_ref": args.fork, "upstream_ref": args.upstream, "checks": args.checks}
+        print(json.dumps(proposal_checks(repo, **kw, shared=args.mode == "shared")))
+        return 0
+    if args.what == "proposals":
+        data: Any = proposals(args.repo, fork_ref=args.fork, upstream_ref=args.upstream, checks=args.checks)
+    elif args.what == "score":
+        data = score(repo, only=args.only, syncs_file=args.syncs, resolved=args.resolved)
     else:
         points = [int(p) for p in args.points.split(",") if p]
         data = timing(repo, fork_ref=args.fork, upstream_ref=args.upstream, repeat=args.repeat, points=points)

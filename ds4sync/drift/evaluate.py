@@ -17,6 +17,7 @@ The semantic check plugs in at :func:`semantic_findings`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import time
@@ -115,7 +116,7 @@ class ForkContext:
         ctx.scopes = tuple(scopes)
         ctx.baseline = frozenset(baseline)
         ctx.digest = _digest(Path(patches_dir), fork_head)
-        ctx.semantic = _semantic_entry()
+        ctx.semantic = _semantic_entry(repo)
         return ctx
 
     def check(self, tree, patchsets: Sequence[PatchSet]):  # -> CheckReport
@@ -133,13 +134,22 @@ def _digest(patches_dir: Path, fork_head: str) -> str:
     return digest.hexdigest()
 
 
-def _semantic_entry() -> object | None:
-    """``ds4sync.semantic.check_merge`` when that module is installed, else None."""
+def _semantic_entry(repo: GitRepo) -> object | None:
+    """``ds4sync.semantic.check_merge`` when that module is installed, else None.
+
+    Every PR of one watch is checked against the same fork head, so the checks share one cache of parsed
+    files (by blob id and path): after the first PR, a check parses only the files that PR brings.
+    """
     try:
         module = importlib.import_module(SEMANTIC_MODULE)
     except ImportError:
         return None
-    return getattr(module, "check_merge", None)
+    check = getattr(module, "check_merge", None)
+    if check is None:
+        return None
+    from ds4sync.semantic.resolve import FactsCache
+
+    return functools.partial(check, facts=FactsCache(repo))
 
 
 def semantic_findings(ctx: ForkContext, *, head: str, merged_tree: str) -> tuple[str, ...] | None:

@@ -16,7 +16,7 @@ from ds4sync.core.model import updated
 from ds4sync.core.paths import path_matches
 from ds4sync.merge.provenance import load_owners
 from ds4sync.merge.resolvers import FileOutcome, Resolver, RuleResolver, StoreResolver, resolve_file
-from ds4sync.merge.validation import OverlayTree, check_invariants, semantic_findings
+from ds4sync.merge.validation import OverlayTree, SemanticGuard, check_invariants
 from ds4sync.models.merge_hunks import ConflictHunk, split_diff3
 from ds4sync.models.merge_results import ConflictEntry
 from ds4sync.patchsets.model import PatchSet
@@ -55,6 +55,7 @@ def propose(ctx: RunContext, wt: GitRepo, entries: list[ConflictEntry]) -> Propo
     ]
     patchsets = load_owners(ctx.ws.profile / "patches")
     unmerged = set(wt.unmerged_paths())
+    guard = SemanticGuard(ctx.ws.repo, fork=ctx.record.fork.head_before, upstream=ctx.record.upstream.sha)
     done, notes = [], []
     for entry in entries:
         if entry.resolution != "unresolved" or entry.kind != "content" or entry.path not in unmerged:
@@ -66,7 +67,7 @@ def propose(ctx: RunContext, wt: GitRepo, entries: list[ConflictEntry]) -> Propo
             notes.append(f"{entry.path}: no proposal ({outcome.reason})")
             done.append(updated(entry, hunks=outcome.hunks))
             continue
-        done.append(_write(ctx, wt, entry, outcome, accept=endpoint.accept_paths))
+        done.append(_write(wt, entry, outcome, guard, accept=endpoint.accept_paths))
         if done[-1].resolution != "proposed":
             notes.append(f"{entry.path}: no proposal ({_reason(done[-1].hunks)})")
     return Proposed(tuple(done), tuple(notes))
@@ -108,7 +109,7 @@ def _match(recorded: tuple[ConflictHunk, ...], found: tuple[tuple[str, str, str]
 
 
 def _write(
-    ctx: RunContext, wt: GitRepo, entry: ConflictEntry, outcome: FileOutcome, *, accept: tuple[str, ...]
+    wt: GitRepo, entry: ConflictEntry, outcome: FileOutcome, guard: SemanticGuard, *, accept: tuple[str, ...]
 ) -> ConflictEntry:
     """Write a validated file, run the semantic check on it (put git's conflict back on a finding), and
     stage it only when a profile rule names its path."""
@@ -116,12 +117,8 @@ def _write(
     data = outcome.text.encode("utf-8")
     target = Path(wt.path) / entry.path
     write_atomic(target, data)
-    record = ctx.record
-    why = semantic_findings(
-        ctx.ws.repo,
-        fork=record.fork.head_before,
-        upstream=record.upstream.sha,
-        merged=lambda: wt.worktree_tree(untracked=False)[0],
+    why = guard.findings(
+        lambda: wt.worktree_tree(untracked=False)[0],
         unknown=set(wt.unmerged_paths()) - {entry.path},  # the other conflicts still hold git's markers
     )
     if why:

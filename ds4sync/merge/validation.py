@@ -109,17 +109,32 @@ def check_invariants(fork: Tree, merged: Tree, owners: Sequence[PatchSet]) -> st
     return None
 
 
-def semantic_findings(
-    repo: GitRepo, *, fork: str, upstream: str, merged: Callable[[], str], unknown: Collection[str] = ()
-) -> str | None:
-    """Why the proposal adds a semantic blocker (:func:`ds4sync.semantic.check_merge` on the tree with the
-    proposals in place, ``merged``, built only then; ``unknown``: files still conflicted, not read), or None.
-    Warnings (lint, lost wiring) do not reject a proposal; a blocker does: an import that no longer resolves, a
-    removed definition still referenced, a call that no longer binds."""
-    from ds4sync.semantic import check_merge
+class SemanticGuard:
+    """The semantic check of each proposal of one merge in turn (``fork`` head and ``upstream`` commit fixed).
 
-    result = check_merge(repo, fork=fork, upstream=upstream, merged=merged(), unknown=unknown)
-    blockers = result.blockers()
-    if not blockers:
-        return None
-    return f"the semantic check found {len(blockers)} blocker(s): {blockers[0].line_text()}"
+    The checks share one cache of parsed files: a proposal changes one file, so every check after the first
+    parses only what it has not seen (the merged blob of that file), not every fork-touched module again.
+    The cache lives as long as the guard: one merge's proposals.
+    """
+
+    def __init__(self, repo: GitRepo, *, fork: str, upstream: str) -> None:
+        self.repo, self.fork, self.upstream = repo, fork, upstream
+        self._facts: Any = None  # the FactsCache, made on the first check (the semantic package loads only then)
+
+    def findings(self, merged: Callable[[], str], *, unknown: Collection[str] = ()) -> str | None:
+        """Why the proposal adds a semantic blocker (:func:`ds4sync.semantic.check_merge` on the tree with the
+        proposals in place, ``merged``, built only then; ``unknown``: files still conflicted, not read), or None.
+        Warnings (lint, lost wiring) do not reject a proposal; a blocker does: an import that no longer resolves,
+        a removed definition still referenced, a call that no longer binds."""
+        from ds4sync.semantic import check_merge
+        from ds4sync.semantic.resolve import FactsCache
+
+        if self._facts is None:
+            self._facts = FactsCache(self.repo)
+        result = check_merge(
+            self.repo, fork=self.fork, upstream=self.upstream, merged=merged(), unknown=unknown, facts=self._facts
+        )
+        blockers = result.blockers()
+        if not blockers:
+            return None
+        return f"the semantic check found {len(blockers)} blocker(s): {blockers[0].line_text()}"

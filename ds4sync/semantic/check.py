@@ -38,6 +38,7 @@ def check_merge(
     merged: str,
     unknown: Collection[str] = (),
     coverage: Coverage = (),
+    facts: FactsCache | None = None,
 ) -> SemanticResult:
     """Find what merging ``upstream`` into ``fork`` broke without a textual conflict.
 
@@ -50,6 +51,10 @@ def check_merge(
         unknown: paths not to read (conflicted: what they will hold is a person's to decide); names
             defined in them resolve as unknown, never as missing.
         coverage: patch-sets and the paths/globs they cover (:func:`ds4sync.semantic.coverage.patchset_coverage`).
+        facts: parsed files to share with other checks of the same repository (the checks of a loop that
+            changes one file at a time: each then parses only the blobs it has not seen). Keyed by blob id
+            and path, so a shared cache never answers for other content; it keeps every file it parsed
+            (syntax trees included) for as long as the caller keeps it. None: one of its own, dropped after.
 
     Returns:
         A :class:`SemanticResult`; its ``findings`` sorted by path and line. Blockers are imports
@@ -63,7 +68,7 @@ def check_merge(
     """
     start = time.perf_counter()
     base = _merge_base(repo, fork, upstream)
-    scan = _scan(repo, base, fork=fork, upstream=upstream, merged=merged, unknown=unknown)
+    scan = _scan(repo, base, fork=fork, upstream=upstream, merged=merged, unknown=unknown, cache=facts)
     findings = _attributed(repo, scan, base=base, upstream=upstream, coverage=coverage)
     upstream_py = [p for p in scan.upstream_status.result() if p.endswith(".py")]
     return SemanticResult(
@@ -116,10 +121,19 @@ class _Scan(NamedTuple):
     upstream_status: Future[dict[str, str]]  # upstream's changes since the merge-base
 
 
-def _scan(repo: GitRepo, base: str, *, fork: str, upstream: str, merged: str, unknown: Collection[str]) -> _Scan:
+def _scan(
+    repo: GitRepo,
+    base: str,
+    *,
+    fork: str,
+    upstream: str,
+    merged: str,
+    unknown: Collection[str],
+    cache: FactsCache | None = None,
+) -> _Scan:
     """Read the merged, fork, upstream and merge-base trees side by side and run every rule on the fork-touched
     files (the cycle collector paused)."""
-    cache = FactsCache(repo)
+    cache = cache if cache is not None else FactsCache(repo)
     with _no_cycle_collection(), ThreadPoolExecutor(max_workers=4) as pool:
         fork_status = pool.submit(repo.name_status, base, fork)
         up_status = pool.submit(repo.name_status, base, upstream)

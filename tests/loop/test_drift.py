@@ -199,7 +199,7 @@ def test_the_semantic_seam_gets_fork_pr_head_and_the_merged_commit(history, http
         calls.append((fork, upstream, parents, "ATTN_35 = 'upstream'" in tail))
         return ["removed definition still referenced"] if upstream == history.heads[102] else []
 
-    monkeypatch.setattr(evaluate, "_semantic_entry", lambda: check_merge)
+    monkeypatch.setattr(evaluate, "_semantic_entry", lambda repo: check_merge)
     result = run_drift(_ws(history, httpserver))
     assert result.semantic_check
     fork_head = result.fork_head
@@ -209,6 +209,31 @@ def test_the_semantic_seam_gets_fork_pr_head_and_the_merged_commit(history, http
     entry = next(e for e in result.entries if e.pull.number == 102)
     assert entry.findings.semantic == ("removed definition still referenced",) and entry.action == 1
     assert [e.pull.number for e in result.entries][-1] == 102 and entry.line() == "#102 1 semantic finding"
+
+
+def test_the_prs_of_one_watch_share_one_cache_of_parsed_files(history, httpserver, monkeypatch):
+    """The real check, wrapped to see its arguments: every merged PR's check gets the same cache and finds what a
+    check with a cache of its own finds, parsing no file that check would not. (What the sharing saves across
+    upstream heads is in tests/semantic/test_kinds.py; this history's PRs share too few files to show it.)"""
+    import ds4sync.semantic.check as check
+    from ds4sync.semantic.resolve import FactsCache
+
+    real, seen = check.check_merge, []
+
+    def recording(repo, *, facts, **kwargs):
+        alone = FactsCache(repo)
+        expected = real(repo, facts=alone, **kwargs)
+        before = facts.parsed
+        result = real(repo, facts=facts, **kwargs)
+        assert result.model_dump(exclude={"seconds"}) == expected.model_dump(exclude={"seconds"})
+        seen.append((facts, alone.parsed, facts.parsed - before))
+        return result
+
+    monkeypatch.setattr(check, "check_merge", recording)
+    result = run_drift(_ws(history, httpserver))
+    assert result.semantic_check and len(seen) == 4  # PRs 101-104 merge; the others touch nothing of the fork
+    assert len({id(facts) for facts, _, _ in seen}) == 1
+    assert all(shared <= alone for _, alone, shared in seen)
 
 
 def test_cli_text_shows_the_ranked_table_and_the_unfetched_line(history, httpserver, capsys):

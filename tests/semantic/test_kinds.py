@@ -14,6 +14,7 @@ import pytest
 from ds4sync.core.git import GitRepo
 from ds4sync.demo.repobuild import RepoBuilder
 from ds4sync.semantic import SemanticResult, check_merge
+from ds4sync.semantic.resolve import FactsCache
 
 BASE = {
     "pkg/__init__.py": "",
@@ -131,6 +132,7 @@ class History:
     base: str
     fork: str
     upstream: str
+    fixed: str  # the fork with fork_kw.py adapted to upstream's build() (one blob differs)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +144,10 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     upstream = b.head()
     b.branch("fork", base)
     fork = b.commit(FORK, "fork: features")
-    return History(GitRepo(b.path), base, fork, upstream)
+    fixed = b.commit(
+        {"pkg/fork_kw.py": "from pkg.layer import build\n\n\ndef f():\n    return build(1)\n"}, "fork: no eps"
+    )
+    return History(GitRepo(b.path), base, fork, upstream, fixed)
 
 
 def _by_file(result: SemanticResult) -> dict[str, set[tuple[str, str, str, int | None]]]:
@@ -159,6 +164,54 @@ def test_plan_finds_exactly_what_was_planted(history: History) -> None:
     assert _by_file(result) == PLANTED
     assert not result.ok
     assert all(f.origin == "upstream" for f in result.findings)
+
+
+def test_checks_sharing_a_cache_find_what_fresh_ones_find_and_parse_only_blobs_not_seen(history: History) -> None:
+    """The proposals loop: fork and upstream fixed, the merged tree changing a file at a time, conflicted files
+    read once resolved. Each check with the shared cache equals a fresh check, and parses only new blobs."""
+    repo = history.repo
+    merged = repo.merge_tree(history.fork, history.upstream).tree
+    adapted = repo.merge_tree(history.fixed, history.upstream).tree  # pkg/fork_kw.py differs, nothing else
+    steps = [(merged, ("pkg/fork_kw.py", "pkg/helpers.py")), (merged, ("pkg/fork_kw.py",)), (merged, ()), (adapted, ())]
+    shared = FactsCache(repo)
+    parsed: list[tuple[int, int]] = []  # (fresh, shared) files parsed by each check
+    for tree, unknown in steps:
+        fresh = FactsCache(repo)
+        alone = check_merge(
+            repo, fork=history.fork, upstream=history.upstream, merged=tree, unknown=unknown, facts=fresh
+        )
+        before = shared.parsed
+        result = check_merge(
+            repo, fork=history.fork, upstream=history.upstream, merged=tree, unknown=unknown, facts=shared
+        )
+        assert result.model_dump(exclude={"seconds"}) == alone.model_dump(exclude={"seconds"})
+        parsed.append((fresh.parsed, shared.parsed - before))
+    assert parsed[0][1] == parsed[0][0] > 4  # nothing seen yet
+    assert parsed[1] == (parsed[0][0], 0)  # helpers.py now read: its merged blob is upstream's, parsed already
+    assert 0 < parsed[2][1] < parsed[2][0]  # fork_kw.py now read: only what no check had read
+    assert parsed[3][0] > 1 and parsed[3][1] == 1  # the one blob that changed
+    assert (
+        "pkg/fork_kw.py" not in _by_file(result) and _by_file(result)["pkg/fork_ctor.py"] == PLANTED["pkg/fork_ctor.py"]
+    )
+
+
+def test_checks_of_several_upstream_heads_sharing_a_cache_parse_the_forks_files_once(history: History) -> None:
+    """drift's loop: one fork head, each upstream PR head in turn (here each upstream commit), one shared cache."""
+    repo = history.repo
+    heads = repo.out("rev-list", "--reverse", f"{history.base}..{history.upstream}").split()
+    shared = FactsCache(repo)
+    parsed: list[tuple[int, int]] = []
+    for head in heads:
+        tree = repo.merge_tree(history.fork, head).tree
+        fresh = FactsCache(repo)
+        alone = check_merge(repo, fork=history.fork, upstream=head, merged=tree, facts=fresh)
+        before = shared.parsed
+        result = check_merge(repo, fork=history.fork, upstream=head, merged=tree, facts=shared)
+        assert result.model_dump(exclude={"seconds"}) == alone.model_dump(exclude={"seconds"})
+        parsed.append((fresh.parsed, shared.parsed - before))
+    assert len(heads) == len(UPSTREAM) and parsed[0][0] == parsed[0][1]
+    assert all(shared < fresh for fresh, shared in parsed[1:])  # each head brings one PR's files, not the fork's
+    assert sum(shared for _, shared in parsed) * 3 < sum(fresh for fresh, _ in parsed)
 
 
 def test_findings_point_at_the_fork_line(history: History) -> None:
