@@ -146,3 +146,16 @@ def test_the_runner_saves_only_a_valid_record(tmp_path: Path, change: Any) -> No
         update_run(ws, record)
     assert ws.store.record_path(record.run_id).read_text() == saved
     assert ws.store.load(record.run_id).results.gates["unit"] == TIER
+
+
+def test_the_package_changes_a_model_only_through_updated() -> None:
+    """``model_copy(update=...)`` stores unvalidated values; the package calls it nowhere but in ``updated``'s own
+    docstring (tests may, to forge what a bug or another version would write)."""
+    package = Path(__file__).resolve().parents[1] / "ds4sync"
+    found = [
+        f"{path.relative_to(package.parent)}:{n}"
+        for path in sorted(package.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ".model_copy(update=" in line and path != package / "core" / "model.py"
+    ]
+    assert found == []

@@ -74,9 +74,9 @@ def _forge(ws: Workspace, repo: str):  # -> publish.forge.Forge
     from ds4sync.publish.forge import Forge, forge_token
 
     publish = ws.config.publish
-    config = publish.model_copy(update={"repo": repo}) if publish else PublishConfig(repo=repo)
+    config = updated(publish, repo=repo) if publish else PublishConfig(repo=repo)
     if ws.config.upstream.api_url:
-        config = config.model_copy(update={"api_url": ws.config.upstream.api_url})
+        config = updated(config, api_url=ws.config.upstream.api_url)
     return Forge(config, forge_token())
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, Field, field_validator
 
-from ds4sync.core.model import FrozenModel, ModuleName, read_yaml, validate
+from ds4sync.core.model import FrozenModel, ModuleName, read_yaml, updated, validate
 
 _OP_RE = re.compile(r"^[A-Za-z_]\w*::[A-Za-z_]\w*$")
 
@@ -94,4 +94,4 @@ def load_manifest(path: Path) -> Manifest:
         ConfigError: unreadable, malformed, an unknown key, a bad module or op name.
     """
     manifest = validate(Manifest, read_yaml(path), source=path)
-    return manifest.model_copy(update={"source": str(path)})
+    return updated(manifest, source=str(path))

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ds4sync.core.errors import ConfigError
-from ds4sync.core.model import DOTTED_NAME, FrozenModel, ModuleName, Regex, checked_regex, read_yaml, validate
+from ds4sync.core.model import DOTTED_NAME, FrozenModel, ModuleName, Regex, checked_regex, read_yaml, updated, validate
 from ds4sync.core.names import PatchSetKind
 from ds4sync.patchsets.lint import lint_patch
 
@@ -373,7 +373,7 @@ def load_patchset(folder: Path, *, lint: bool = True) -> PatchSet:
                 where=str(folder / name),
                 fix="git would drop or damage these files when it applies the patch",
             )
-    return patchset.model_copy(update={"folder": folder})
+    return updated(patchset, folder=folder)
 
 
 def load_catalogue(patches_dir: Path) -> tuple[Catalogue, list[PatchSet]]:

@@ -605,7 +605,7 @@ def _other_port(config: ServerConfig) -> ServerConfig:
     with socket.socket() as sock:
         sock.bind((config.host, 0))
         port = int(sock.getsockname()[1])
-    return config.model_copy(update={"port": port})
+    return updated(config, port=port)
 
 
 def side_config(spec: str, *, model: str | None) -> ServerConfig | None:

@@ -107,7 +107,7 @@ def run_gate(gate: Gate, ctx: GateContext) -> GateResult:
         kept = tuple(p for p in spec.paths if p not in missing)
         if not kept:
             return _no_path_here(gate, ctx, spec, missing)
-        spec = spec.model_copy(update={"paths": kept})
+        spec = updated(spec, paths=kept)
     run, res, xml, counts_json = _run_pytest(gate, ctx, spec, python, missing)
     if res.timed_out:
         return _stopped(gate, res, xml, ctx, run)
