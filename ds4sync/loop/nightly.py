@@ -30,24 +30,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ds4sync.core.errors import ConfigError, Ds4syncError, ExitCode, GitError
 from ds4sync.core.git import SHA_RE
-from ds4sync.core.redact import redact_secrets
-from ds4sync.core.words import many
 from ds4sync.loop.preflight import require_preflight
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
-from ds4sync.models.publish_duplicates import DuplicateCheck, OpenPull
-from ds4sync.models.publish_results import PublishResult
+from ds4sync.models.publish_duplicates import DuplicateCheck
 from ds4sync.models.record import RunRecord
+from ds4sync.publish.notice import NightFacts
+from ds4sync.publish.notice import compose_notice as build_notice
+from ds4sync.publish.notify import Notice
 from ds4sync.runner import RunOutcome, Workspace, require_branch, update_run
 
-if TYPE_CHECKING:
-    from ds4sync.report.view import ReportView
-
 Clock = Callable[[], float]
-_RAN = frozenset({"done", "failed", "needs-person"})
 
 
 @dataclass(frozen=True)
@@ -406,99 +401,22 @@ def _notify(ws: Workspace, night: NightlyResult) -> NightlyResult:
     return replace(night, exit_code=code, notified=sent)
 
 
-def compose_notice(ws: Workspace, night: NightlyResult):  # -> publish.notify.Notice
-    """The night's one message: what happened, the PR link, what needs a person."""
-    from ds4sync.loop.watch import NOTICE_PREFIXES
-    from ds4sync.publish.notify import Notice
-    from ds4sync.report.build import build_view
-
-    prefix = ws.config.notify.title_prefix if ws.config.notify else "ds4sync"
-    fork = ws.config.fork.name or ws.fork_branch or "fork"
+def compose_notice(ws: Workspace, night: NightlyResult) -> Notice:
+    """The night's one message (built by :func:`ds4sync.publish.notice.compose_notice`), with this workspace's
+    title prefix and fork name, and whether the run is green by the pipeline's own rule."""
     record = night.record
-    if record is None:
-        kind = "info" if night.exit_code == ExitCode.OK else "warning"
-        body = "\n".join([night.message, *(f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES))])
-        return Notice(title=f"{prefix} nightly: {fork}: {night.message}", body=body, kind=kind)
-    view = build_view(record, public=True)
-    status = {
-        ExitCode.OK: "green",
-        ExitCode.FAILED: "FAILED",
-        ExitCode.BUDGET: "out of time",
-        ExitCode.TRANSIENT: "not published (forge unreachable)",
-    }.get(night.exit_code, "needs a person")
-    if status == "green" and not _run_green(ws, record):
-        status = "done, not proven"  # a required tier the pipeline does not run (promote_tiers) has no green
-    lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
-    lines += _what_happened(view, record, night)
-    publish = record.results.publish
-    pr_url = publish.pr_url if publish is not None else None
-    needs = _needs_person(view, record, night)
-    if needs:
-        lines += ["", "Needs a person:"] + [f"- {n}" for n in dict.fromkeys(needs)]
-    kind = (
-        "success"
-        if night.exit_code == ExitCode.OK and not needs
-        else "failure"
-        if night.exit_code == ExitCode.FAILED
-        else "warning"
+    facts = NightFacts(
+        record=record,
+        message=night.message,
+        exit_code=night.exit_code,
+        proven=record is not None and _run_green(ws, record),
+        promoted=night.promoted,
+        deployed=night.deployed,
+        pruned=night.pruned,
+        notes=night.notes,
     )
-    return Notice(
-        title=f"{prefix} nightly: {fork} {status}",
-        body=redact_secrets("\n".join(lines) + "\n"),
-        kind=kind,
-        needs_person=tuple(dict.fromkeys(needs)),
-        pr_url=pr_url,
-    )
-
-
-def _what_happened(view: ReportView, record: RunRecord, night: NightlyResult) -> list[str]:
-    """The notice's bullets of what the night did: merge, semantic check, each tier's line, the PR, promote,
-    deploy, prune and the notes a notice carries (``view``: the record's public report view)."""
-    from ds4sync.loop.watch import NOTICE_PREFIXES
-
-    lines = []
-    if view.merge is not None:
-        m = view.merge
-        tally = ", ".join(f"{t.count} {t.label}" for t in m.resolutions) or "none"
-        lines.append(
-            f"- Merge: {many(m.upstream_commits or 0, 'upstream commit')} into {view.fork.ref}; "
-            f"{many(len(m.conflicts), 'conflicted file')} (resolved: {tally}); "
-            f"{many(len(m.overlaps), 'semantic overlap')}"
-        )
-    lines += [f"- Semantic check: {view.semantic.summary_line()}"] if view.semantic is not None else []
-    lines += [f"- Gates {tier.tier}: {tier.line}" for tier in view.validation.tiers]  # the record's one tier line
-    publish = record.results.publish
-    if publish is not None and publish.pr_url:
-        lines.append(f"- PR #{publish.pr_number} {publish.action}: {publish.pr_url}")
-    elif publish is not None and publish.message:
-        lines.append(f"- Not published: {publish.message}")
-    if night.promoted:
-        lines.append(f"- Promoted {night.promoted}")
-    if night.deployed:
-        lines.append(f"- Deployed: {night.deployed}")
-    if night.pruned:
-        lines.append(f"- Pruned {len(night.pruned)} old run(s)")
-    return lines + [f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES)]
-
-
-def _needs_person(view: ReportView, record: RunRecord, night: NightlyResult) -> list[str]:
-    """What the night leaves for a person, in order (may repeat): the phase waiting for one, unresolved
-    conflicts, the report's remaining items of phases that ran, possible duplicate PRs, semantic breaks and
-    the notes that say something was not done."""
-    needs: list[str] = []
-    waiting = next((n for n, p in record.phases.items() if p.status == "needs-person"), None)
-    if waiting:
-        needs.append(f"phase {waiting}: {record.phases[waiting].message}")
-    if view.merge is not None:
-        needs += [f"conflict in {c.path} ({c.kind})" for c in view.merge.conflicts if c.resolution == "unresolved"]
-    # Build and patch-set items count only when their phase ran: "not run" of a phase not reached is no job.
-    ran = {k for k, phase in (("build", "build"), ("patch-set", "replay")) if record.phase(phase).status in _RAN}
-    needs += [i.text for i in view.remaining if i.kind in ("gate", "overlap") or i.kind in ran]
-    needs += [f"possible duplicate work: {p.reason} (#{p.number})" for p in _duplicates(record.results.publish)]
-    needs += [
-        f"semantic break {f.line_text()}" for f in (view.semantic.blockers() if view.semantic is not None else [])
-    ]
-    return needs + [n for n in night.notes if n.startswith("not ")]
+    prefix = ws.config.notify.title_prefix if ws.config.notify else "ds4sync"
+    return build_notice(facts, title_prefix=prefix, fork=ws.config.fork.name or ws.fork_branch or "fork")
 
 
 def _run_green(ws: Workspace, record: RunRecord) -> bool:
@@ -510,11 +428,6 @@ def _run_green(ws: Workspace, record: RunRecord) -> bool:
     phases = {p.name: record.phases[p.name].status if p.name in record.phases else "pending" for p in PHASES}
     tiers = {name: tier.gates for name, tier in record.results.gates.items()}
     return run_green(phases, tiers, required=ws.config.gates.required_for_promote)
-
-
-def _duplicates(publish: PublishResult | None) -> list[OpenPull]:
-    check = publish.duplicate_check if publish is not None else None
-    return [p for p in check.open_prs if p.relation == "duplicate"] if check is not None else []
 
 
 def cron_line(ws: Workspace, *, at: str = "02:30", executable: str | None = None) -> str:

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from ds4sync.models.record import RunRecord
 
 #: Prefixes of the night's notes that belong in its notification.
-NOTICE_PREFIXES = ("drift:", "last green")
 
 
 def watch_night(ws: Workspace, record: RunRecord | None, *, green: bool, progress: Progress | None = None) -> list[str]:
