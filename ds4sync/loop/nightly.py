@@ -37,7 +37,6 @@ from ds4sync.loop.preflight import require_preflight
 from ds4sync.loop.sync import AlreadyMerged, Progress, SyncBranchTaken, abort, resume, start_merge
 from ds4sync.models.publish_duplicates import DuplicateCheck
 from ds4sync.models.record import RunRecord
-from ds4sync.publish.notice import NightFacts
 from ds4sync.publish.notice import compose_notice as build_notice
 from ds4sync.publish.notify import Notice
 from ds4sync.runner import RunOutcome, Workspace, require_branch, update_run
@@ -405,18 +404,12 @@ def compose_notice(ws: Workspace, night: NightlyResult) -> Notice:
     """The night's one message (built by :func:`ds4sync.publish.notice.compose_notice`), with this workspace's
     title prefix and fork name, and whether the run is green by the pipeline's own rule."""
     record = night.record
-    facts = NightFacts(
-        record=record,
-        message=night.message,
-        exit_code=night.exit_code,
+    return build_notice(
+        night,
         proven=record is not None and _run_green(ws, record),
-        promoted=night.promoted,
-        deployed=night.deployed,
-        pruned=night.pruned,
-        notes=night.notes,
+        title_prefix=ws.config.notify.title_prefix if ws.config.notify else "ds4sync",
+        fork=ws.config.fork.name or ws.fork_branch or "fork",
     )
-    prefix = ws.config.notify.title_prefix if ws.config.notify else "ds4sync"
-    return build_notice(facts, title_prefix=prefix, fork=ws.config.fork.name or ws.fork_branch or "fork")
 
 
 def _run_green(ws: Workspace, record: RunRecord) -> bool:

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from ds4sync.loop.sync import Progress
     from ds4sync.models.record import RunRecord
 
-#: Prefixes of the night's notes that belong in its notification.
-
 
 def watch_night(ws: Workspace, record: RunRecord | None, *, green: bool, progress: Progress | None = None) -> list[str]:
     """Move the last-green ref after a ``green`` night, then (``nightly.drift``) run drift; returns the notes.

@@ -118,8 +118,10 @@ class SemanticGuard:
     """
 
     def __init__(self, repo: GitRepo, *, fork: str, upstream: str) -> None:
+        from ds4sync.semantic.resolve import FactsCache  # the semantic package loads only where proposals are made
+
         self.repo, self.fork, self.upstream = repo, fork, upstream
-        self._facts: Any = None  # the FactsCache, made on the first check (the semantic package loads only then)
+        self._facts = FactsCache(repo)
 
     def findings(self, merged: Callable[[], str], *, unknown: Collection[str] = ()) -> str | None:
         """Why the proposal adds a semantic blocker (:func:`ds4sync.semantic.check_merge` on the tree with the
@@ -127,10 +129,7 @@ class SemanticGuard:
         Warnings (lint, lost wiring) do not reject a proposal; a blocker does: an import that no longer resolves,
         a removed definition still referenced, a call that no longer binds."""
         from ds4sync.semantic import check_merge
-        from ds4sync.semantic.resolve import FactsCache
 
-        if self._facts is None:
-            self._facts = FactsCache(self.repo)
         result = check_merge(
             self.repo, fork=self.fork, upstream=self.upstream, merged=merged(), unknown=unknown, facts=self._facts
         )

@@ -6,8 +6,7 @@ The gate lines are the report's own tier lines (``ReportView.validation.tiers``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ds4sync.core.errors import ExitCode
 from ds4sync.core.redact import redact_secrets
@@ -25,24 +24,30 @@ NOTICE_PREFIXES = ("drift:", "last green")
 _RAN = frozenset({"done", "failed", "needs-person"})
 
 
-@dataclass(frozen=True)
-class NightFacts:
-    """What a night did, as the notice tells it: the run record (None when no run took place), the nightly's
-    message and exit code, whether the run is green by the pipeline's rule (``proven``), and the loop's steps."""
+class Night(Protocol):
+    """What the notice reads of a night (:class:`ds4sync.loop.nightly.NightlyResult` is one): the run record
+    (None when no run took place), the nightly's message and exit code, and what the loop did after the run."""
 
-    record: RunRecord | None
-    message: str
-    exit_code: ExitCode
-    proven: bool = False
-    promoted: str | None = None
-    deployed: str | None = None
-    pruned: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    @property
+    def record(self) -> RunRecord | None: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def exit_code(self) -> ExitCode: ...
+    @property
+    def promoted(self) -> str | None: ...
+    @property
+    def deployed(self) -> str | None: ...
+    @property
+    def pruned(self) -> tuple[str, ...]: ...
+    @property
+    def notes(self) -> tuple[str, ...]: ...
 
 
-def compose_notice(night: NightFacts, *, title_prefix: str, fork: str) -> Notice:
+def compose_notice(night: Night, *, proven: bool, title_prefix: str, fork: str) -> Notice:
     """The night's one message: a title with the night's status, what happened, the PR link, what needs a person.
 
+    ``proven``: the run is green by the pipeline's own rule (:func:`ds4sync.models.gates_status.run_green`).
     ``kind`` is ``success`` only for a night that exited 0 with nothing left for a person; a run that exited 0 but
     is not ``proven`` (a required tier the pipeline does not run) is "done, not proven", never green. The body is
     redacted.
@@ -61,7 +66,7 @@ def compose_notice(night: NightFacts, *, title_prefix: str, fork: str) -> Notice
         ExitCode.BUDGET: "out of time",
         ExitCode.TRANSIENT: "not published (forge unreachable)",
     }.get(night.exit_code, "needs a person")
-    if status == "green" and not night.proven:
+    if status == "green" and not proven:
         status = "done, not proven"  # a required tier the pipeline does not run (promote_tiers) has no green
     lines = [f"**{view.title}**: {status} (run {record.run_id}, exit {int(night.exit_code)})", ""]
     lines += _what_happened(view, record, night)
@@ -85,7 +90,7 @@ def compose_notice(night: NightFacts, *, title_prefix: str, fork: str) -> Notice
     )
 
 
-def _what_happened(view: ReportView, record: RunRecord, night: NightFacts) -> list[str]:
+def _what_happened(view: ReportView, record: RunRecord, night: Night) -> list[str]:
     """The notice's bullets of what the night did: merge, semantic check, each tier's line, the PR, promote,
     deploy, prune and the notes a notice carries (``view``: the record's public report view)."""
     lines = []
@@ -113,7 +118,7 @@ def _what_happened(view: ReportView, record: RunRecord, night: NightFacts) -> li
     return lines + [f"- {n}" for n in night.notes if n.startswith(NOTICE_PREFIXES)]
 
 
-def _needs_person(view: ReportView, record: RunRecord, night: NightFacts) -> list[str]:
+def _needs_person(view: ReportView, record: RunRecord, night: Night) -> list[str]:
     """What the night leaves for a person, in order (may repeat): the phase waiting for one, unresolved
     conflicts, the report's remaining items of phases that ran, possible duplicate PRs, semantic breaks and
     the notes that say something was not done."""
